@@ -1,0 +1,78 @@
+"""Variants of parameterised problems: a problem, a seed and (optionally) a student id in, numbers and answers out.
+
+Answers are always computed by the problem's `compute` reference from the drawn
+parameters, never typed in. The draw is derived from a hash of
+(seed, student, problem id), so it is the same on every machine and for every
+stage (build, grade, self-check, exam) that asks for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from autograder.bank.model import ChoiceParam, IntParam, NumericProblem
+from autograder.bank.resolve import resolve
+
+MAX_DRAWS = 5000
+
+
+class InfeasibleProblem(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One instance of a problem: its parameters and the answer to each part."""
+
+    problem_id: str
+    params: dict[str, Any]
+    answers: dict[str, np.ndarray]
+    label: str  # "lecture" or "seed:<seed>/<student>"
+
+
+def variant_seed(seed: int, student: str | None, problem_id: str) -> int:
+    digest = hashlib.sha256(f"{seed}\x1f{student or ''}\x1f{problem_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+def _draw(spec: IntParam | ChoiceParam, rng: np.random.Generator) -> Any:
+    if isinstance(spec, ChoiceParam):
+        return spec.choice[int(rng.integers(len(spec.choice)))]
+    values = rng.integers(spec.range[0], spec.range[1] + 1, tuple(spec.ints))
+    return int(values) if not spec.ints else values.astype(np.int64).tolist()
+
+
+def compute_answers(problem: NumericProblem, params: dict[str, Any]) -> dict[str, np.ndarray]:
+    raw = resolve(problem.compute)(**params)
+    return {part.name: np.asarray(raw[part.name], dtype=float) for part in problem.parts}
+
+
+def lecture_variant(problem: NumericProblem) -> Variant:
+    assert problem.lecture_example is not None
+    params = dict(problem.lecture_example.params)
+    return Variant(problem.id, params, compute_answers(problem, params), "lecture")
+
+
+def draw_variant(problem: NumericProblem, seed: int, student: str | None = None) -> Variant:
+    """A fresh, feasible variant; problems without parameters always give the lecture's example."""
+    if not problem.parameters:
+        return lecture_variant(problem)
+    rng = np.random.default_rng(variant_seed(seed, student, problem.id))
+    feasible = resolve(problem.feasible) if problem.feasible else None
+    last_reason = "no draw was tried"
+    for _ in range(MAX_DRAWS):
+        params = {name: _draw(spec, rng) for name, spec in problem.parameters.items()}
+        answers = compute_answers(problem, params)
+        if not all(np.all(np.isfinite(a)) for a in answers.values()):
+            last_reason = "an answer is not finite"
+            continue
+        reason = feasible(params, answers) if feasible else None
+        if reason is None:
+            return Variant(problem.id, params, answers, f"seed:{seed}/{student or ''}")
+        last_reason = reason
+    raise InfeasibleProblem(f"no feasible parameters in {MAX_DRAWS} draws (last rejection: {last_reason})")
+
