@@ -1,0 +1,122 @@
+"""Closed-form counts for Transformer layers: parameters, attention scores, FLOPs, KV cache.
+
+Takes positive ints (model width d, heads h, sequence length n, ...) and gives
+exact ints (or a ``Fraction`` for growth ratios). FLOP counts are
+multiply-add counts: one multiply-add per term of every dot product.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+__all__ = [
+    "head_dim",
+    "attention_parameter_count",
+    "mha_parameter_count",
+    "mqa_parameter_count",
+    "gqa_kv_parameter_count",
+    "ffn_parameter_count",
+    "layer_norm_parameter_count",
+    "attention_score_count",
+    "attention_score_growth",
+    "attention_flops",
+    "ffn_flops",
+    "kv_cache_entries",
+]
+
+
+def _require_positive(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value}")
+
+
+def head_dim(d: int, h: int) -> int:
+    """Per-head width d / h; ValueError unless h divides d."""
+    _require_positive(d=d, h=h)
+    if d % h != 0:
+        raise ValueError(f"number of heads h={h} must divide the model dimension d={d}")
+    return d // h
+
+
+def _kv_width(d: int, h: int, kv_heads: int) -> int:
+    # K and V each have kv_heads heads of width d/h; query heads share them in equal groups.
+    dh = head_dim(d, h)
+    _require_positive(kv_heads=kv_heads)
+    if h % kv_heads != 0:
+        raise ValueError(f"kv_heads={kv_heads} must divide the number of query heads h={h}")
+    return kv_heads * dh
+
+
+def attention_parameter_count(d: int, h: int, kv_heads: int, bias: bool = True) -> int:
+    """Parameters of an attention layer with h query heads and kv_heads key/value heads.
+
+    kv_heads=h is multi-head attention (MHA), kv_heads=1 multi-query (MQA),
+    anything in between grouped-query (GQA). Q and output projections are
+    d x d; K and V projections are d x (kv_heads * d/h).
+    """
+    kv = _kv_width(d, h, kv_heads)
+    weights = 2 * d * d + 2 * d * kv
+    biases = 2 * d + 2 * kv if bias else 0
+    return weights + biases
+
+
+def mha_parameter_count(d: int, h: int, bias: bool = True) -> int:
+    """4 d^2 (+ 4 d biases): independent of h, which only has to divide d."""
+    return attention_parameter_count(d, h, kv_heads=h, bias=bias)
+
+
+def mqa_parameter_count(d: int, h: int, bias: bool = True) -> int:
+    """Multi-query attention: all h query heads share one key head and one value head."""
+    return attention_parameter_count(d, h, kv_heads=1, bias=bias)
+
+
+def gqa_kv_parameter_count(d: int, h: int, groups: int, bias: bool = True) -> int:
+    """Parameters of the K and V projections alone when there are ``groups`` key/value heads."""
+    kv = _kv_width(d, h, groups)
+    return 2 * (d * kv + (kv if bias else 0))
+
+
+def ffn_parameter_count(d: int, d_ff: int, bias: bool = True) -> int:
+    """2 d d_ff (+ d_ff + d biases) for the two linear layers of the position-wise FFN."""
+    _require_positive(d=d, d_ff=d_ff)
+    return 2 * d * d_ff + (d_ff + d if bias else 0)
+
+
+def layer_norm_parameter_count(d: int) -> int:
+    """2 d: one gain and one bias per feature."""
+    _require_positive(d=d)
+    return 2 * d
+
+
+def attention_score_count(n: int, heads: int = 1) -> int:
+    """n^2 scores per head: every query against every key."""
+    _require_positive(n=n, heads=heads)
+    return n * n * heads
+
+
+def attention_score_growth(n_old: int, n_new: int) -> Fraction:
+    """Factor by which the number of scores grows when the length goes from n_old to n_new."""
+    _require_positive(n_old=n_old, n_new=n_new)
+    return Fraction(n_new, n_old) ** 2
+
+
+def attention_flops(n: int, d: int, h: int = 1) -> int:
+    """Multiply-adds for Q K^T and for weights @ V: 2 n^2 d.
+
+    Splitting into h heads gives h * 2 n^2 (d/h), the same count.
+    """
+    _require_positive(n=n)
+    return h * 2 * n * n * head_dim(d, h)
+
+
+def ffn_flops(n: int, d: int, d_ff: int) -> int:
+    """Multiply-adds for the two FFN matrix products over n tokens: 2 n d d_ff."""
+    _require_positive(n=n, d=d, d_ff=d_ff)
+    return 2 * n * d * d_ff
+
+
+def kv_cache_entries(n: int, d: int, h: int, kv_heads: int, layers: int = 1) -> int:
+    """Numbers stored in a KV cache: keys and values for n tokens, kv_heads * d/h wide, per layer."""
+    _require_positive(n=n, layers=layers)
+    return 2 * layers * n * _kv_width(d, h, kv_heads)
