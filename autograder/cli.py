@@ -67,3 +67,24 @@ def validate(path: Path | None) -> None:
     if findings:
         fail(f"{len(findings)} problem(s) found in {len(bank.problems) + len(findings)} file(s)")
     console.print(f"[green]{len(bank.problems)} problems valid[/]")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--out", type=click.Path(path_type=Path), help="output folder (default: dist/NAME)")
+def build(name: str, out: Path | None) -> None:
+    """Build assignment NAME (assignments/NAME.yaml): student release, nbgrader source, grading bundle."""
+    from autograder.build import build as build_assignment
+
+    result = build_assignment(name, out)
+    table = Table(title=f"{result.assignment.manifest.title}: {result.out}/")
+    table.add_column("part")
+    table.add_column("files", justify="right")
+    table.add_column("bytes", justify="right")
+    parts: dict[str, list[int]] = {}
+    for path, size in result.files.items():
+        parts.setdefault(path.split("/")[0], []).append(size)
+    for part, sizes in parts.items():
+        table.add_row(part, str(len(sizes)), f"{sum(sizes):,}")
+    console.print(table)
+    console.print(f"students get [bold]{result.out}/student/[/]; keep [bold]{result.out}/autograder/[/] private")

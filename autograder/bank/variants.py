@@ -76,3 +76,8 @@ def draw_variant(problem: NumericProblem, seed: int, student: str | None = None)
         last_reason = reason
     raise InfeasibleProblem(f"no feasible parameters in {MAX_DRAWS} draws (last rejection: {last_reason})")
 
+
+
+def variant_for(problem: NumericProblem, seed: int, mode: str, student: str | None) -> Variant:
+    """The variant a student gets under an assignment's `variants:` mode ("same" or "per_student")."""
+    return draw_variant(problem, seed, student if mode == "per_student" else None)

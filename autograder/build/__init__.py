@@ -1,0 +1,73 @@
+"""Stage 2, build: an assignment manifest and the bank in, a release folder out.
+
+`dist/NAME/` holds `student/` (what students get), `nbgrader/` (a course folder
+for real nbgrader), `autograder/` (the grading bundle, instructors only) and
+`gradescope.zip`. Writers are pure functions returning {path: bytes}; this
+module does the only I/O, writing to a temporary folder that replaces the
+output folder in one rename, so a failed build leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.bank.load import Bank, load_bank_strict
+from autograder.build.grading import grading_bundle
+from autograder.build.manifest import Assignment, find_manifest, resolve_assignment
+from autograder.build.student import student_files
+from autograder.bundle import bundle_files
+from autograder.errors import QkvError
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    assignment: Assignment
+    out: Path
+    files: dict[str, int]  # relative path -> size in bytes
+
+
+def release_files(assignment: Assignment) -> dict[str, bytes]:
+    bundle = grading_bundle(assignment)
+    written_sources = {w.id: assignment.problem_files[w.id].read_text(encoding="utf-8") for w in bundle.written}
+    grading = bundle_files(bundle, written_sources)
+    files = {f"autograder/{p}": b for p, b in grading.items()}
+    files.update({f"student/{p}": b for p, b in student_files(assignment, bundle).items()})
+    return files
+
+
+def write_atomically(out: Path, files: dict[str, bytes]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for rel, data in files.items():
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            if rel.endswith(("run_autograder", "setup.sh")):
+                target.chmod(0o755)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(out, old)
+            os.rename(staging, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def build(name: str, out: Path | None = None, bank: Bank | None = None, assignments_root: Path | None = None) -> BuildResult:
+    bank = bank or load_bank_strict()
+    assignment = resolve_assignment(find_manifest(name, assignments_root), bank)
+    out = out or Path("dist") / assignment.name
+    if out.exists() and not out.is_dir():
+        raise QkvError(str(out), "output path exists and is not a folder")
+    files = release_files(assignment)
+    write_atomically(out, files)
+    return BuildResult(assignment, out, {p: len(b) for p, b in sorted(files.items())})

@@ -1,0 +1,49 @@
+"""The grading bundle of an assignment: an `Assignment` in, a `GradingBundle` (expected outputs computed) out.
+
+This is the only place where references and misconception mutants run for an
+assignment's code problems: once, at build time, in the trusted process.
+"""
+
+from __future__ import annotations
+
+from autograder.bank.inputs import call_arguments
+from autograder.bank.model import ImplementProblem
+from autograder.bank.outputs import run_trusted, select
+from autograder.bank.resolve import resolve
+from autograder.build.manifest import Assignment
+from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
+
+
+def _code_problem(problem: ImplementProblem, points: float, track: str) -> CodeProblem:
+    reference = resolve(problem.references[track])
+    mutants = {m.id: resolve(m.implementation) for m in problem.misconceptions if m.implementation}
+    weighted = [(t, "public") for t in problem.public_tests] + [(t, "hidden") for t in problem.hidden_tests]
+    tests = []
+    for test, visibility in weighted:
+        args, kwargs = call_arguments(test)
+        expected = None if test.expect_error else select(run_trusted(reference, test, track), test)
+        mutant_outputs = {}
+        for mutant_id, mutant in mutants.items():
+            try:
+                mutant_outputs[mutant_id] = select(run_trusted(mutant, test), test)
+            except Exception:  # noqa: BLE001 - a mutant that cannot run on this input just can't be recognised here
+                continue
+        tests.append(GradedTest(
+            problem_id=problem.id, name=test.name, visibility=visibility,
+            weight=test.points, tolerance=test.tolerance,
+            args=args, kwargs=kwargs, expected=expected, expect_error=test.expect_error,
+            output=test.output, mutant_outputs=mutant_outputs,
+        ))
+    return CodeProblem(problem.id, problem.title, points, problem.function, tuple(tests),
+                       {m.id: m.message for m in problem.misconceptions})
+
+
+def grading_bundle(assignment: Assignment) -> GradingBundle:
+    manifest = assignment.manifest
+    return GradingBundle(
+        name=assignment.name, title=manifest.title, track=manifest.track, seed=manifest.seed,
+        variants=manifest.variants, due=manifest.due.isoformat() if manifest.due else None,
+        code=tuple(_code_problem(p.problem, p.points, manifest.track) for p in assignment.implement),
+        written=tuple(WrittenProblem(p.problem.id, p.points, p.problem) for p in assignment.written),
+        problem_order=tuple(p.problem.id for p in assignment.problems),
+    )

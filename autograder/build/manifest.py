@@ -1,0 +1,161 @@
+"""Assignment manifests: `assignments/<name>.yaml` in, a resolved `Assignment` (manifest + bank problems) out.
+
+Every error names the manifest file and the field: an unknown problem id, a
+problem the track cannot take, bad points, bad YAML.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from autograder.bank.load import Bank
+from autograder.bank.model import ImplementProblem, Problem, ProblemId, Track
+from autograder.errors import QkvError
+
+StudentId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProblemEntry(_Strict):
+    id: ProblemId
+    points: float | None = Field(default=None, gt=0, le=1000)
+
+
+class Manifest(_Strict):
+    title: str = Field(min_length=3)
+    track: Track
+    seed: int = Field(ge=0)
+    due: dt.datetime | dt.date | None = None
+    variants: Literal["same", "per_student"] = Field(
+        default="same",
+        description="hand-calculation numbers: the same for the class, or one set per student id",
+    )
+    roster: list[StudentId] = Field(
+        default=[], description="student ids whose numbers the release lists (per_student)"
+    )
+    problems: list[Union[ProblemId, ProblemEntry]] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class AssignedProblem:
+    problem: Problem
+    points: float
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A manifest with its problems looked up in the bank: what every build writer receives."""
+
+    name: str
+    manifest: Manifest
+    problems: tuple[AssignedProblem, ...]
+    source: Path
+    problem_files: dict[str, Path]  # the bank file of each problem
+
+    @property
+    def track(self) -> Track:
+        return self.manifest.track
+
+    @property
+    def implement(self) -> list[AssignedProblem]:
+        return [p for p in self.problems if isinstance(p.problem, ImplementProblem)]
+
+    @property
+    def written(self) -> list[AssignedProblem]:
+        return [p for p in self.problems if not isinstance(p.problem, ImplementProblem)]
+
+    @property
+    def max_points(self) -> float:
+        return sum(p.points for p in self.problems)
+
+    @property
+    def module_name(self) -> str:
+        return self.name.replace("-", "_")
+
+
+def default_assignments_root() -> Path:
+    return Path(__file__).resolve().parents[2] / "assignments"
+
+
+def find_manifest(name_or_path: str, root: Path | None = None) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml"):
+        if not candidate.is_file():
+            raise QkvError(str(candidate), "no such manifest file")
+        return candidate
+    root = root or default_assignments_root()
+    path = root / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in root.glob("*.yaml"))) or "none"
+        raise QkvError(str(path), f"unknown assignment '{name_or_path}' (known: {known})")
+    return path
+
+
+def _field(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part not in ("str", "ProblemEntry", "datetime", "date") and "[" not in str(part):
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def parse_manifest(path: Path) -> Manifest:
+    where = str(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise QkvError(f"{where}{at}", f"bad YAML: {getattr(err, 'problem', None) or err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise QkvError(where, f"cannot read: {err}") from None
+    if not isinstance(data, dict):
+        raise QkvError(where, "a manifest must be a YAML mapping")
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise QkvError(where, f"{_field(first['loc'])}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def resolve_assignment(path: Path, bank: Bank) -> Assignment:
+    manifest = parse_manifest(path)
+    name = path.stem
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,59}", name):
+        raise QkvError(str(path), "file name: an assignment name is lower-case letters, digits and dashes")
+    entries = [ProblemEntry(id=e) if isinstance(e, str) else e for e in manifest.problems]
+    seen: set[str] = set()
+    resolved = []
+    for i, entry in enumerate(entries):
+        where = f"problems[{i}]"
+        if entry.id in seen:
+            raise QkvError(str(path), f"{where}: '{entry.id}' is listed twice")
+        seen.add(entry.id)
+        if entry.id not in bank.problems:
+            raise QkvError(str(path), f"{where}: unknown problem id '{entry.id}'")
+        problem = bank.problems[entry.id]
+        if isinstance(problem, ImplementProblem) and manifest.track not in problem.references:
+            raise QkvError(
+                str(path), f"{where}: '{entry.id}' has no {manifest.track} reference, so the {manifest.track} track cannot take it"
+            )
+        resolved.append(AssignedProblem(problem, entry.points if entry.points is not None else problem.points))
+    functions = [p.problem.function for p in resolved if isinstance(p.problem, ImplementProblem)]
+    clash = sorted({f for f in functions if functions.count(f) > 1})
+    if clash:
+        raise QkvError(str(path), f"problems: two problems ask for the same function {', '.join(clash)}")
+    if manifest.variants == "per_student" and not manifest.roster:
+        raise QkvError(str(path), "roster: per_student variants need the student ids, so each one's numbers can be listed")
+    files = {p.problem.id: bank.paths[p.problem.id] for p in resolved}
+    return Assignment(name, manifest, tuple(resolved), path, files)

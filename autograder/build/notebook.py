@@ -1,0 +1,62 @@
+"""The student notebook: an `Assignment` in, the text of a Jupyter notebook (nbformat v4) out.
+
+One setup cell, then for each problem: its prompt (Markdown), the cell to fill
+in (a stub function or an ANSWERS entry) and a self-check cell. Every cell
+carries `metadata.qkv = {role, problem}`, so the grader can tell the student's
+code from the scaffolding; cell ids are derived from the problem ids so the
+output is byte-identical across builds.
+"""
+
+from __future__ import annotations
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder.bank.model import ImplementProblem
+from autograder.build.manifest import Assignment
+from autograder.build.student_text import TRACK_IMPORTS, placeholder, problem_markdown, stub_function
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def _cell(kind: str, source: str, role: str, problem: str | None = None):
+    make = new_markdown_cell if kind == "markdown" else new_code_cell
+    cell = make(source.rstrip("\n"))
+    cell.id = f"{problem or 'nb'}-{role}"[-64:]
+    cell.metadata["qkv"] = {"role": role, **({"problem": problem} if problem else {})}
+    return cell
+
+
+def setup_source(assignment: Assignment) -> str:
+    return (
+        'STUDENT_ID = ""  # your student id, e.g. "s1234567"\n\n'
+        f"{TRACK_IMPORTS[assignment.track]}\n\n"
+        "ANSWERS = {}\n"
+        "try:  # the offline self-check, shipped beside this notebook\n"
+        "    from qkv_check import check, show\n"
+        "except ImportError:\n"
+        "    check = show = lambda *args, **kwargs: print(\"qkv_check.py is not beside this notebook\")"
+    )
+
+
+def student_notebook(assignment: Assignment) -> str:
+    title = assignment.manifest.title
+    cells = [
+        _cell("markdown", f"# {title}\n\nFill in each cell marked *your work*, then run the self-check cell after it. "
+                          "Run every cell from the top after a restart before you submit; hidden tests are run when you are graded.",
+              "intro"),
+        _cell("code", setup_source(assignment), "setup"),
+    ]
+    for assigned in assignment.problems:
+        problem = assigned.problem
+        cells.append(_cell("markdown", problem_markdown(assigned, assignment), "prompt", problem.id))
+        if isinstance(problem, ImplementProblem):
+            work = "# your work\n" + stub_function(problem)
+        else:
+            work = f"# your work\nANSWERS[{problem.id!r}] = {placeholder(problem)}"
+        cells.append(_cell("code", work, "work", problem.id))
+        cells.append(_cell("code", f"check({problem.id!r})", "selfcheck", problem.id))
+    cells.append(_cell("code", "check()  # every problem at once, with a summary", "selfcheck"))
+    notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
+    nbformat.validate(notebook)
+    return nbformat.writes(notebook)

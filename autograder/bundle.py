@@ -1,0 +1,193 @@
+"""The grading bundle: the contract between build and grade (instructor machines only).
+
+`build` writes it to `dist/NAME/autograder/`; `grade`, the pytest plugin and the
+Gradescope runner read it. It holds every test of every `implement` problem with
+its inputs, expected outputs (already computed by the references) and each
+misconception's outputs, so grading never runs reference code; and the written
+problems' bank files, whose per-student answers are computed from the seed.
+
+Layout: `assignment.json` (metadata), `arrays.npz` (all arrays, read with
+allow_pickle=False), `problems/<id>.yaml` (copies of the written problems).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from autograder.archive import load_npz, npz_bytes
+from autograder.bank.load import parse_problem
+from autograder.bank.model import Problem, Tolerance
+from autograder.errors import QkvError
+
+FORMAT_VERSION = 1
+Outputs = tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class GradedTest:
+    """One call of a student function and how its result is judged."""
+
+    problem_id: str
+    name: str
+    visibility: Literal["public", "hidden"]
+    weight: float  # share of the problem's points: points * weight / (sum of the problem's weights)
+    tolerance: Tolerance
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    expected: Outputs | None  # None when the call must raise `expect_error`
+    expect_error: str | None = None
+    output: Literal["all", "first", "second"] = "all"
+    mutant_outputs: dict[str, Outputs] = field(default_factory=dict)
+
+    @property
+    def call_id(self) -> str:
+        return f"{self.problem_id}::{self.name}"
+
+
+@dataclass(frozen=True)
+class CodeProblem:
+    id: str
+    title: str
+    points: float
+    function: str
+    tests: tuple[GradedTest, ...]
+    misconceptions: dict[str, str]  # id -> message for the student
+
+    @property
+    def total_weight(self) -> float:
+        return sum(t.weight for t in self.tests) or 1.0
+
+    def test_points(self, test: GradedTest) -> float:
+        return self.points * test.weight / self.total_weight
+
+
+@dataclass(frozen=True)
+class WrittenProblem:
+    id: str
+    points: float
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class GradingBundle:
+    name: str
+    title: str
+    track: str
+    seed: int
+    variants: str
+    due: str | None
+    code: tuple[CodeProblem, ...]
+    written: tuple[WrittenProblem, ...]
+    problem_order: tuple[str, ...]
+
+    @property
+    def max_points(self) -> float:
+        return sum(p.points for p in self.code) + sum(p.points for p in self.written)
+
+    def points_of(self, problem_id: str) -> float:
+        return next(p.points for p in (*self.code, *self.written) if p.id == problem_id)
+
+
+# -------------------------------------------------------------------- writing
+
+
+def _encode_value(value: Any, key: str, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(value, np.ndarray):
+        arrays[key] = value
+        return {"array": key}
+    return {"value": value}
+
+
+def _encode_outputs(outputs: Outputs, key: str, arrays: dict[str, np.ndarray]) -> int:
+    for i, array in enumerate(outputs):
+        arrays[f"{key}/{i}"] = np.asarray(array)
+    return len(outputs)
+
+
+def bundle_files(bundle: GradingBundle, written_sources: dict[str, str]) -> dict[str, bytes]:
+    """The bundle as {relative path: bytes}; `written_sources` are the written problems' YAML texts."""
+    arrays: dict[str, np.ndarray] = {}
+    code = []
+    for problem in bundle.code:
+        tests = []
+        for t in problem.tests:
+            base = f"{problem.id}/{t.name}"
+            tests.append({
+                "name": t.name,
+                "visibility": t.visibility,
+                "weight": t.weight,
+                "tolerance": t.tolerance.model_dump(),
+                "output": t.output,
+                "expect_error": t.expect_error,
+                "args": [_encode_value(a, f"{base}/arg/{i}", arrays) for i, a in enumerate(t.args)],
+                "kwargs": {k: _encode_value(v, f"{base}/kwarg/{k}", arrays) for k, v in sorted(t.kwargs.items())},
+                "expected": None if t.expected is None else _encode_outputs(t.expected, f"{base}/want", arrays),
+                "mutants": {m: _encode_outputs(o, f"{base}/mutant/{m}", arrays) for m, o in sorted(t.mutant_outputs.items())},
+            })
+        code.append({"id": problem.id, "title": problem.title, "points": problem.points,
+                     "function": problem.function, "misconceptions": problem.misconceptions, "tests": tests})
+    meta = {
+        "format": FORMAT_VERSION,
+        "name": bundle.name, "title": bundle.title, "track": bundle.track, "seed": bundle.seed,
+        "variants": bundle.variants, "due": bundle.due, "problem_order": list(bundle.problem_order),
+        "code": code,
+        "written": [{"id": w.id, "points": w.points} for w in bundle.written],
+    }
+    files = {
+        "assignment.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
+        "arrays.npz": npz_bytes(arrays),
+    }
+    files.update({f"problems/{pid}.yaml": text.encode() for pid, text in sorted(written_sources.items())})
+    return files
+
+
+# -------------------------------------------------------------------- reading
+
+
+def _decode_value(spec: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
+    return arrays[spec["array"]] if "array" in spec else spec["value"]
+
+
+def _decode_outputs(count: int, key: str, arrays: dict[str, np.ndarray]) -> Outputs:
+    return tuple(arrays[f"{key}/{i}"] for i in range(count))
+
+
+def read_bundle(folder: Path) -> GradingBundle:
+    """Load a bundle written by `qkv build`; a missing or damaged one is a one-line QkvError."""
+    meta_path = folder / "assignment.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        arrays = load_npz(folder / "arrays.npz")
+    except FileNotFoundError:
+        raise QkvError(str(folder), "no grading bundle here: run `qkv build` for this assignment first") from None
+    except (ValueError, OSError) as err:
+        raise QkvError(str(folder), f"damaged grading bundle: {err}") from None
+    if meta.get("format") != FORMAT_VERSION:
+        raise QkvError(str(meta_path), f"bundle format {meta.get('format')} is not {FORMAT_VERSION}: rebuild it")
+    code = []
+    for p in meta["code"]:
+        tests = tuple(
+            GradedTest(
+                problem_id=p["id"], name=t["name"], visibility=t["visibility"], weight=t["weight"],
+                tolerance=Tolerance(**t["tolerance"]), output=t["output"], expect_error=t["expect_error"],
+                args=tuple(_decode_value(a, arrays) for a in t["args"]),
+                kwargs={k: _decode_value(v, arrays) for k, v in t["kwargs"].items()},
+                expected=None if t["expected"] is None else _decode_outputs(t["expected"], f"{p['id']}/{t['name']}/want", arrays),
+                mutant_outputs={m: _decode_outputs(n, f"{p['id']}/{t['name']}/mutant/{m}", arrays) for m, n in t["mutants"].items()},
+            )
+            for t in p["tests"]
+        )
+        code.append(CodeProblem(p["id"], p["title"], p["points"], p["function"], tests, p["misconceptions"]))
+    written = []
+    for w in meta["written"]:
+        path = folder / "problems" / f"{w['id']}.yaml"
+        written.append(WrittenProblem(w["id"], w["points"], parse_problem(path.read_text(encoding="utf-8"), str(path))))
+    return GradingBundle(
+        name=meta["name"], title=meta["title"], track=meta["track"], seed=meta["seed"], variants=meta["variants"],
+        due=meta["due"], code=tuple(code), written=tuple(written), problem_order=tuple(meta["problem_order"]),
+    )

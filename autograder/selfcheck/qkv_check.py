@@ -1,0 +1,1 @@
+"""Offline self-check of a qkv assignment (placeholder until the self-check issue lands)."""
