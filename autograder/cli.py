@@ -88,3 +88,45 @@ def build(name: str, out: Path | None) -> None:
         table.add_row(part, str(len(sizes)), f"{sum(sizes):,}")
     console.print(table)
     console.print(f"students get [bold]{result.out}/student/[/]; keep [bold]{result.out}/autograder/[/] private")
+
+
+@main.command()
+@click.argument("name")
+@click.argument("submissions", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="output folder (default: grades/NAME)")
+@click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME (default: dist/NAME)")
+@click.option("--jobs", type=click.IntRange(1, 256), help="submissions graded at once (default: CPU cores)")
+@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+              help="wall seconds for loading a submission, and again for each problem")
+@click.option("--regrade", is_flag=True, help="grade again submissions already in the gradebook")
+@click.option("--isolation", type=click.Choice(["auto", "bwrap", "rlimits"]), default="auto", show_default=True)
+def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
+          timeout: float, regrade: bool, isolation: str) -> None:
+    """Grade every submission in SUBMISSIONS for assignment NAME (resumable; unchanged work is not regraded)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from autograder.build.manifest import find_manifest
+    from autograder.grade import grade_class
+    from autograder.report.summary import gradebook_table, summary_table
+
+    dist = dist or Path("dist") / name
+    if not (dist / "autograder").is_dir():
+        find_manifest(name)  # an unknown assignment is the clearer error
+        raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
+    out = out or Path("grades") / name
+    with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=None)
+        run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade,
+                          isolation=isolation,
+                          progress=lambda done, total, student: bar.update(task, completed=done, total=total,
+                                                                          description=student))
+    for note in run.notes:
+        err_console.print(f"[yellow]note:[/] {note}")
+    if run.isolation != "bwrap":
+        err_console.print("[bold red]WARNING: bubblewrap is not available: student code ran under rlimits only, "
+                          "without namespace isolation. Install bubblewrap (apt-get install bubblewrap).[/]")
+    console.print(gradebook_table(run.results, run.bundle.problem_order))
+    console.print(summary_table(run.results, run.bundle.title, run.isolation))
+    console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "
+                  f"gradebook: [bold]{run.out}/gradebook.csv[/], feedback: [bold]{run.out}/feedback/<student>/feedback.html[/]")

@@ -1,8 +1,8 @@
 """Stage 2, build: an assignment manifest and the bank in, a release folder out.
 
 `dist/NAME/` holds `student/` (what students get), `nbgrader/` (a course folder
-for real nbgrader), `autograder/` (the grading bundle, instructors only) and
-`gradescope.zip`. Writers are pure functions returning {path: bytes}; this
+for real nbgrader), `autograder/` (the grading bundle) and `key/` (the answer key
+as a submission), both for instructors only, and `gradescope.zip`. Writers are pure functions returning {path: bytes}; this
 module does the only I/O, writing to a temporary folder that replaces the
 output folder in one rename, so a failed build leaves nothing half-written.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from autograder.bank.load import Bank, load_bank_strict
 from autograder.build.grading import grading_bundle
 from autograder.build.manifest import Assignment, find_manifest, resolve_assignment
+from autograder.build.solution_key import key_files
 from autograder.build.student import student_files
 from autograder.bundle import bundle_files
 from autograder.errors import QkvError
@@ -36,6 +37,7 @@ def release_files(assignment: Assignment) -> dict[str, bytes]:
     grading = bundle_files(bundle, written_sources)
     files = {f"autograder/{p}": b for p, b in grading.items()}
     files.update({f"student/{p}": b for p, b in student_files(assignment, bundle).items()})
+    files.update({f"key/{p}": b for p, b in key_files(assignment).items()})
     return files
 
 

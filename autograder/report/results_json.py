@@ -1,0 +1,49 @@
+"""Gradescope's results.json for one student: a `SubmissionResult` in, the JSON document out.
+
+Schema: top-level `score`, `output`, `stdout_visibility`, and `tests[]` with
+`name`, `score`, `max_score`, `output`, `visibility`. Hidden tests use
+`after_due_date`, so students see them only once the due date has passed;
+their inputs and expected values are never in the output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autograder.grade.score import SubmissionResult, TestResult
+from autograder.report.files import write_atomic
+
+
+def _test_output(test: TestResult) -> str:
+    if test.passed:
+        return test.message
+    lines = [test.message]
+    if test.visibility == "public":
+        if test.input_shapes:
+            lines.append(f"input shapes: {test.input_shapes}")
+        if test.expected_excerpt:
+            lines.append(f"expected {test.expected_excerpt}")
+        if test.got_excerpt:
+            lines.append(f"got      {test.got_excerpt}")
+    return "\n".join(lines)
+
+
+def results_json(result: SubmissionResult) -> dict:
+    tests = [
+        {
+            "name": f"{t.problem_id}: {t.name}",
+            "score": round(t.score, 4),
+            "max_score": round(t.max_score, 4),
+            "output": _test_output(t),
+            "visibility": "visible" if t.visibility == "public" else "after_due_date",
+            "status": "passed" if t.passed else "failed",
+        }
+        for p in result.problems for t in p.tests
+    ]
+    output = f"status: {result.status}" + (f" ({result.message})" if result.message else "")
+    return {"score": round(result.score, 4), "output": output, "stdout_visibility": "hidden", "tests": tests}
+
+
+def write_results_json(path: Path, result: SubmissionResult) -> None:
+    write_atomic(path, (json.dumps(results_json(result), indent=1) + "\n").encode())
