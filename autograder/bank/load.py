@@ -93,7 +93,7 @@ def parse_problem(text: str, where: str) -> Problem:
     try:
         return _PROBLEM.validate_python(data)
     except ValidationError as err:
-        first = err.errors()[0]
+        first = max(err.errors(), key=lambda e: len(e["loc"]))  # the deepest error names the field best
         node = _node_at(tree, _data_loc(first["loc"]))
         at = f":{node.start_mark.line + 1}" if node is not None else ""
         more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.bank.load import Bank, load_bank_strict
+from autograder.build.gradescope import gradescope_zip
 from autograder.build.grading import grading_bundle
 from autograder.build.manifest import Assignment, find_manifest, resolve_assignment
+from autograder.build.nbgrader_source import nbgrader_files
 from autograder.build.solution_key import key_files
 from autograder.build.student import student_files
 from autograder.bundle import bundle_files
@@ -37,7 +39,9 @@ def release_files(assignment: Assignment) -> dict[str, bytes]:
     grading = bundle_files(bundle, written_sources)
     files = {f"autograder/{p}": b for p, b in grading.items()}
     files.update({f"student/{p}": b for p, b in student_files(assignment, bundle).items()})
+    files.update({f"nbgrader/{p}": b for p, b in nbgrader_files(assignment, bundle).items()})
     files.update({f"key/{p}": b for p, b in key_files(assignment).items()})
+    files["gradescope.zip"] = gradescope_zip(assignment, grading)
     return files
 
 

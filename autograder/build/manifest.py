@@ -126,7 +126,7 @@ def parse_manifest(path: Path) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
+        first = max(err.errors(), key=lambda e: len(e["loc"]))  # the deepest error names the field best
         raise QkvError(where, f"{_field(first['loc'])}: {first['msg'].removeprefix('Value error, ')}") from None
 
 

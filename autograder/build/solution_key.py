@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 
 from autograder.bank.answers import expected_shape
-from autograder.bank.model import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build.manifest import Assignment
@@ -36,12 +36,16 @@ def key_answer(problem, assignment: Assignment, student: str | None) -> object:
     return problem.answer
 
 
+def key_function(problem: ImplementProblem, track: str) -> str:
+    """The problem's function with the track's reference as its body."""
+    body = solution_body(resolve(problem.references[track]))
+    return f"def {problem.signature}:\n{textwrap.indent(body, '    ')}\n"
+
+
 def key_module(assignment: Assignment, student: str | None = None) -> str:
     parts = [f'"""Answer key of {assignment.manifest.title} (instructors only)."""', "", TRACK_IMPORTS[assignment.track], ""]
     for assigned in assignment.implement:
-        problem = assigned.problem
-        body = solution_body(resolve(problem.references[assignment.track]))
-        parts.append(f"\ndef {problem.signature}:\n{textwrap.indent(body, '    ')}\n")
+        parts.append("\n" + key_function(assigned.problem, assignment.track))
     answers = {a.problem.id: key_answer(a.problem, assignment, student) for a in assignment.written}
     parts.append(f"\nSTUDENT_ID = {json.dumps(student or '')}\n")
     parts.append("ANSWERS = " + pprint.pformat(answers, width=100, sort_dicts=False) + "\n")

@@ -1,0 +1,60 @@
+"""Shared fixtures: the bank, built assignments, and submissions made from the answer key."""
+
+from __future__ import annotations
+
+import inspect
+import pprint
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.bank.load import Bank, load_bank_strict
+from autograder.build import BuildResult, build
+from autograder.build.manifest import Assignment
+from autograder.build.solution_key import key_answer, key_function, key_module
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def bank() -> Bank:
+    return load_bank_strict()
+
+
+@pytest.fixture(scope="session")
+def built_numpy(bank, tmp_path_factory) -> BuildResult:
+    return build("attention-numpy", tmp_path_factory.mktemp("dist") / "attention-numpy", bank=bank)
+
+
+def replace_function(source: str, target: str, implementation) -> str:
+    """Append `implementation` (e.g. a misconception from solutions.misconceptions) under the
+    name `target`, so it replaces the key's version; the module it needs is inlined, not imported."""
+    module = inspect.getmodule(implementation)
+    helpers = inspect.getsource(module).split("\ndef ", 1)[0].replace("from solutions import numpy_ref as ref", "")
+    reference = ""
+    if "ref." in inspect.getsource(implementation):
+        from solutions import numpy_ref
+
+        reference = "\nclass ref:\n" + "".join(
+            f"    {name} = staticmethod({name})\n" for name in numpy_ref.__all__)
+    return f"{source}\n{helpers}\n{reference}\n{inspect.getsource(implementation)}\n{target} = {implementation.__name__}\n"
+
+
+def key_notebook(assignment: Assignment, release_notebook: Path, student: str | None = None) -> str:
+    """The release notebook with every work cell filled from the answer key."""
+    nb = nbformat.read(release_notebook, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("qkv", {})
+        if meta.get("role") == "work":
+            problem = next(a.problem for a in assignment.problems if a.problem.id == meta["problem"])
+            if problem.kind == "implement":
+                cell.source = key_function(problem, assignment.track)
+            else:
+                cell.source = f"ANSWERS[{problem.id!r}] = {pprint.pformat(key_answer(problem, assignment, student))}"
+        if meta.get("role") == "setup" and student:
+            cell.source = cell.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student!r}")
+    return nbformat.writes(nb)
+
+
+__all__ = ["ROOT", "key_module", "key_notebook", "replace_function"]

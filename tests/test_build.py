@@ -1,0 +1,225 @@
+"""qkv build: releases are complete, deterministic, leak nothing, and bad manifests fail cleanly."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder.bank.load import Bank, load_bank, load_bank_strict
+from autograder.bank.model import ImplementProblem, NumericProblem
+from autograder.bank.resolve import resolve
+from autograder.bank.variants import variant_for
+from autograder.build import build
+from autograder.build.manifest import find_manifest, resolve_assignment
+from autograder.build.reference_source import solution_body
+from autograder.bundle import read_bundle
+from autograder.errors import QkvError
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
+QKV = Path(sys.executable).with_name("qkv")
+
+
+@pytest.fixture(scope="module")
+def bank() -> Bank:
+    return load_bank_strict()
+
+
+@pytest.fixture(scope="module")
+def fixture_bank(bank: Bank) -> Bank:
+    extra = load_bank(FIXTURES / "bank").bank
+    return Bank({**bank.problems, **extra.problems}, {**bank.paths, **extra.paths}, bank.root)
+
+
+@pytest.fixture(scope="module", params=BUNDLED)
+def built(request, bank, tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist") / request.param
+    return build(request.param, out, bank=bank)
+
+
+def student_texts(out: Path) -> dict[str, str]:
+    return {str(p.relative_to(out)): p.read_text(encoding="utf-8")
+            for p in (out / "student").rglob("*") if p.is_file()}
+
+
+def test_release_has_every_part(built):
+    out, module = built.out, built.assignment.module_name
+    for rel in (f"student/{module}.py", f"student/{module}.ipynb", "student/README.md", "student/PROBLEMS.md",
+                "student/tests/test_public.py", "student/selfcheck.json", "student/qkv_check.py",
+                "autograder/assignment.json", "autograder/arrays.npz", f"key/{module}.py"):
+        assert (out / rel).is_file(), rel
+    stub = (out / "student" / f"{module}.py").read_text()
+    compile(stub, "stub", "exec")
+    for assigned in built.assignment.implement:
+        assert f"def {assigned.problem.signature}:" in stub
+    for assigned in built.assignment.written:
+        assert json.dumps(assigned.problem.id) in stub
+
+
+def test_notebook_is_valid_and_names_an_installed_kernel(built):
+    nb = nbformat.read(built.out / "student" / f"{built.assignment.module_name}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    roles = [c.metadata["qkv"]["role"] for c in nb.cells]
+    problems = {c.metadata["qkv"].get("problem") for c in nb.cells if c.metadata["qkv"]["role"] == "work"}
+    assert problems == {p.problem.id for p in built.assignment.problems}
+    assert roles.count("selfcheck") == len(built.assignment.problems) + 1
+    out = subprocess.run([sys.executable, "-m", "jupyter", "kernelspec", "list", "--json"],
+                         capture_output=True, text=True, check=True)
+    assert "python3" in json.loads(out.stdout)["kernelspecs"]
+
+
+def test_bundle_round_trips_and_expected_values_come_from_the_references(built):
+    bundle = read_bundle(built.out / "autograder")
+    assert bundle.max_points == pytest.approx(built.assignment.max_points)
+    for problem in bundle.code:
+        assigned = next(a for a in built.assignment.implement if a.problem.id == problem.id)
+        reference = resolve(assigned.problem.references[bundle.track])
+        for test in problem.tests:
+            if test.expected is None:
+                continue
+            from autograder.bank.outputs import as_outputs, to_track
+            got = as_outputs(reference(*(to_track(a, bundle.track) for a in test.args),
+                                       **{k: to_track(v, bundle.track) for k, v in test.kwargs.items()}))
+            if test.output == "first":
+                got = got[:1]
+            elif test.output == "second":
+                got = got[1:2]
+            for g, w in zip(got, test.expected):
+                np.testing.assert_allclose(g, w, atol=1e-12)
+
+
+def test_same_inputs_give_byte_identical_builds(bank, tmp_path):
+    first = build("attention-numpy", tmp_path / "a", bank=bank)
+    second = build("attention-numpy", tmp_path / "b", bank=bank)
+    files_a = sorted(p.relative_to(first.out) for p in first.out.rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(second.out) for p in second.out.rglob("*") if p.is_file())
+    assert files_a == files_b
+    for rel in files_a:
+        assert (first.out / rel).read_bytes() == (second.out / rel).read_bytes(), rel
+
+
+def _float_tokens(array: np.ndarray, limit: int = 4) -> list[str]:
+    """Full-precision reprs of an array's first entries, long enough not to match by chance."""
+    values = [float(x) for x in np.asarray(array, dtype=float).reshape(-1)[:limit]]
+    return [repr(v) for v in values if len(repr(v)) >= 10]
+
+
+def test_student_release_leaks_nothing(built):
+    texts = student_texts(built.out)
+    everything = "\n".join(texts.values())
+    bundle = read_bundle(built.out / "autograder")
+    for assigned in built.assignment.implement:
+        problem: ImplementProblem = assigned.problem
+        body = solution_body(resolve(problem.references[built.assignment.track]))
+        for line in body.splitlines():
+            line = line.strip()
+            if len(line) > 30 and not line.startswith(("import", "from", "#", "def ", '"""')):
+                assert line not in everything, f"reference line of {problem.id} leaked: {line}"
+        for mistake in problem.misconceptions:
+            if mistake.implementation:
+                assert mistake.implementation.rsplit(".", 1)[1] not in everything
+                for line in solution_body(resolve(mistake.implementation)).splitlines():
+                    if len(line.strip()) > 40:
+                        assert line.strip() not in everything, f"mutant {mistake.id} leaked"
+    def floats(test) -> set[str]:
+        values = (*test.args, *test.kwargs.values(), *(test.expected or ()))
+        return {repr(float(x)) for v in values if isinstance(v, np.ndarray) and v.dtype.kind == "f"
+                for x in v.reshape(-1) if len(repr(float(x))) >= 10}
+
+    public = set().union(*(floats(t) for p in bundle.code for t in p.tests if t.visibility == "public"))
+    for problem in bundle.code:
+        for test in problem.tests:
+            if test.visibility == "hidden":
+                for token in sorted(floats(test) - public)[:20]:
+                    assert token not in everything, f"hidden value of {problem.id}/{test.name} leaked"
+    assert "solutions." not in everything
+    for assigned in built.assignment.written:
+        problem = assigned.problem
+        if isinstance(problem, NumericProblem):
+            students = built.assignment.manifest.roster or [None]
+            for student in students:
+                variant = variant_for(problem, built.assignment.manifest.seed, built.assignment.manifest.variants, student)
+                for value in variant.answers.values():
+                    for token in set(_float_tokens(value)) - public:
+                        assert token not in everything
+                        rounded = re.escape(f"{float(token):.4f}")
+                        assert not re.search(rf"(?<![\d.]){rounded}(?!\d)", texts.get("student/selfcheck.json", ""))
+
+
+def test_per_student_release_hides_every_students_answers(fixture_bank, tmp_path):
+    result = build(str(FIXTURES / "per-student.yaml"), tmp_path / "per", bank=fixture_bank)
+    texts = student_texts(result.out)
+    problem = fixture_bank.problems["one-query-by-hand"]
+    answers = {s: variant_for(problem, 7, "per_student", s).answers for s in ("alice", "bob", "carol")}
+    assert not np.allclose(answers["alice"]["weights"], answers["bob"]["weights"])
+    data = json.loads(texts["student/selfcheck.json"])
+    assert set(data["prompts"]) == {"alice", "bob", "carol"}
+    for student, parts in answers.items():
+        for values in parts.values():
+            for x in np.asarray(values).reshape(-1):
+                if not float(x).is_integer():
+                    for text in texts.values():
+                        assert f"{x:.4f}" not in text, student
+
+
+@pytest.mark.parametrize("fixture, field", [
+    ("unknown-problem.yaml", "problems[1]: unknown problem id 'no-such-problem'"),
+    ("bad-points.yaml", "problems[0].points"),
+    ("bad-yaml.yaml", "bad YAML"),
+    ("bad-track.yaml", "track"),
+    ("torch-cannot-take.yaml", "has no torch reference"),
+    ("per-student-without-roster.yaml", "roster"),
+])
+def test_bad_manifest_is_one_line_and_writes_nothing(fixture, field, fixture_bank, tmp_path):
+    out = tmp_path / "out"
+    with pytest.raises(QkvError) as err:
+        build(str(FIXTURES / fixture), out, bank=fixture_bank)
+    assert fixture in str(err.value) and field in str(err.value)
+    assert "\n" not in str(err.value)
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir()]
+
+
+def test_cli_reports_bad_manifest_without_traceback(tmp_path):
+    run = subprocess.run([str(QKV), "build", str(FIXTURES / "bad-points.yaml"), "--out", str(tmp_path / "o")],
+                         capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr + run.stdout
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "bad-points.yaml" in lines[0] and "points" in lines[0]
+    unknown = subprocess.run([str(QKV), "build", "no-such-assignment"], capture_output=True, text=True)
+    assert unknown.returncode == 1 and "unknown assignment" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_failed_rebuild_keeps_the_previous_release(bank, tmp_path, monkeypatch):
+    out = tmp_path / "rel"
+    build("attention-numpy", out, bank=bank)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    import autograder.build as build_module
+
+    def broken(assignment, bundle):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build_module, "student_files", broken)
+    with pytest.raises(RuntimeError):
+        build("attention-numpy", out, bank=bank)
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert before == after
+    assert [p.name for p in tmp_path.iterdir()] == ["rel"]
+
+
+def test_assignment_points_override_the_bank(fixture_bank, tmp_path):
+    manifest = tmp_path / "override.yaml"
+    manifest.write_text("title: Override\ntrack: numpy\nseed: 3\nproblems:\n  - {id: softmax-rows, points: 10}\n")
+    assignment = resolve_assignment(manifest, fixture_bank)
+    assert assignment.max_points == 10
+    assert find_manifest(str(manifest)) == manifest

@@ -1,0 +1,224 @@
+"""qkv grade end to end: real sandbox, real SQLite, real files; scores, diagnosis, statuses, resume."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.grade import GRADEBOOK_FILE, grade_class
+from autograder.grade.intake import discover, safe_student_id
+from solutions import misconceptions
+from conftest import key_module, key_notebook, replace_function
+
+QKV = Path(sys.executable).with_name("qkv")
+
+
+def rows(out: Path) -> dict[str, dict[str, str]]:
+    with open(out / "gradebook.csv", newline="") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def results(out: Path, student: str) -> dict:
+    return json.loads((out / "feedback" / student / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def graded(built_numpy, tmp_path_factory):
+    """One batch with a perfect .py, a perfect notebook, the stub, classic mistakes and broken files."""
+    subs = tmp_path_factory.mktemp("subs")
+    assignment = built_numpy.assignment
+    key = key_module(assignment)
+    module = assignment.module_name
+    (subs / "perfect.py").write_text(key)
+    (subs / "notebook.ipynb").write_text(key_notebook(assignment, built_numpy.out / "student" / f"{module}.ipynb"))
+    (subs / "stub.py").write_bytes((built_numpy.out / "student" / f"{module}.py").read_bytes())
+    (subs / "columns.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_over_columns))
+    (subs / "zeroafter.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_zero_after))
+    (subs / "empty.py").write_text("")
+    (subs / "binary.py").write_bytes(b"\x7fELF\x00\x01\x02")
+    (subs / "latin1.py").write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
+    (subs / "syntax.py").write_text("def softmax_rows(S:\n")
+    (subs / "nothing.py").write_text("x = 1\n")
+    (subs / "badnb.ipynb").write_text("{ not json")
+    (subs / "huge.py").write_text("#" * 6_000_000)
+    (subs / "looping.py").write_text(key + "\nwhile True:\n    pass\n")
+    nested = subs / "folder-student"
+    nested.mkdir()
+    (nested / "work.py").write_text(key)
+    out = tmp_path_factory.mktemp("grades")
+    run = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0)
+    return run, out, subs
+
+
+def test_perfect_submissions_get_full_marks(graded):
+    run, out, _ = graded
+    table = rows(out)
+    for student in ("perfect", "notebook", "folder-student"):
+        assert table[student]["status"] == "graded", table[student]
+        assert float(table[student]["total"]) == pytest.approx(run.bundle.max_points), results(out, student)
+
+
+def test_stub_gets_zero_and_says_not_implemented(graded):
+    _, out, _ = graded
+    assert float(rows(out)["stub"]["total"]) == 0
+    outputs = [t["output"] for t in results(out, "stub")["tests"] if t["name"].startswith("softmax-rows")]
+    assert outputs and all("NotImplementedError" in o for o in outputs)
+
+
+@pytest.mark.parametrize("student, mistake", [("columns", "column-softmax"), ("zeroafter", "zero-after-softmax")])
+def test_feedback_names_the_mistake(graded, student, mistake):
+    run, out, _ = graded
+    problem = next(p for p in run.bundle.code if p.id == "softmax-rows")
+    table = rows(out)
+    assert float(table[student]["softmax-rows"]) < problem.points
+    others = [pid for pid in run.bundle.problem_order if pid != "softmax-rows"]
+    assert all(float(table[student][pid]) == float(rows(out)["perfect"][pid]) for pid in others)
+    messages = [t["output"] for t in results(out, student)["tests"] if t["score"] == 0]
+    assert any(problem.misconceptions[mistake] in m for m in messages)
+    html = (out / "feedback" / student / "feedback.html").read_text()
+    assert "Likely mistake" in html
+
+
+def test_attention_feedback_draws_heatmaps(graded):
+    _, out, _ = graded
+    html = (out / "feedback" / "columns" / "feedback.html").read_text()
+    assert html.count("data:image/png;base64,") >= 2
+
+
+@pytest.mark.parametrize("student, status", [
+    ("empty", "empty"), ("binary", "binary"), ("latin1", "not_utf8"), ("syntax", "load_error"),
+    ("nothing", "no_functions"), ("badnb", "bad_notebook"), ("huge", "too_large"),
+])
+def test_broken_files_get_a_row_with_a_clear_status(graded, student, status):
+    _, out, _ = graded
+    row = rows(out)[student]
+    assert row["status"] == status
+    assert float(row["total"]) == 0
+    assert results(out, student)["output"].startswith(f"status: {status}")
+
+
+def test_a_looping_module_does_not_stop_the_batch(graded):
+    run, out, _ = graded
+    assert rows(out)["looping"]["status"] == "timeout"
+    assert len(rows(out)) == 14
+
+
+def test_results_json_follows_gradescope_schema(graded):
+    run, out, _ = graded
+    data = results(out, "columns")
+    assert set(data) >= {"score", "tests"}
+    for test in data["tests"]:
+        assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
+        assert test["visibility"] in {"visible", "after_due_date"}
+        assert 0 <= test["score"] <= test["max_score"] + 1e-9
+    assert sum(t["score"] for t in data["tests"]) == pytest.approx(data["score"], abs=1e-3)
+    hidden = [t for t in data["tests"] if t["visibility"] == "after_due_date" and "expected" in t["output"]]
+    assert not hidden, "a hidden test's expected values were shown"
+
+
+def test_gradebook_is_sqlite_with_one_row_per_student_and_test_scores(graded):
+    run, out, _ = graded
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        count, distinct = db.execute("SELECT COUNT(*), COUNT(DISTINCT student) FROM submissions").fetchone()
+        assert count == distinct == 14
+        total = db.execute("SELECT SUM(score) FROM test_scores WHERE student = 'perfect'").fetchone()[0]
+        assert total == pytest.approx(run.bundle.max_points)
+        assert {r[0] for r in db.execute("SELECT isolation FROM submissions")} == {run.isolation}
+
+
+def test_unchanged_submissions_are_not_regraded(graded, built_numpy):
+    _, out, subs = graded
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        before = dict(db.execute("SELECT student, graded_at FROM submissions"))
+    (subs / "stub.py").write_text(key_module(built_numpy.assignment))
+    run = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0)
+    assert run.graded_now == 1 and run.skipped == 13
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        after = dict(db.execute("SELECT student, graded_at FROM submissions"))
+    assert after["stub"] > before["stub"]
+    assert all(after[s] == before[s] for s in before if s != "stub")
+    assert float(rows(out)["stub"]["total"]) == pytest.approx(run.bundle.max_points)
+    again = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0, regrade=True)
+    assert again.graded_now == 14
+
+
+def test_student_ids_are_made_safe(tmp_path):
+    assert safe_student_id("../../etc/passwd") == "etc_passwd"
+    assert safe_student_id("a b$c") == "a_b_c"
+    assert safe_student_id("...") == "unnamed"
+    (tmp_path / "x y.py").write_text("")
+    (tmp_path / "x_y.py").write_text("")
+    (tmp_path / "link.py").symlink_to("/etc/passwd")
+    found = dict(discover(tmp_path))
+    assert set(found) == {"x_y", "x_y_"}
+
+
+def test_nbgrader_submitted_layout_is_understood(tmp_path):
+    folder = tmp_path / "submitted" / "s123" / "attention-numpy"
+    folder.mkdir(parents=True)
+    (folder / "attention_numpy.ipynb").write_text("{}")
+    assert [s for s, _ in discover(tmp_path)] == ["s123"]
+
+
+def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    key = key_module(built_numpy.assignment)
+    for i in range(30):
+        (subs / f"s{i:02d}.py").write_text(f"import time\ntime.sleep(0.25)\n{key}\n# {i}\n")
+    out = tmp_path / "out"
+    command = [str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out), "--out", str(out), "--jobs", "2"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    graded_before_kill = 0
+    while time.time() < deadline:
+        time.sleep(0.2)
+        if (out / GRADEBOOK_FILE).exists():
+            with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+                graded_before_kill = db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+            if graded_before_kill >= 5:
+                break
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert 5 <= graded_before_kill < 30, "the run must be killed part-way"
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        survived = dict(db.execute("SELECT student, graded_at FROM submissions"))
+    finish = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert finish.returncode == 0, finish.stderr
+    assert f"skipped {len(survived)}" in finish.stdout.replace("\n", " ")
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        final = dict(db.execute("SELECT student, graded_at FROM submissions"))
+        assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == 30
+    assert all(final[s] == t for s, t in survived.items()), "a submission was graded twice"
+    table = rows(out)
+    assert len(table) == 30
+    assert all(float(r["total"]) == pytest.approx(float(r["max"])) for r in table.values())
+
+
+def test_cli_errors_are_one_line(built_numpy, tmp_path):
+    for args, expected in (
+        (["grade", "no-such-assignment", str(tmp_path)], "unknown assignment"),
+        (["grade", "attention-numpy", str(tmp_path / "missing"), "--dist", str(built_numpy.out)], "no such folder"),
+    ):
+        run = subprocess.run([str(QKV), *args], capture_output=True, text=True)
+        assert run.returncode == 1
+        assert expected in run.stderr and "Traceback" not in run.stderr
+        assert len([line for line in run.stderr.splitlines() if line.strip()]) == 1
+
+
+def test_weights_heatmap_only_for_weight_like_outputs():
+    from autograder.grade.score import _weights_heatmap
+
+    weights = np.full((3, 3), 1 / 3)
+    assert _weights_heatmap(weights * 0, weights) is not None
+    assert _weights_heatmap(weights, np.arange(9.0).reshape(3, 3)) is None

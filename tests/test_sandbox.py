@@ -1,0 +1,571 @@
+"""Sandbox tests with real bubblewrap and real processes, no mocks.
+
+The hostile and broken submissions live in tests/fixtures/submissions/, one
+attack per file (empty.py is deliberately 0 bytes). Most run once, together with
+copies of an honest submission, as one batch through a two-worker pool; the
+tests below then check what each one earned. Tiny problems stand in for the
+real ones: softmax_rows(S) and double(x).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.sandbox import (
+    Call,
+    Limits,
+    ProblemCalls,
+    SandboxPool,
+    SubmissionRun,
+    isolation_available,
+)
+from autograder.sandbox.protocol import ProtocolError, decode_outputs
+
+FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
+PROJECT = Path(__file__).resolve().parents[1]
+LIMITS = Limits(
+    load_seconds=3.0,
+    problem_seconds=2.0,
+    cpu_seconds=10,
+    memory_bytes=512 * 1024**2,
+    max_processes=16,
+    max_output_bytes=100_000,
+    max_file_bytes=1_000_000,
+)
+S = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 5.0, 2.0]])
+X = np.arange(4.0)
+SECRET_VARIABLE = "QKV_TEST_GRADER_SECRET"
+needs_bwrap = pytest.mark.skipif(isolation_available() != "bwrap", reason="bubblewrap does not work here")
+
+
+def softmax(a: np.ndarray) -> np.ndarray:
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+CORE = (
+    ProblemCalls("softmax", (Call("s1", "softmax_rows", (S,)), Call("s2", "softmax_rows", (10 * S,)))),
+    ProblemCalls("double", (Call("d1", "double", (X,)), Call("d2", "double", (), {"x": 3}))),
+)
+
+
+def probe(function: str, *args: object) -> ProblemCalls:
+    return ProblemCalls(function, (Call(function, function, args),))
+
+
+def source(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def assert_good(run: SubmissionRun) -> None:
+    assert run.status == "ok", run.message
+    assert run.problems["softmax"].status == "ok"
+    np.testing.assert_allclose(run.problems["softmax"].results["s1"].outputs[0], softmax(S))
+    np.testing.assert_allclose(run.problems["softmax"].results["s2"].outputs[0], softmax(10 * S))
+    assert_double_ok(run)
+
+
+def assert_double_ok(run: SubmissionRun) -> None:
+    double = run.problems["double"]
+    assert double.status == "ok", double.message
+    np.testing.assert_array_equal(double.results["d1"].outputs[0], 2 * X)
+    assert double.results["d2"].outputs == (np.array(6),)
+
+
+def batch_jobs(host_tmp: Path, port: int) -> list[tuple[str, str, tuple[ProblemCalls, ...]]]:
+    escape_targets = "|".join(
+        [
+            str(host_tmp / "escaped-to-host-tmp.txt"),
+            f"/tmp/qkv-escaped-{os.getpid()}.txt",
+            str(PROJECT / "escaped-into-project.txt"),
+            "/etc/qkv-escaped.txt",
+        ]
+    )
+    secret = host_tmp / "expected_values.json"
+    secret.write_text('{"s1": "the hidden expected values"}')
+    extra = {
+        "rigged_returns.py": tuple(
+            probe(f, X) for f in ("rigged_eq", "rigged_array", "rigged_interface", "ndarray_subclass")
+        ),
+        "bad_returns.py": tuple(
+            probe(f, X)
+            for f in (
+                "returns_str",
+                "returns_dict",
+                "returns_object_array",
+                "returns_none",
+                "returns_huge",
+                "returns_many",
+                "returns_pair",
+            )
+        ),
+        "file_escape.py": (probe("escape", escape_targets), probe("write_own", 0)),
+        "snoop.py": (probe("snoop", f"{PROJECT}|{secret}|{os.environ[SECRET_VARIABLE]}"),),
+        "network.py": (probe("connect", port),),
+    }
+    names = sorted(p.name for p in FIXTURES.glob("*.py") if p.name != "good_torch.py")
+    jobs = []
+    for i, name in enumerate(names):
+        text = (FIXTURES / name).read_bytes().decode("utf-8", "surrogateescape")
+        jobs.append((name, text, CORE + extra.get(name, ())))
+        if i % 4 == 0:  # honest submissions spread through the batch
+            jobs.append((f"good#{i}", source("good.py"), CORE))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if isolation_available() != "bwrap":
+        pytest.skip("bubblewrap does not work here")
+    host_tmp = tmp_path_factory.mktemp("sandbox-host")
+    with pytest.MonkeyPatch.context() as monkeypatch, socket.create_server(("127.0.0.1", 0)) as listener:
+        monkeypatch.setenv(SECRET_VARIABLE, f"grader-secret-{os.getpid()}")
+        listener.setblocking(False)
+        jobs = batch_jobs(host_tmp, listener.getsockname()[1])
+        started = time.monotonic()
+        with SandboxPool("numpy", jobs=2, limits=LIMITS) as pool:
+            assert pool.isolation == "bwrap"
+            runs = dict(pool.map(jobs))
+        elapsed = time.monotonic() - started
+        print(f"\nbatch of {len(jobs)} submissions (hostile + honest) took {elapsed:.1f} s")
+        try:
+            listener.accept()[0].close()
+            connected = True
+        except BlockingIOError:
+            connected = False
+    yield {"runs": runs, "jobs": jobs, "host_tmp": host_tmp, "connected": connected, "elapsed": elapsed}
+    (PROJECT / "escaped-into-project.txt").unlink(missing_ok=True)
+    Path(f"/tmp/qkv-escaped-{os.getpid()}.txt").unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- the batch
+
+
+def test_batch_finishes_and_honest_submissions_are_unaffected(batch: dict) -> None:
+    runs = batch["runs"]
+    assert set(runs) == {key for key, _, _ in batch["jobs"]}
+    goods = [run for key, run in runs.items() if key.startswith("good")]
+    assert len(goods) >= 5
+    for run in goods:
+        assert_good(run)
+        assert run.stdout == "loading good submission\n"
+        assert run.defined == ("double", "softmax_rows")
+    assert batch["elapsed"] < 40
+
+
+def test_answers_come_back_as_plain_json(batch: dict) -> None:
+    answers = batch["runs"]["good.py"].answers
+    assert {k: v for k, v in answers.items() if k != "q7"} == {
+        "q1": "b",
+        "q2": 3,
+        "q3": 0.5,
+        "q4": [0, 1, 2],
+        "q5": [1, [2.5, None]],
+        "q6": {"nested": True},
+    }
+    assert isinstance(answers["q7"], str) and answers["q7"].startswith("<object object")
+
+
+def test_hostile_answers_are_tamed(batch: dict) -> None:
+    run = batch["runs"]["hostile_answers.py"]
+    assert run.status == "ok", run.message
+    answers = run.answers
+    assert answers["ok"] == "b"
+    assert isinstance(answers["evil"], str) and isinstance(answers["big"], str)
+    assert len(answers["long"]) <= 10_000
+    assert answers["1"] == "int key"
+    assert isinstance(answers["nan"], str)
+    depth, node = 0, answers["deep"]
+    while isinstance(node, list) and node:
+        depth, node = depth + 1, node[0]
+    assert depth <= 25
+    assert_double_ok(run)
+
+
+def test_infinite_loop_in_a_function_times_out_alone(batch: dict) -> None:
+    run = batch["runs"]["loop_in_function.py"]
+    assert run.status == "ok"
+    softmax_run = run.problems["softmax"]
+    assert softmax_run.status == "timeout"
+    assert "2 s (time limit)" in softmax_run.message and "softmax_rows()" in softmax_run.message
+    assert softmax_run.results == {}
+    assert_double_ok(run)
+
+
+def test_infinite_loop_at_top_level_times_out_the_load(batch: dict) -> None:
+    run = batch["runs"]["loop_at_top.py"]
+    assert run.status == "timeout"
+    assert "3 s (time limit) while loading" in run.message
+    assert all(p.status == "not_run" and "did not load" in p.message for p in run.problems.values())
+    assert run.defined == ()
+
+
+def test_ignoring_sigterm_does_not_help(batch: dict) -> None:
+    run = batch["runs"]["ignore_sigterm.py"]
+    assert run.problems["softmax"].status == "timeout"
+    assert_double_ok(run)
+
+
+def test_memory_bomb_in_a_function(batch: dict) -> None:
+    run = batch["runs"]["memory_bomb.py"]
+    softmax_run = run.problems["softmax"]
+    assert softmax_run.status == "memory", softmax_run.message
+    assert "ran out of memory while running softmax_rows()" in softmax_run.message
+    assert "512 MiB" in softmax_run.message
+    assert softmax_run.results["s1"].error.startswith("MemoryError")
+    assert_double_ok(run)
+
+
+def test_memory_bomb_at_load(batch: dict) -> None:
+    run = batch["runs"]["memory_bomb_at_load.py"]
+    assert run.status == "memory"
+    assert "ran out of memory while loading" in run.message
+
+
+def test_fork_bomb_is_contained(batch: dict) -> None:
+    run = batch["runs"]["fork_bomb.py"]
+    assert run.problems["softmax"].status == "timeout"
+    assert_double_ok(run)
+
+
+def test_fork_and_exit(batch: dict) -> None:
+    run = batch["runs"]["fork_exit.py"]
+    assert run.status == "ok", run.message
+    softmax_run = run.problems["softmax"]
+    assert softmax_run.status == "exited"
+    assert "exited with code 0 while running softmax_rows()" in softmax_run.message
+    assert softmax_run.results == {}  # the forked copy's answer is not taken
+    assert_double_ok(run)  # only the original process reports
+
+
+def test_segfault_is_a_crash_of_that_problem_only(batch: dict) -> None:
+    run = batch["runs"]["segfault.py"]
+    assert run.problems["softmax"].status == "crashed"
+    assert "SIGSEGV" in run.problems["softmax"].message
+    assert "softmax_rows()" in run.problems["softmax"].message
+    assert_double_ok(run)
+
+
+def test_sys_exit_at_load(batch: dict) -> None:
+    run = batch["runs"]["exit_at_load.py"]
+    assert (run.status, run.message) == ("exited", "called sys.exit(3) while loading")
+    assert all(p.status == "not_run" for p in run.problems.values())
+
+
+def test_os_exit_at_load(batch: dict) -> None:
+    run = batch["runs"]["os_exit_at_load.py"]
+    assert run.status == "exited"
+    assert "exited with code 7 while loading" in run.message
+
+
+def test_exits_inside_functions(batch: dict) -> None:
+    run = batch["runs"]["exit_in_function.py"]
+    assert run.status == "ok"
+    assert run.problems["softmax"].status == "exited"
+    assert run.problems["softmax"].message == "called sys.exit(2) while running softmax_rows()"
+    assert run.problems["double"].status == "exited"
+    assert "exited with code 5 while running double()" in run.problems["double"].message
+
+
+def test_stdout_flood_hits_the_output_limit(batch: dict) -> None:
+    run = batch["runs"]["stdout_flood.py"]
+    flood = run.problems["softmax"]
+    assert flood.status == "output_limit"
+    assert "printed more than 100,000 bytes while running softmax_rows()" in flood.message
+    assert run.stdout.startswith("about to flood\n")
+    assert len(run.stdout) <= 2000
+    assert_double_ok(run)
+
+
+def test_monkeypatched_numpy_does_not_reach_the_grader(batch: dict) -> None:
+    run = batch["runs"]["monkeypatch_numpy.py"]
+    assert run.status == "ok"
+    out = run.problems["softmax"].results["s1"].outputs[0]
+    assert type(out) is np.ndarray
+    assert not np.allclose(out, softmax(S))
+    assert not np.array_equal(run.problems["double"].results["d1"].outputs[0], 2 * X)
+
+
+def test_rigged_return_values(batch: dict) -> None:
+    problems = batch["runs"]["rigged_returns.py"].problems
+    eq = problems["rigged_eq"].results["rigged_eq"]
+    assert not eq.ok and "AlwaysEqual" in eq.error and "not a numeric array" in eq.error
+    fake = problems["rigged_array"].results["rigged_array"]
+    assert fake.ok and type(fake.outputs[0]) is np.ndarray
+    np.testing.assert_array_equal(fake.outputs[0], np.full((2, 2), 7.0))  # just a (wrong) array
+    interface = problems["rigged_interface"]
+    assert interface.status in ("crashed", "ok"), interface.message
+    if interface.status == "ok":
+        assert not interface.results["rigged_interface"].ok
+    sub = problems["ndarray_subclass"].results["ndarray_subclass"]
+    assert sub.ok and type(sub.outputs[0]) is np.ndarray
+    np.testing.assert_array_equal(sub.outputs[0], X)
+
+
+def test_returns_that_are_not_numeric_arrays(batch: dict) -> None:
+    problems = batch["runs"]["bad_returns.py"].problems
+
+    def error(name: str) -> str:
+        result = problems[name].results[name]
+        assert not result.ok and result.outputs == ()
+        return result.error
+
+    assert error("returns_str") == "returned str, not an array"
+    assert error("returns_dict") == "returned dict, not an array"
+    assert "dtype object" in error("returns_object_array")
+    assert error("returns_none") == "returned None, not an array (missing return?)"
+    assert "the limit is 32 MiB" in error("returns_huge")
+    assert "100 items" in error("returns_many")
+    pair = problems["returns_pair"].results["returns_pair"]
+    assert pair.ok and len(pair.outputs) == 2
+    np.testing.assert_array_equal(pair.outputs[1], 2 * X)
+
+
+def test_files_outside_the_sandbox_are_not_written(batch: dict) -> None:
+    run = batch["runs"]["file_escape.py"]
+    assert run.problems["escape"].status == "ok"
+    np.testing.assert_array_equal(run.problems["escape"].results["escape"].outputs[0], [0, 0, 0, 0])
+    assert run.problems["write_own"].results["write_own"].outputs[0].tolist() == [True]
+    assert not (batch["host_tmp"] / "escaped-to-host-tmp.txt").exists()
+    assert not Path(f"/tmp/qkv-escaped-{os.getpid()}.txt").exists()
+    assert not (PROJECT / "escaped-into-project.txt").exists()
+    assert not Path("/etc/qkv-escaped.txt").exists()
+
+
+def test_solutions_grader_and_project_are_out_of_reach(batch: dict) -> None:
+    run = batch["runs"]["snoop.py"]
+    result = run.problems["snoop"].results["snoop"]
+    assert result.ok, result.error
+    probes = ["import solutions", "import autograder", "list project", "read pyproject", "read secret", "environ"]
+    assert dict(zip(probes, result.outputs[0].tolist(), strict=True)) == dict.fromkeys(probes, 0)
+
+
+def test_no_network(batch: dict) -> None:
+    run = batch["runs"]["network.py"]
+    assert run.problems["connect"].results["connect"].outputs[0].tolist() == [0]
+    assert not batch["connected"]
+
+
+def test_fake_results_on_stdout_are_just_text(batch: dict) -> None:
+    run = batch["runs"]["fake_output.py"]
+    assert run.status == "ok"
+    assert run.answers == {}
+    assert "All tests passed! Score: 100/100" in run.stdout
+    np.testing.assert_array_equal(run.problems["softmax"].results["s1"].outputs[0], np.zeros_like(S))
+    np.testing.assert_array_equal(run.problems["double"].results["d1"].outputs[0], 3 * X)
+
+
+def test_garbage_on_the_result_channel_spoils_only_that_problem(batch: dict) -> None:
+    run = batch["runs"]["fd_garbage.py"]
+    assert run.problems["softmax"].status == "crashed"
+    assert "malformed results" in run.problems["softmax"].message
+    assert "d1" not in run.problems["softmax"].results
+    assert_double_ok(run)
+
+
+def test_garbage_at_load_breaks_only_that_submission(batch: dict) -> None:
+    run = batch["runs"]["fd_garbage_at_load.py"]
+    assert run.status == "crashed"
+    assert "result channel" in run.message
+    assert run.answers == {}
+    assert all(p.results == {} for p in run.problems.values())
+
+
+def test_empty_file_defines_nothing(batch: dict) -> None:
+    run = batch["runs"]["empty.py"]
+    assert run.status == "ok" and run.defined == () and run.answers == {}
+    result = run.problems["double"].results["d1"]
+    assert not result.ok and result.error == "double is not defined"
+
+
+def test_syntax_error_is_a_load_error(batch: dict) -> None:
+    run = batch["runs"]["syntax_error.py"]
+    assert run.status == "load_error"
+    assert run.message.startswith("SyntaxError") and "line 4" in run.message
+    assert all(p.status == "not_run" for p in run.problems.values())
+
+
+def test_binary_garbage_is_a_load_error(batch: dict) -> None:
+    run = batch["runs"]["binary_garbage.py"]
+    assert run.status == "load_error", run.message
+    assert "null bytes" in run.message or "surrogate" in run.message
+
+
+def test_missing_functions_are_not_defined(batch: dict) -> None:
+    run = batch["runs"]["no_functions.py"]
+    assert run.status == "ok"
+    assert run.defined == ("Helper", "doubled", "softmax_row")
+    for problem in run.problems.values():
+        assert problem.status == "ok"
+        for result in problem.results.values():
+            assert not result.ok and result.error.endswith("is not defined")
+
+
+# ---------------------------------------------------------------- single pools
+
+
+@needs_bwrap
+def test_source_with_nul_bytes_is_a_load_error() -> None:
+    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+        run = pool.run("def double(x):\n    return 2 * x\n\x00\n", CORE)
+    assert run.status == "load_error"
+    assert "null bytes" in run.message
+
+
+@needs_bwrap
+def test_killed_worker_is_restarted() -> None:
+    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+        assert_good(pool.run(source("good.py"), CORE))
+        os.kill(only_worker_process(), signal.SIGKILL)
+        time.sleep(0.2)
+        assert_good(pool.run(source("good.py"), CORE))
+
+        outcome: dict[str, SubmissionRun] = {}
+        thread = threading.Thread(target=lambda: outcome.update(run=pool.run(source("loop_in_function.py"), CORE)))
+        thread.start()
+        time.sleep(0.7)
+        os.kill(only_worker_process(), signal.SIGKILL)
+        thread.join(timeout=30)
+        run = outcome["run"]
+        assert run.status == "crashed"
+        assert "worker died" in run.message and "signal 9" in run.message
+        assert all(p.status == "not_run" for p in run.problems.values())
+        assert_good(pool.run(source("good.py"), CORE))
+
+
+@needs_bwrap
+def test_nothing_survives_into_the_next_submission() -> None:
+    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+        planted = pool.run(source("leave_traces.py"), (probe("leave", 0),))
+        found = pool.run(source("leave_traces.py"), (probe("find", 0),))
+    assert planted.problems["leave"].results["leave"].ok
+    files_beside, tmp_file, daemons = found.problems["find"].results["find"].outputs[0].tolist()
+    assert (files_beside, tmp_file, daemons) == (0, 0, 0)
+
+
+def only_worker_process() -> int:
+    """The pool's one worker process (bwrap), found as a child of this process."""
+    mine = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"worker.py" in cmdline:
+                mine.append(int(entry))
+    assert len(mine) == 1, mine
+    return mine[0]
+
+
+def test_rlimits_only_isolation() -> None:
+    with SandboxPool("numpy", jobs=1, limits=LIMITS, isolation="rlimits") as pool:
+        assert pool.isolation == "rlimits-only"
+        runs = {
+            name: pool.run(source(name), CORE)
+            for name in ("good.py", "loop_in_function.py", "segfault.py", "memory_bomb.py", "exit_at_load.py")
+        }
+    assert_good(runs["good.py"])
+    for name in ("loop_in_function.py", "segfault.py", "memory_bomb.py"):
+        assert_double_ok(runs[name])
+    assert runs["loop_in_function.py"].problems["softmax"].status == "timeout"
+    assert runs["segfault.py"].problems["softmax"].status == "crashed"
+    assert runs["memory_bomb.py"].problems["softmax"].status == "memory"
+    assert runs["exit_at_load.py"].status == "exited"
+
+
+def test_isolation_choice_without_bwrap() -> None:
+    script = """
+import warnings
+from autograder.sandbox import SandboxPool, isolation_available
+assert isolation_available() == "rlimits-only"
+try:
+    SandboxPool("numpy", isolation="bwrap")
+except RuntimeError as exc:
+    assert "bwrap" in str(exc)
+else:
+    raise AssertionError("isolation='bwrap' must fail without bwrap")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    pool = SandboxPool("numpy", isolation="auto")
+assert pool.isolation == "rlimits-only"
+assert any("resource limits ONLY" in str(w.message) for w in caught)
+"""
+    env = {**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(PROJECT)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+@needs_bwrap
+def test_torch_track() -> None:
+    calls = CORE + (probe("split_heads", X),)
+    with SandboxPool("torch", jobs=1, limits=LIMITS) as pool:
+        good = pool.run(source("good_torch.py"), calls)
+        bomb = pool.run(source("memory_bomb.py"), CORE)
+    assert_good(good)
+    pair = good.problems["split_heads"].results["split_heads"]
+    assert pair.ok and len(pair.outputs) == 2
+    np.testing.assert_array_equal(pair.outputs[0], X)
+    assert pair.outputs[1] == np.array(4)
+    assert bomb.problems["softmax"].status == "memory"
+    assert_double_ok(bomb)
+
+
+@needs_bwrap
+def test_throughput_of_trivial_submissions() -> None:
+    trivial = "def double(x):\n    return 2 * x\n"
+    calls = (ProblemCalls("double", (Call("d1", "double", (X,)),)),)
+    with SandboxPool("numpy", jobs=2, limits=LIMITS) as pool:
+        started = time.monotonic()
+        runs = list(pool.map((i, trivial, calls) for i in range(200)))
+        elapsed = time.monotonic() - started
+        single = time.monotonic()
+        for _ in range(20):
+            pool.run(trivial, calls)
+        latency = (time.monotonic() - single) / 20
+    assert len(runs) == 200 and all(run.status == "ok" for _, run in runs)
+    print(f"\n200 trivial submissions, 2 workers: {200 / elapsed:.0f} submissions/s")
+    print(f"one at a time: {latency * 1000:.1f} ms each")
+
+
+# ---------------------------------------------------------------- the wire format
+
+
+def npz(**arrays: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def test_outputs_refuse_pickles_compression_and_forged_sizes() -> None:
+    np.testing.assert_array_equal(decode_outputs(npz(o0=X), 1)[0], X)
+    with pytest.raises(ProtocolError):
+        decode_outputs(npz(o0=np.array([object()], dtype=object)), 1)
+    with pytest.raises(ProtocolError):
+        decode_outputs(npz(o0=np.array(["text"])), 1)
+    with pytest.raises(ProtocolError):
+        decode_outputs(npz(o0=X, extra=X), 1)
+    compressed = io.BytesIO()
+    np.savez_compressed(compressed, o0=X)
+    with pytest.raises(ProtocolError):
+        decode_outputs(compressed.getvalue(), 1)
+    header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }"
+    forged = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 16
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("o0.npy", forged)
+    with pytest.raises(ProtocolError):
+        decode_outputs(archive.getvalue(), 1)
