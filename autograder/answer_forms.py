@@ -129,13 +129,23 @@ def parse_choice(value: Any, n_choices: int) -> str:
 
 
 # ----------------------------------------------------- canonical forms and digests
-# Self-check stores only salted digests of canonical answers; a typed answer is
-# accepted when its canonical form (or, for rounded numbers, a neighbour in the
-# last kept digit) has the same digest.
+# Self-check stores only salted digests of canonical answers, never the answers.
+#
+# Numbers: each entry of the right answer t is snapped to a grid, k = round(t / step),
+# and the digest is taken of the integers k. The self-check enumerates every grid
+# point within the tolerance window of the typed x (plus half a step), hashes each
+# candidate and looks for the stored digest. So every answer the grader accepts,
+# |x - t| <= abs + rel*|t|, is accepted here too, and an answer is accepted here
+# only if |x - t| <= window + step, with step <= window / fineness.
+# The fineness is as high as keeps the number of candidates of one part within
+# GRID_BUDGET; parts with many entries are hashed entry by entry ("each" mode).
+
+GRID_BUDGET = 50_000  # most digests the self-check computes for one answer part
+GRID_FINENESS = (8, 4, 2, 1)
 
 
 def kept_decimals(tolerance_abs: float, decimals: int | None) -> int:
-    """Digits kept when hashing a number: as many as the tolerance can tell apart."""
+    """Digits that tell apart numbers `tolerance_abs` apart (decimals when exact)."""
     if tolerance_abs > 0:
         return max(0, round(-math.log10(tolerance_abs)))
     return decimals or 0
@@ -146,15 +156,66 @@ def canonical_numbers(values: np.ndarray, digits: int) -> str:
     return f"{np.shape(values)}:" + ",".join(f"{x:.{digits}f}" for x in flat)
 
 
-def neighbour_forms(values: np.ndarray, digits: int, limit: int = 6) -> list[str]:
-    """The canonical form and, for up to `limit` entries, every form one unit away in the last digit."""
-    values = np.round(np.asarray(values, dtype=float), digits)
-    if values.size > limit:
-        return [canonical_numbers(values, digits)]
-    step = 10.0 ** -digits
-    grids = np.meshgrid(*[[-step, 0.0, step]] * values.size, indexing="ij")
-    offsets = np.stack([g.reshape(-1) for g in grids], axis=-1) if values.size else np.zeros((1, 0))
-    return [canonical_numbers(values + off.reshape(values.shape), digits) for off in offsets]
+def exact_step(decimals: int | None) -> float:
+    """The grid of an exact answer: its stated decimals, whole numbers by default."""
+    return 10.0 ** -(decimals or 0)
+
+
+def _window(x: float, tol_abs: float, tol_rel: float) -> float:
+    return tol_abs + tol_rel * abs(x)
+
+
+def _power_of_two_below(x: float) -> float:
+    return 2.0 ** math.floor(math.log2(max(x, 1e-12)))
+
+
+def grid_plan(values: Any, tol_abs: float, tol_rel: float,
+              decimals: int | None = None) -> tuple[str, list[float], bool]:
+    """How the right answer `values` of a part is hashed: ("whole" or "each", one grid step per entry, exact).
+
+    Exact: every entry sits on the grid of its stated decimals and the tolerance is under
+    half of that grid (counts, integer scores): the typed number must be on the grid too.
+    Otherwise the steps are powers of two, from the absolute tolerance alone where it
+    dominates (so they say nothing of the answer), else from the whole window.
+    """
+    flat = np.asarray(values, dtype=float).reshape(-1)
+    step = exact_step(decimals)
+    if all(abs(x / step - round(x / step)) <= 1e-9 and _window(x, tol_abs, tol_rel) < step / 2 for x in flat):
+        return "whole", [step] * flat.size, True
+    for mode, fineness in [("whole", m) for m in GRID_FINENESS] + [("each", GRID_FINENESS[0])]:
+        steps = [_power_of_two_below((tol_abs if tol_rel * abs(x) <= tol_abs else _window(x, tol_abs, tol_rel))
+                                     / fineness) for x in flat]
+        counts = [2 * (_window(x, tol_abs, tol_rel) / s + 1) + 1 for x, s in zip(flat, steps)]
+        if mode == "each" or math.prod(counts) <= GRID_BUDGET:
+            return mode, steps, False
+    raise AssertionError("unreachable")
+
+
+def grid_index(value: float, step: float) -> int:
+    return int(round(float(value) / step))
+
+
+def grid_candidates(value: float, step: float, tol_abs: float, tol_rel: float, exact: bool = False,
+                    limit: int = 160) -> list[int]:
+    """Grid points the right answer may sit on if the typed `value` is within tolerance of it."""
+    value = float(value)
+    if not math.isfinite(value):
+        return []
+    # |t| <= |x| + w(t) bounds the window w(t) = abs + rel*|t| from the typed value alone.
+    window = (tol_abs + tol_rel * abs(value)) / max(1.0 - tol_rel, 1e-9) + 1e-9 * max(1.0, abs(value))
+    if exact:
+        k = grid_index(value, step)
+        return [k] if abs(value - k * step) <= window else []
+    reach = window + step / 2
+    low, high = math.ceil((value - reach) / step), math.floor((value + reach) / step)
+    if high - low + 1 > limit:  # far wider than any right answer's window: cannot be within tolerance
+        return []
+    return list(range(low, high + 1))
+
+
+def grid_form(indices: Any, shape: Any) -> str:
+    """The canonical form of grid points: the shape and the integers."""
+    return f"grid{tuple(int(n) for n in shape)}:" + ",".join(str(int(k)) for k in indices)
 
 
 def answer_digest(salt: str, canonical: str) -> str:

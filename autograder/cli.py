@@ -130,3 +130,24 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     console.print(summary_table(run.results, run.bundle.title, run.isolation))
     console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "
                   f"gradebook: [bold]{run.out}/gradebook.csv[/], feedback: [bold]{run.out}/feedback/<student>/feedback.html[/]")
+
+
+@main.command()
+@click.argument("name")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--student", default="", metavar="ID", help="student id (default: STUDENT_ID in FILE, or its name)")
+@click.option("--dist", type=click.Path(path_type=Path), help="build folder of NAME (default: dist/NAME)")
+def check(name: str, file: Path, student: str, dist: Path | None) -> None:
+    """Self-check FILE (.py or .ipynb) as a student would, offline, with NAME's student release."""
+    from autograder.selfcheck import qkv_check
+
+    dist = dist or Path("dist") / name
+    data = next((p for p in (dist / "student" / "selfcheck.json", dist / name / "student" / "selfcheck.json")
+                 if p.is_file()), None)
+    if data is None:
+        from autograder.build.manifest import find_manifest
+
+        find_manifest(name)  # an unknown assignment is the clearer error
+        raise QkvError(str(dist / "student"), f"no student release of '{name}' here: run `qkv build {name}` first")
+    args = [str(file), "--data", str(data)] + (["--student", student] if student else [])
+    sys.exit(qkv_check.main(args))

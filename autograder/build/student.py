@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from autograder import answer_forms
-from autograder.bank.answers import expected_shape
+from autograder.bank.answers import close, expected_shape
 from autograder.bank.model import (
+    AnswerPart,
     ImplementProblem,
     MultipleChoiceProblem,
     NumericProblem,
@@ -42,7 +43,7 @@ from autograder.bundle import GradedTest, GradingBundle
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        return {"array": value.tolist(), "dtype": str(value.dtype)}
+        return {"array": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
     return {"value": value}
 
 
@@ -64,32 +65,66 @@ def _digest(assignment: str, student: str, problem: str, part: str, canonical: s
     return answer_forms.answer_digest(answer_forms.digest_salt(assignment, student, problem, part), canonical)
 
 
+def number_digests(salt: Callable[[str], str], values: Any, mode: str, steps: list[float]) -> list[str]:
+    """Digests of `values` snapped to the grid `steps`: one for the whole part, or one per entry.
+
+    `salt(suffix)` gives the salt of the part ("" ) or of entry i ("[i]").
+    """
+    values = np.asarray(values, dtype=float)
+    ks = [answer_forms.grid_index(x, step) for x, step in zip(values.reshape(-1), steps)]
+    if mode == "whole":
+        return [answer_forms.answer_digest(salt(""), answer_forms.grid_form(ks, values.shape))]
+    return [answer_forms.answer_digest(salt(f"[{i}]"), answer_forms.grid_form([k], ())) for i, k in enumerate(ks)]
+
+
+def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart,
+                      wrong: list[Any]) -> tuple[dict[str, Any], list[list[str] | None]]:
+    """One part for one student: how it is hashed and the digests of the right answer, and of each
+    wrong answer in `wrong` (None where a wrong answer has another shape or is within tolerance)."""
+    want = np.asarray(want, dtype=float)
+    tol = part.tolerance
+    mode, steps, exact = answer_forms.grid_plan(want, tol.abs, tol.rel, part.decimals)
+    entry = {"mode": mode, "steps": steps, "exact": exact, "digests": number_digests(salt, want, mode, steps)}
+    wrong_digests: list[list[str] | None] = []
+    for value in wrong:
+        value = None if value is None else np.asarray(value, dtype=float)
+        if value is None or value.size != want.size or close(value.reshape(want.shape), want, tol):
+            wrong_digests.append(None)  # another shape, or not a mistake for these numbers
+        else:
+            wrong_digests.append(number_digests(salt, value.reshape(want.shape), mode, steps))
+    return entry, wrong_digests
+
+
 def _numeric_data(assigned: AssignedProblem, assignment: Assignment, students: list[str]) -> dict[str, Any]:
     problem = assigned.problem
-    parts = [{"name": p.name, "label": p.label,
-              "digits": answer_forms.kept_decimals(p.tolerance.abs, p.decimals),
-              "neighbours": p.tolerance.abs > 0} for p in problem.parts]
-    digests: dict[str, dict[str, str]] = {}
+    parts = problem.parts
+    digests: dict[str, dict[str, Any]] = {}
     shapes: dict[str, list[int]] = {}
     wrong: dict[str, list[dict[str, Any]]] = {}
     for student in students:
         variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants,
                               None if student == CLASS else student)
+        mistakes = [resolve(m.compute)(**variant.params) for m in problem.misconceptions]
         digests[student] = {}
+        found: list[dict[str, list[str]]] = [{} for _ in mistakes]
         for part in parts:
-            value = variant.answers[part["name"]]
-            shapes[part["name"]] = list(np.shape(value))
-            digests[student][part["name"]] = _digest(assignment.name, student, problem.id, part["name"],
-                                                     answer_forms.canonical_numbers(value, part["digits"]))
-        for mistake in problem.misconceptions:
-            answers = resolve(mistake.compute)(**variant.params)
-            wrong.setdefault(student, []).append({
-                "message": mistake.message,
-                "digests": {p["name"]: _digest(assignment.name, student, problem.id, p["name"],
-                                               answer_forms.canonical_numbers(answers[p["name"]], p["digits"]))
-                            for p in parts if p["name"] in answers},
-            })
-    return {"parts": [{**p, "shape": shapes[p["name"]]} for p in parts], "digests": digests, "misconceptions": wrong}
+            want = variant.answers[part.name]
+            shapes[part.name] = list(np.shape(want))
+            salt = lambda suffix, p=part.name: answer_forms.digest_salt(  # noqa: E731
+                assignment.name, student, problem.id, p + suffix)
+            entry, wrong_parts = numeric_part_data(salt, want, part, [m.get(part.name) for m in mistakes])
+            digests[student][part.name] = entry
+            for i, d in enumerate(wrong_parts):
+                if d is not None:
+                    found[i][part.name] = d
+        wrong[student] = [{"message": m.message, "digests": f}
+                          for m, f in zip(problem.misconceptions, found) if f]
+    return {
+        "parts": [{"name": p.name, "label": p.label, "shape": shapes[p.name],
+                   "tolerance": p.tolerance.model_dump()} for p in parts],
+        "digests": digests,
+        "misconceptions": wrong,
+    }
 
 
 def _written_data(assigned: AssignedProblem, assignment: Assignment, students: list[str]) -> dict[str, Any]:
