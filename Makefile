@@ -24,6 +24,8 @@ setup: system-deps $(STAMP)
 
 demo: setup
 	$(BIN)/qkv validate
+	$(BIN)/qkv build attention-numpy
+	$(BIN)/qkv grade attention-numpy examples/submissions/attention-numpy --out grades/demo --timeout 3
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -100,8 +100,10 @@ def build(name: str, out: Path | None) -> None:
               help="wall seconds for loading a submission, and again for each problem")
 @click.option("--regrade", is_flag=True, help="grade again submissions already in the gradebook")
 @click.option("--isolation", type=click.Choice(["auto", "bwrap", "rlimits"]), default="auto", show_default=True)
+@click.option("--cluster", metavar="ADDRESS",
+              help="grade on Dask: a scheduler's tcp://HOST:8786, or local:N to start N worker processes here")
 def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
-          timeout: float, regrade: bool, isolation: str) -> None:
+          timeout: float, regrade: bool, isolation: str, cluster: str | None) -> None:
     """Grade every submission in SUBMISSIONS for assignment NAME (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -118,7 +120,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar:
         task = bar.add_task("", total=None)
         run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade,
-                          isolation=isolation,
+                          isolation=isolation, cluster=cluster,
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=student))
     for note in run.notes:
@@ -126,7 +128,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     if run.isolation != "bwrap":
         err_console.print("[bold red]WARNING: bubblewrap is not available: student code ran under rlimits only, "
                           "without namespace isolation. Install bubblewrap (apt-get install bubblewrap).[/]")
-    console.print(gradebook_table(run.results, run.bundle.problem_order))
+    console.print(gradebook_table(run.results))
     console.print(summary_table(run.results, run.bundle.title, run.isolation))
     console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "
                   f"gradebook: [bold]{run.out}/gradebook.csv[/], feedback: [bold]{run.out}/feedback/<student>/feedback.html[/]")

@@ -29,12 +29,28 @@ def summary_table(results: Sequence[SubmissionResult], title: str, isolation: st
     return table
 
 
-def gradebook_table(results: Sequence[SubmissionResult], problem_ids: Sequence[str], limit: int = 40) -> Table:
+def points(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def gradebook_table(results: Sequence[SubmissionResult], limit: int = 40) -> Table:
+    """One line per student: total, status, where points were lost and which mistakes were recognised."""
     table = Table(title="Gradebook")
-    for column in ("student", "total", "status", *problem_ids):
-        table.add_column(column, justify="left" if column in ("student", "status") else "right", overflow="fold")
+    table.add_column("student")
+    table.add_column("total", justify="right")
+    table.add_column("status")
+    table.add_column("points lost on", overflow="fold")
+    table.add_column("mistakes recognised", overflow="fold")
     for result in sorted(results, key=lambda r: r.student)[:limit]:
-        scores = {p.problem_id: p.score for p in result.problems}
-        table.add_row(result.student, f"{result.score:g}/{result.max_score:g}", result.status,
-                      *[f"{scores.get(pid, 0):g}" for pid in problem_ids])
+        lost = [f"{p.problem_id} ({points(p.score)}/{points(p.max_score)})"
+                for p in result.problems if p.score < p.max_score - 1e-9]
+        mistakes = sorted({t.misconception for p in result.problems for t in p.tests if t.misconception})
+        if result.score == 0:
+            lost_text = "everything" + (f": {result.message}" if result.message else "")
+        else:
+            lost_text = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        table.add_row(result.student, f"{points(result.score)}/{points(result.max_score)}", result.status,
+                      lost_text or "-", ", ".join(mistakes) or "-")
+    if len(results) > limit:
+        table.caption = f"first {limit} of {len(results)} students; all are in gradebook.csv"
     return table

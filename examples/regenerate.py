@@ -1,0 +1,114 @@
+"""Regenerate the sample class in examples/submissions/attention-numpy/ from the answer key.
+
+Run after the bank or the manifest changes (`.venv/bin/python examples/regenerate.py`);
+tests/test_examples.py checks that every sample still earns what its name says.
+Each sample is the key with hand-written student code swapped in, so the demo
+shows the classic mistakes as students write them.
+"""
+
+from __future__ import annotations
+
+import pprint
+from pathlib import Path
+
+import nbformat
+
+from autograder.bank.load import load_bank_strict
+from autograder.build.manifest import find_manifest, resolve_assignment
+from autograder.build.notebook import student_notebook
+from autograder.build.solution_key import key_answer, key_function, key_module
+from autograder.build.student_text import stub_module
+
+HERE = Path(__file__).resolve().parent / "submissions" / "attention-numpy"
+
+COLUMN_SOFTMAX = '''
+def softmax_rows(S, mask=None):
+    S = np.asarray(S, dtype=float)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    e = np.exp(S - S.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+'''
+
+ZERO_AFTER_SOFTMAX = '''
+def softmax_rows(S, mask=None):
+    S = np.asarray(S, dtype=float)
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        weights = weights * mask
+    return weights
+'''
+
+UNBIASED_LAYER_NORM = '''
+def layer_norm(x, gamma, beta, eps=1e-5):
+    x = np.asarray(x, dtype=float)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, ddof=1, keepdims=True)
+    return gamma * (x - mean) / np.sqrt(var + eps) + beta
+'''
+
+UNSCALED_SCORES = '''
+def attention_scores(Q, K, scale=True):
+    return np.asarray(Q, dtype=float) @ np.swapaxes(np.asarray(K, dtype=float), -1, -2)
+'''
+
+HOSTILE = '''
+import os, subprocess
+
+
+def feed_forward(x, W1, b1, W2, b2):
+    while True:  # never returns
+        pass
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    secrets = open("/etc/shadow").read()  # not readable in the sandbox
+    return secrets
+
+
+try:
+    subprocess.run(["curl", "http://example.com"], timeout=1)  # no network, no curl
+except Exception:
+    pass
+print("All tests passed! Score: 100/100")  # printed results are ignored
+'''
+
+
+def swap(source: str, replacement: str) -> str:
+    """The key with one function replaced by `replacement` (defined later, so it wins)."""
+    return source + "\n" + replacement
+
+
+def main() -> None:
+    bank = load_bank_strict()
+    assignment = resolve_assignment(find_manifest("attention-numpy"), bank)
+    key = key_module(assignment)
+    samples = {
+        "ada.py": key,
+        "ben.py": swap(key, COLUMN_SOFTMAX),
+        "cho.py": swap(swap(key, ZERO_AFTER_SOFTMAX), UNBIASED_LAYER_NORM),
+        "dan.py": swap(key, UNSCALED_SCORES).replace("'heads-reduce-cost': {'answer': False",
+                                                     "'heads-reduce-cost': {'answer': True"),
+        "eve.py": "def softmax_rows(S, mask=None)\n    return S\n",
+        "fox.py": swap(key, HOSTILE),
+        "gil.py": stub_module(assignment),
+    }
+    for name, text in samples.items():
+        (HERE / name).write_text(text if text.endswith("\n") else text + "\n")
+    notebook = nbformat.reads(student_notebook(assignment), as_version=4)
+    for cell in notebook.cells:
+        meta = cell.metadata.get("qkv", {})
+        if meta.get("role") != "work":
+            continue
+        problem = next(a.problem for a in assignment.problems if a.problem.id == meta["problem"])
+        if problem.kind == "implement":
+            cell.source = key_function(problem, assignment.track)
+        else:
+            cell.source = f"ANSWERS[{problem.id!r}] = {pprint.pformat(key_answer(problem, assignment, None))}"
+    nbformat.write(notebook, HERE / "hua.ipynb")
+    print(f"wrote {len(samples) + 1} samples to {HERE}")
+
+
+if __name__ == "__main__":
+    main()

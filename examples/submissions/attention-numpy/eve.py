@@ -1,0 +1,2 @@
+def softmax_rows(S, mask=None)
+    return S

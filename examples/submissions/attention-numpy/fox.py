@@ -1,0 +1,347 @@
+"""Answer key of Attention from scratch (NumPy) (instructors only)."""
+
+import numpy as np
+
+
+def attention_scores(Q, K, scale=True):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    Q, K = _float_array(Q), _float_array(K)
+    S = Q @ np.swapaxes(K, -1, -2)
+    return S / math.sqrt(Q.shape[-1]) if scale else S
+
+
+def softmax_rows(S, mask=None):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    S = _float_array(S)
+    logits = S if mask is None else np.where(np.asarray(mask, dtype=bool), S, -np.inf)
+    row_max = logits.max(axis=-1, keepdims=True)
+    # A fully masked row has max -inf; shifting by it would give inf - inf = NaN.
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    # Far-below-max logits underflow to 0, which is the correct weight; without this
+    # a caller's np.errstate(all="raise") would turn it into a FloatingPointError.
+    with np.errstate(under="ignore"):
+        e = np.exp(logits - row_max)
+    total = e.sum(axis=-1, keepdims=True)
+    # Fully masked rows have total 0 and e == 0, so dividing by 1 leaves zeros.
+    return e / np.where(total > 0, total, 1.0)
+
+
+def causal_mask(n):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def attention_output(weights, V):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    return _float_array(weights) @ _float_array(V)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+
+    def attention_scores(Q: ArrayLike, K: ArrayLike, scale: bool = True) -> NDArray[np.floating]:
+        """Q (..., n_q, d_k), K (..., n_k, d_k) -> Q K^T (..., n_q, n_k), / sqrt(d_k) if ``scale``."""
+        Q, K = _float_array(Q), _float_array(K)
+        S = Q @ np.swapaxes(K, -1, -2)
+        return S / math.sqrt(Q.shape[-1]) if scale else S
+
+
+    def softmax_rows(S: ArrayLike, mask: ArrayLike | None = None) -> NDArray[np.floating]:
+        """Softmax over the last axis; masked entries get weight exactly 0.
+
+        ``mask`` is boolean and broadcastable to ``S`` (True = may attend). A row
+        with no allowed entry gives all zeros, without NaN or floating-point warnings.
+        """
+        S = _float_array(S)
+        logits = S if mask is None else np.where(np.asarray(mask, dtype=bool), S, -np.inf)
+        row_max = logits.max(axis=-1, keepdims=True)
+        # A fully masked row has max -inf; shifting by it would give inf - inf = NaN.
+        row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+        # Far-below-max logits underflow to 0, which is the correct weight; without this
+        # a caller's np.errstate(all="raise") would turn it into a FloatingPointError.
+        with np.errstate(under="ignore"):
+            e = np.exp(logits - row_max)
+        total = e.sum(axis=-1, keepdims=True)
+        # Fully masked rows have total 0 and e == 0, so dividing by 1 leaves zeros.
+        return e / np.where(total > 0, total, 1.0)
+
+
+    def attention_output(weights: ArrayLike, V: ArrayLike) -> NDArray[np.floating]:
+        """weights (..., n_q, n_k), V (..., n_k, d_v) -> weights @ V (..., n_q, d_v)."""
+        return _float_array(weights) @ _float_array(V)
+
+    weights = softmax_rows(attention_scores(Q, K, scale=scale), mask)
+    return attention_output(weights, V), weights
+
+
+def split_heads(X, h):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    X = _float_array(X)
+    *lead, n, d = X.shape
+    if h < 1 or d % h != 0:
+        raise ValueError(f"number of heads h={h} must be a positive divisor of the model dimension d={d}")
+    # Reshaping the feature axis (not the token axis) keeps every token in every head.
+    return np.swapaxes(X.reshape(*lead, n, h, d // h), -3, -2)
+
+
+def merge_heads(H):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    H = _float_array(H)
+    *lead, h, n, dh = H.shape
+    return np.swapaxes(H, -3, -2).reshape(*lead, n, h * dh)
+
+
+def multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask=None):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+
+    def attention_scores(Q: ArrayLike, K: ArrayLike, scale: bool = True) -> NDArray[np.floating]:
+        """Q (..., n_q, d_k), K (..., n_k, d_k) -> Q K^T (..., n_q, n_k), / sqrt(d_k) if ``scale``."""
+        Q, K = _float_array(Q), _float_array(K)
+        S = Q @ np.swapaxes(K, -1, -2)
+        return S / math.sqrt(Q.shape[-1]) if scale else S
+
+
+    def softmax_rows(S: ArrayLike, mask: ArrayLike | None = None) -> NDArray[np.floating]:
+        """Softmax over the last axis; masked entries get weight exactly 0.
+
+        ``mask`` is boolean and broadcastable to ``S`` (True = may attend). A row
+        with no allowed entry gives all zeros, without NaN or floating-point warnings.
+        """
+        S = _float_array(S)
+        logits = S if mask is None else np.where(np.asarray(mask, dtype=bool), S, -np.inf)
+        row_max = logits.max(axis=-1, keepdims=True)
+        # A fully masked row has max -inf; shifting by it would give inf - inf = NaN.
+        row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+        # Far-below-max logits underflow to 0, which is the correct weight; without this
+        # a caller's np.errstate(all="raise") would turn it into a FloatingPointError.
+        with np.errstate(under="ignore"):
+            e = np.exp(logits - row_max)
+        total = e.sum(axis=-1, keepdims=True)
+        # Fully masked rows have total 0 and e == 0, so dividing by 1 leaves zeros.
+        return e / np.where(total > 0, total, 1.0)
+
+
+    def attention_output(weights: ArrayLike, V: ArrayLike) -> NDArray[np.floating]:
+        """weights (..., n_q, n_k), V (..., n_k, d_v) -> weights @ V (..., n_q, d_v)."""
+        return _float_array(weights) @ _float_array(V)
+
+
+    def scaled_dot_product_attention(
+        Q: ArrayLike,
+        K: ArrayLike,
+        V: ArrayLike,
+        mask: ArrayLike | None = None,
+        scale: bool = True,
+    ) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
+        """softmax(Q K^T / sqrt(d_k)) V; returns (output (..., n_q, d_v), weights (..., n_q, n_k))."""
+        weights = softmax_rows(attention_scores(Q, K, scale=scale), mask)
+        return attention_output(weights, V), weights
+
+
+    def split_heads(X: ArrayLike, h: int) -> NDArray[np.floating]:
+        """(..., n, d) -> (..., h, n, d/h); head i gets features i*d/h:(i+1)*d/h of every token."""
+        X = _float_array(X)
+        *lead, n, d = X.shape
+        if h < 1 or d % h != 0:
+            raise ValueError(f"number of heads h={h} must be a positive divisor of the model dimension d={d}")
+        # Reshaping the feature axis (not the token axis) keeps every token in every head.
+        return np.swapaxes(X.reshape(*lead, n, h, d // h), -3, -2)
+
+
+    def merge_heads(H: ArrayLike) -> NDArray[np.floating]:
+        """(..., h, n, d_h) -> (..., n, h*d_h): concatenate the heads along the features."""
+        H = _float_array(H)
+        *lead, h, n, dh = H.shape
+        return np.swapaxes(H, -3, -2).reshape(*lead, n, h * dh)
+
+    X = _float_array(X)
+    Q = split_heads(X @ _float_array(Wq), h)
+    K = split_heads(X @ _float_array(Wk), h)
+    V = split_heads(X @ _float_array(Wv), h)
+    # A new head axis in front of (n, n) lets one mask serve every head.
+    head_mask = None if mask is None else np.expand_dims(np.atleast_2d(np.asarray(mask, dtype=bool)), -3)
+    heads, _ = scaled_dot_product_attention(Q, K, V, mask=head_mask)
+    return merge_heads(heads) @ _float_array(Wo)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    x = _float_array(x)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * _float_array(gamma) + _float_array(beta)
+
+
+def feed_forward(x, W1, b1, W2, b2):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+    hidden = np.maximum(_float_array(x) @ _float_array(W1) + _float_array(b1), 0.0)
+    return hidden @ _float_array(W2) + _float_array(b2)
+
+
+def add_and_norm(x, sublayer_out, gamma, beta, eps=1e-5):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    def _float_array(a: ArrayLike) -> NDArray[np.floating]:
+        # Keep float32 inputs float32; only integer/bool inputs are promoted.
+        arr = np.asarray(a)
+        return arr if np.issubdtype(arr.dtype, np.floating) else arr.astype(np.float64)
+
+
+    def layer_norm(x: ArrayLike, gamma: ArrayLike, beta: ArrayLike, eps: float = 1e-5) -> NDArray[np.floating]:
+        """Normalise over the last axis (biased variance), then scale by gamma and shift by beta."""
+        x = _float_array(x)
+        mean = x.mean(axis=-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + eps) * _float_array(gamma) + _float_array(beta)
+
+    return layer_norm(_float_array(x) + _float_array(sublayer_out), gamma, beta, eps)
+
+
+def sinusoidal_positional_encoding(n, d):
+    import math
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    positions = np.arange(n, dtype=np.float64)[:, None]
+    even_columns = np.arange(0, d, 2, dtype=np.float64)
+    angles = positions / 10000.0 ** (even_columns / d)
+    pe = np.empty((n, d), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angles)
+    # With odd d there is one fewer cosine column than sine columns.
+    pe[:, 1::2] = np.cos(angles[:, : d // 2])
+    return pe
+
+
+STUDENT_ID = ""
+
+ANSWERS = {'one-query-by-hand': {'scores': [8.0, 0.0, 2.0],
+                       'weights': [0.9971936828, 0.0003345212, 0.002471796],
+                       'output': [3.0136970649, 6.9996654788, 6.0052781132],
+                       'scaled_weights': [0.9604618959, 0.0094745775, 0.0300635266]},
+ 'masked-renormalisation': {'weights': [0.1428571429, 0.1428571429, 0.7142857143],
+                            'output': 11.0,
+                            'masked_weights': [0.0, 0.1666666667, 0.8333333333],
+                            'masked_output': 12.3333333333},
+ 'layer-norm-by-hand': {'mean': 2.0,
+                        'variance': 12.5,
+                        'normalised': [0.8485281374, 0.5656854249, -1.6970562748, 0.2828427125]},
+ 'ffn-by-hand': {'pre': [2.0, -1.0, -1.0], 'hidden': [2.0, 0.0, 0.0], 'output': [0.0, 2.0]},
+ 'mha-parameter-count': {'weights': 1048576.0, 'biases': 2048.0, 'total': 1050624.0},
+ 'score-growth': {'scores_old': 1048576.0, 'scores_new': 4194304.0, 'ratio': 4.0},
+ 'scores-shape': 'nq x nk',
+ 'output-shape': 'n x dv',
+ 'split-heads-shape': 'n x d/h',
+ 'concat-shape': '10 x 512',
+ 'rnn-sequential': {'answer': False,
+                    'correction': 'Given the whole input sequence, a Transformer processes all '
+                                  'positions at once: the scores QK^T, the softmax and AV are '
+                                  'matrix operations over every position in parallel. Only '
+                                  'autoregressive generation is step by step, because each new '
+                                  'token depends on the tokens generated before it.'},
+ 'heads-reduce-cost': {'answer': False,
+                       'correction': 'With the model width d fixed, each head works in d/h '
+                                     'dimensions, so h heads together still cost O(n^2 d); heads '
+                                     'change what is computed, not how much.'},
+ 'ffn-quadratic': {'answer': False,
+                   'correction': 'The FFN does act on each position independently, and for exactly '
+                                 'that reason its cost is O(n d d_ff): linear in the sequence '
+                                 'length n. The O(n^2) term of a layer comes from attention, which '
+                                 'pairs every position with every other.'},
+ 'mha-heads-and-parameters': 'C'}
+
+
+import os, subprocess
+
+
+def feed_forward(x, W1, b1, W2, b2):
+    while True:  # never returns
+        pass
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    secrets = open("/etc/shadow").read()  # not readable in the sandbox
+    return secrets
+
+
+try:
+    subprocess.run(["curl", "http://example.com"], timeout=1)  # no network, no curl
+except Exception:
+    pass
+print("All tests passed! Score: 100/100")  # printed results are ignored

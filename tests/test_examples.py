@@ -1,0 +1,54 @@
+"""The demo's sample class still earns what each sample is meant to show (regenerate with examples/regenerate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import grade_class
+
+SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "submissions" / "attention-numpy"
+
+
+@pytest.fixture(scope="module")
+def results(built_numpy, tmp_path_factory):
+    run = grade_class(built_numpy.out / "autograder", SAMPLES, tmp_path_factory.mktemp("demo"), jobs=2, timeout=3)
+    return {r.student: r for r in run.results}
+
+
+def lost(result) -> dict[str, float]:
+    return {p.problem_id: p.score for p in result.problems if p.score < p.max_score - 1e-9}
+
+
+def mistakes(result) -> set[str]:
+    return {t.misconception for p in result.problems for t in p.tests if t.misconception}
+
+
+def test_perfect_py_and_notebook(results):
+    for student in ("ada", "hua"):
+        assert results[student].score == pytest.approx(results[student].max_score), lost(results[student])
+
+
+@pytest.mark.parametrize("student, problems, recognised", [
+    ("ben", {"softmax-rows"}, {"column-softmax"}),
+    ("cho", {"softmax-rows", "layer-norm"}, {"zero-after-softmax", "unbiased-variance"}),
+    ("dan", {"attention-scores", "heads-reduce-cost"}, {"missing-scale"}),
+])
+def test_classic_mistakes_are_named(results, student, problems, recognised):
+    assert set(lost(results[student])) == problems
+    assert recognised <= mistakes(results[student])
+
+
+def test_broken_and_empty_work(results):
+    assert results["eve"].status == "load_error" and "SyntaxError" in results["eve"].message
+    assert results["gil"].status == "graded" and results["gil"].score == 0
+
+
+def test_hostile_sample_loses_only_what_it_broke(results):
+    fox = results["fox"]
+    assert set(lost(fox)) == {"layer-norm", "feed-forward"}
+    feed_forward = next(p for p in fox.problems if p.problem_id == "feed-forward")
+    assert "time limit" in feed_forward.message
+    layer_norm = next(p for p in fox.problems if p.problem_id == "layer-norm")
+    assert all("Permission denied" in t.message for t in layer_norm.tests)
