@@ -26,6 +26,7 @@ HEATMAP_MAX = 12  # largest side of a weight matrix drawn in feedback
 
 @dataclass(frozen=True)
 class TestResult:
+    __test__ = False  # a result, not a pytest test class
     problem_id: str
     name: str
     visibility: str

@@ -19,6 +19,7 @@ import numpy as np
 
 from autograder.grade.score import SubmissionResult, TestResult
 from autograder.report.files import write_atomic
+from autograder.report.summary import points
 
 CELL_PIXELS = 24
 
@@ -27,6 +28,7 @@ _ENV = jinja2.Environment(
     autoescape=True,
     undefined=jinja2.StrictUndefined,
 )
+_ENV.filters["points"] = points
 
 
 def heatmap_png(matrix: list[list[float]]) -> str:

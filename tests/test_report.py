@@ -1,0 +1,91 @@
+"""Reports: the CSV a spreadsheet imports, and feedback.html as a real browser renders it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import image
+
+from autograder.grade.score import ProblemResult, SubmissionResult, TestResult
+from autograder.report.csv import gradebook_csv
+from autograder.report.feedback import feedback_html
+from autograder.report.results_json import results_json
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WEIGHTS = np.array([[2 / 3, 1 / 3, 0.0], [0.2, 0.3, 0.5], [0.0, 0.0, 1.0]])
+
+
+def sample(student: str = "ada", passed: bool = False) -> SubmissionResult:
+    test = TestResult(
+        "softmax-rows", "lecture masked example", "public", 1.0 if passed else 0.0, 1.0, passed,
+        "your weights are normalised down the columns (3 of 9 entries differ, largest error 0.5)",
+        misconception=None if passed else "column-softmax", max_error=0.5, input_shapes="(3, 3)",
+        expected_excerpt="shape (3, 3): [0.6667, 0.3333, 0]", got_excerpt="shape (3, 3): [0.5, 0.2, 0]",
+        heatmap=None if passed else {"want": WEIGHTS.tolist(), "got": WEIGHTS.T.tolist()},
+    )
+    hidden = TestResult("softmax-rows", "batched rows", "hidden", 0.0, 3.0, False, "3 of 210 entries differ",
+                        expected_excerpt="shape (2, 3): [0.1]", got_excerpt="shape (2, 3): [0.2]")
+    problem = ProblemResult("softmax-rows", "implement", test.score, 4.0, "1 of 2 tests passed", (test, hidden))
+    written = ProblemResult("heads-reduce-cost", "true_false", 2.0, 2.0, "correct",
+                            (TestResult("heads-reduce-cost", "answer", "hidden", 2.0, 2.0, True, "correct"),))
+    return SubmissionResult(student, "d" * 64, "graded", "", problem.score + 2.0, 6.0, (problem, written), "hello")
+
+
+def test_csv_has_the_promised_columns_and_imports_back():
+    text = gradebook_csv([sample("bob"), sample("ada", passed=True)], ["softmax-rows", "heads-reduce-cost"],
+                         {"ada": "bwrap", "bob": "bwrap"})
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["student", "total", "max", "status", "softmax-rows", "heads-reduce-cost", "isolation"]
+    assert [r["student"] for r in rows] == ["ada", "bob"]
+    assert float(rows[0]["total"]) == 3.0 and float(rows[1]["softmax-rows"]) == 0.0
+
+
+def test_results_json_hides_hidden_expected_values():
+    data = results_json(sample())
+    hidden = next(t for t in data["tests"] if t["name"].endswith("batched rows"))
+    public = next(t for t in data["tests"] if t["name"].endswith("lecture masked example"))
+    assert hidden["visibility"] == "after_due_date" and "expected" not in hidden["output"]
+    assert public["visibility"] == "visible" and "expected shape (3, 3)" in public["output"]
+
+
+def test_feedback_hides_hidden_heatmaps_before_the_due_date():
+    result = sample()
+    hidden_map = {"want": WEIGHTS.tolist(), "got": WEIGHTS.tolist()}
+    problem = result.problems[0]
+    tests = (problem.tests[0], TestResult(**{**problem.tests[1].__dict__, "heatmap": hidden_map}))
+    result = SubmissionResult(**{**result.__dict__, "problems": (ProblemResult(**{**problem.__dict__, "tests": tests}),
+                                                                  result.problems[1])})
+    before = feedback_html(result, "A1", "2999-01-01T00:00:00+00:00", "bwrap")
+    after = feedback_html(result, "A1", "2000-01-01T00:00:00+00:00", "bwrap")
+    assert before.count("data:image/png") == 2 and after.count("data:image/png") == 4
+    assert "0.1]" not in before, "a hidden test's expected excerpt was shown"
+
+
+def test_feedback_warns_when_not_isolated():
+    assert "without namespace isolation" in feedback_html(sample(), "A1", None, "rlimits-only")
+    assert "without namespace isolation" not in feedback_html(sample(), "A1", None, "bwrap")
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="make test installs chromium")
+def test_feedback_page_renders_in_a_real_browser(tmp_path):
+    page = tmp_path / "feedback.html"
+    page.write_text(feedback_html(sample(), "Attention from scratch", None, "bwrap"))
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=60)
+    assert "Likely mistake" in dom.stdout and "2 / 6" in dom.stdout
+    shot = tmp_path / "shot.png"
+    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1000,1400", page.as_uri()],
+                   capture_output=True, timeout=60)
+    pixels = image.imread(shot)
+    assert pixels.std() > 0.05, "the page rendered blank"
+    # the heatmaps are the only strongly coloured area: viridis yellow (1.0) and purple (0.0) both appear
+    rgb = pixels[..., :3]
+    assert ((rgb[..., 0] > 0.9) & (rgb[..., 1] > 0.85) & (rgb[..., 2] < 0.3)).sum() > 500
