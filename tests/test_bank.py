@@ -1,0 +1,476 @@
+"""The bundled question bank: complete, graded by what the lecture says, and read the way students type.
+
+Lecture figures are copied here from the course notes (L08, the 3-8 course page,
+Lecture 16 notes), so nothing reads the notes at test time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder.bank.answers import (
+    AnswerFormatError,
+    check_choice,
+    check_part,
+    check_shape,
+    check_true_false,
+    evaluate_dim,
+    expected_shape,
+    parse_bool,
+    parse_choice,
+    parse_numbers,
+    parse_shape,
+)
+from autograder.bank.load import Bank, load_bank, parse_problem
+from autograder.bank.model import (
+    ImplementProblem,
+    MultipleChoiceProblem,
+    NumericProblem,
+    ShapeProblem,
+    TrueFalseProblem,
+)
+from autograder.bank.render import render_prompt, render_solution
+from autograder.bank.resolve import resolve
+from autograder.bank.validate import check_problem
+from autograder.bank.variants import draw_variant, lecture_variant
+from solutions import numpy_ref
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bank() -> Bank:
+    report = load_bank()
+    assert report.errors == [], [str(e) for e in report.errors]
+    return report.bank
+
+
+def _of_kind(bank: Bank, cls):
+    return [p for p in bank.problems.values() if isinstance(p, cls)]
+
+
+# ------------------------------------------------------------------ coverage
+
+
+def test_bank_size_and_mix(bank: Bank) -> None:
+    assert len(bank.problems) >= 40
+    kinds = Counter(p.kind for p in bank.problems.values())
+    assert kinds["implement"] >= 11
+    assert kinds["numeric"] >= 10
+    assert kinds["shape"] >= 5
+    assert kinds["true_false"] >= 5
+    assert kinds["multiple_choice"] >= 5
+
+
+def test_every_file_is_named_after_its_id_and_sits_in_its_topic_folder(bank: Bank) -> None:
+    for problem_id, path in bank.paths.items():
+        assert path.stem == problem_id
+        assert path.parent.name == bank.problems[problem_id].topic.split("/")[0], path
+
+
+REQUIRED_TOPICS = {
+    "qkv/roles", "qkv/projections",
+    "attention/scores", "attention/scaling", "attention/softmax", "attention/weighting", "attention/sdpa",
+    "attention/shapes", "attention/interpretation",
+    "masking/causal", "masking/renormalise", "masking/fully-masked",
+    "multi-head/split", "multi-head/concat", "multi-head/mha", "multi-head/shapes", "multi-head/sharing",
+    "multi-head/roles",
+    "layer-norm/implement", "layer-norm/by-hand", "layer-norm/axis",
+    "feed-forward/implement", "feed-forward/by-hand", "feed-forward/shapes",
+    "residual/add-norm",
+    "positional/sinusoidal", "positional/learned", "positional/permutation", "positional/shapes",
+    "parameters/mha", "parameters/ffn", "parameters/gqa",
+    "complexity/scores", "complexity/heads", "complexity/ffn",
+    "background/rnn", "background/conv",
+}
+
+
+def test_every_topic_is_covered(bank: Bank) -> None:
+    topics = {p.topic for p in bank.problems.values()}
+    assert REQUIRED_TOPICS <= topics, sorted(REQUIRED_TOPICS - topics)
+
+
+def test_homework_statements_self_test_and_top_five_misconceptions(bank: Bank) -> None:
+    sources = [p.source for p in bank.problems.values()]
+    for item in ("HW03 Q1(1)", "HW03 Q1(2)", "HW03 Q1(3)", "HW03 Q1(4)"):
+        assert any(item in s for s in sources), item
+    for q in range(1, 6):
+        assert any(f"self-test Q{q}" in s for s in sources), f"self-test Q{q}"
+    top5 = [p for p in bank.problems.values() if "top-5-misconception" in p.tags]
+    assert len(top5) == 5
+    assert all(isinstance(p, (TrueFalseProblem, MultipleChoiceProblem)) for p in top5)
+    conv = bank.get("one-by-one-convolution")
+    assert "L07" in conv.source and conv.topic.startswith("background/")
+    for problem_id in ("rnn-sequential", "heads-reduce-cost", "one-by-one-convolution", "ffn-quadratic"):
+        assert bank.get(problem_id).answer is False
+
+
+def test_every_problem_passes_the_deep_checks(bank: Bank) -> None:
+    failures = {pid: check_problem(p) for pid, p in bank.problems.items()}
+    assert {pid: f for pid, f in failures.items() if f} == {}
+
+
+# ------------------------------------------------------------ implement problems
+
+
+def test_every_reference_function_has_an_implement_problem(bank: Bank) -> None:
+    implement = {p.function: p for p in _of_kind(bank, ImplementProblem)}
+    for name in numpy_ref.__all__:
+        assert name in implement, f"no implement problem for {name}"
+        problem = implement[name]
+        assert problem.references == {"numpy": f"solutions.numpy_ref.{name}", "torch": f"solutions.torch_ref.{name}"}
+        assert problem.signature.startswith(f"{name}(")
+
+
+def test_implement_problems_have_public_hidden_tests_and_misconceptions(bank: Bank) -> None:
+    for problem in _of_kind(bank, ImplementProblem):
+        assert problem.public_tests and problem.hidden_tests, problem.id
+        assert problem.misconceptions, problem.id
+        assert all(m.implementation for m in problem.misconceptions), problem.id
+        assert any(t.expect is not None for t in problem.public_tests), f"{problem.id}: no worked figure in public tests"
+
+
+REQUIRED_MISCONCEPTIONS = {
+    ("softmax-rows", "solutions.misconceptions.softmax_over_columns"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_column_softmax"),
+    ("attention-scores", "solutions.misconceptions.scores_unscaled"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_unscaled"),
+    ("softmax-rows", "solutions.misconceptions.softmax_zero_after"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_zero_after"),
+    ("layer-norm", "solutions.misconceptions.layer_norm_unbiased"),
+    ("layer-norm", "solutions.misconceptions.layer_norm_eps_outside"),
+    ("layer-norm", "solutions.misconceptions.layer_norm_over_tokens"),
+    ("feed-forward", "solutions.misconceptions.ffn_no_relu"),
+    ("split-heads", "solutions.misconceptions.split_heads_over_tokens"),
+    ("split-heads", "solutions.misconceptions.split_heads_plain_reshape"),
+    ("sinusoidal-positional-encoding", "solutions.misconceptions.pe_sin_cos_swapped"),
+    ("sinusoidal-positional-encoding", "solutions.misconceptions.pe_exponent_i"),
+    ("causal-mask", "solutions.misconceptions.causal_mask_upper"),
+    ("causal-mask", "solutions.misconceptions.causal_mask_strict"),
+    ("multi-head-attention", "solutions.misconceptions.mha_scaled_by_sqrt_d"),
+    ("multi-head-attention", "solutions.misconceptions.mha_without_wo"),
+    ("attention-scores", "solutions.misconceptions.scores_transposed"),
+}
+
+
+def test_required_misconceptions_are_in_the_bank(bank: Bank) -> None:
+    present = {(p.id, m.implementation) for p in _of_kind(bank, ImplementProblem) for m in p.misconceptions}
+    assert REQUIRED_MISCONCEPTIONS <= present, sorted(REQUIRED_MISCONCEPTIONS - present)
+
+
+def test_hidden_tests_include_edge_cases(bank: Bank) -> None:
+    tests = {p.id: p.hidden_tests for p in _of_kind(bank, ImplementProblem)}
+    assert any(t.expect_error == "ValueError" for t in tests["split-heads"])
+    assert any(t.expect_error == "ValueError" for t in tests["multi-head-attention"])
+    assert any("fully masked" in t.name for t in tests["softmax-rows"])
+    assert any("fully masked" in t.name for t in tests["scaled-dot-product-attention"])
+    assert any("large" in t.name for t in tests["softmax-rows"])
+    assert any(t.args and t.args[1] % 2 == 1 for t in tests["sinusoidal-positional-encoding"])  # odd d
+
+
+def test_each_misconception_stands_alone(bank: Bank) -> None:
+    """A mutant needs only the module header (imports and assignments) and `ref`, so it can be pasted into a submission."""
+    import inspect
+
+    from autograder.bank.outputs import run_trusted
+    from solutions import misconceptions
+
+    header = inspect.getsource(misconceptions).split("\ndef ", 1)[0].replace("from solutions import numpy_ref as ref", "")
+    for problem in _of_kind(bank, ImplementProblem):
+        test = next(t for t in problem.hidden_tests if not t.expect_error)
+        for wrong in problem.misconceptions:
+            original = resolve(wrong.implementation)
+            namespace = {"ref": numpy_ref}
+            exec(compile(header + "\n" + inspect.getsource(original), wrong.implementation, "exec"), namespace)
+            pasted = namespace[original.__name__]
+            try:
+                want = run_trusted(original, test)
+            except Exception as err:  # noqa: BLE001 - the pasted copy must fail the same way
+                with pytest.raises(type(err)):
+                    run_trusted(pasted, test)
+                continue
+            got = run_trusted(pasted, test)
+            assert all(np.array_equal(g, w, equal_nan=True) for g, w in zip(got, want)), wrong.implementation
+
+
+# ----------------------------------------------------------- lecture figures
+
+
+def _lecture(bank: Bank, problem_id: str) -> dict[str, np.ndarray]:
+    return lecture_variant(bank.get(problem_id)).answers
+
+
+def test_one_query_example(bank: Bank) -> None:
+    a = _lecture(bank, "one-query-by-hand")
+    assert a["scores"].tolist() == [2, 4, 4]
+    assert a["weights"] == pytest.approx([0.0634, 0.4683, 0.4683], abs=5e-5)
+    assert a["output"] == pytest.approx([1.9366, 6.6831, 1.5951], abs=5e-5)
+    assert a["scaled_weights"] == pytest.approx([0.1361, 0.4319, 0.4319], abs=5e-5)
+
+
+def test_masked_example_170_40_and_wrong_20_thirds(bank: Bank) -> None:
+    problem = bank.get("masked-renormalisation")
+    a = lecture_variant(problem).answers
+    assert float(a["output"]) == pytest.approx(170 / 3, abs=1e-9)
+    assert float(a["masked_output"]) == pytest.approx(40 / 3, abs=1e-9)
+    assert a["masked_weights"] == pytest.approx([2 / 3, 1 / 3, 0], abs=1e-12)
+    (wrong,) = problem.misconceptions
+    twin = resolve(wrong.compute)(**problem.lecture_example.params)
+    assert float(twin["masked_output"]) == pytest.approx(20 / 3, abs=1e-9)
+    # the masked implement problem shows the same figure in a public test
+    sdpa = bank.get("scaled-dot-product-attention")
+    assert any(t.expect == [[13.333333]] for t in sdpa.public_tests)
+
+
+def test_layer_norm_and_ffn_examples(bank: Bank) -> None:
+    ln = _lecture(bank, "layer-norm-by-hand")
+    assert (float(ln["mean"]), float(ln["variance"])) == (3.0, 1.0)
+    assert ln["normalised"].tolist() == [-1.0, 1.0]
+    problem = bank.get("ffn-by-hand")
+    ffn = lecture_variant(problem).answers
+    assert ffn["pre"].tolist() == [1, -1, 0]
+    assert ffn["hidden"].tolist() == [1, 0, 0]
+    assert ffn["output"].tolist() == [1, 0]
+    no_relu = resolve(problem.misconceptions[0].compute)(**problem.lecture_example.params)
+    assert np.asarray(no_relu["output"]).tolist() == [1, -1]
+
+
+def test_parameter_counts_and_growth(bank: Bank) -> None:
+    mha = bank.get("mha-parameter-count")
+    assert float(_lecture(bank, "mha-parameter-count")["total"]) == 1_050_624
+    compute = resolve(mha.compute)
+    assert [compute(d=512, h=h)["total"] for h in (1, 8, 16)] == [1_050_624] * 3  # unchanged by h
+    ffn = _lecture(bank, "ffn-parameter-count")
+    assert float(ffn["ffn"]) == 2 * 512 * 2048 + 2048 + 512
+    growth = _lecture(bank, "score-growth")
+    assert (float(growth["scores_old"]), float(growth["scores_new"]), float(growth["ratio"])) == (
+        16_777_216, 67_108_864, 4)
+
+
+def test_course_page_self_test(bank: Bank) -> None:
+    assert float(_lecture(bank, "course-q1-scaled-score")["scaled"]) == pytest.approx(2.828, abs=5e-4)
+    q2 = _lecture(bank, "course-q2-softmax-mix")
+    assert q2["weights"] == pytest.approx([0.238, 0.238, 0.525], abs=5e-4)
+    assert q2["output"] == pytest.approx([5.525, 5.525], abs=5e-4)
+    part = {p.name: p for p in bank.get("course-q2-softmax-mix").parts}["output"]
+    assert check_part(part, q2["output"], "[5.53, 5.53]").correct  # the page's rounded figure is accepted
+    assert float(_lecture(bank, "two-keys-by-hand")["output"]) == pytest.approx(12.689, abs=5e-4)
+
+
+# ------------------------------------------------------- parameterised variants
+
+HAND_CALCULATIONS = {"one-query-by-hand", "two-keys-by-hand", "course-q1-scaled-score", "course-q2-softmax-mix",
+                     "masked-renormalisation", "layer-norm-by-hand", "ffn-by-hand", "pe-entry"}
+
+
+def _distinct(values: np.ndarray) -> bool:
+    flat = np.round(np.asarray(values, dtype=float).reshape(-1), 6).tolist()
+    return len(set(flat)) == len(flat)
+
+
+REQUIRED_DISTINCT = {
+    "one-query-by-hand": lambda v: _distinct(v.answers["scores"]),
+    "two-keys-by-hand": lambda v: _distinct(v.answers["scores"]) and v.params["v"][0] != v.params["v"][1],
+    "masked-renormalisation": lambda v: _distinct(v.params["v"])
+    and abs(float(v.answers["output"] - v.answers["masked_output"])) >= 0.5,
+    "course-q1-scaled-score": lambda v: float(v.answers["dot"]) != 0,
+    "course-q2-softmax-mix": lambda v: len(set(v.params["scores"])) > 1,
+    "layer-norm-by-hand": lambda v: float(v.answers["variance"]) > 0,
+    "ffn-by-hand": lambda v: bool((v.answers["pre"] < 0).any()),
+    "kv-sharing-parameters": lambda v: _distinct([v.answers[k] for k in ("mha_kv", "gqa_kv", "mqa_kv")]),
+}
+
+
+def _within(got, want, tolerance) -> bool:
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    return got.shape == want.shape and bool(np.all(np.abs(got - want) <= tolerance.abs + tolerance.rel * np.abs(want)))
+
+
+def _parameterised(bank: Bank) -> list[NumericProblem]:
+    return [p for p in _of_kind(bank, NumericProblem) if p.parameters]
+
+
+def test_two_hundred_draws_are_feasible_finite_distinct_and_tell_mistakes_apart(bank: Bank) -> None:
+    problems = _parameterised(bank)
+    assert len(problems) >= 10
+    assert set(REQUIRED_DISTINCT) <= {p.id for p in problems}
+    for problem in problems:
+        feasible = resolve(problem.feasible) if problem.feasible else None
+        seen = set()
+        for seed in range(200):
+            variant = draw_variant(problem, seed)
+            seen.add(repr(variant.params))
+            assert all(np.all(np.isfinite(a)) for a in variant.answers.values()), (problem.id, variant.params)
+            if feasible:
+                assert feasible(variant.params, variant.answers) is None, (problem.id, variant.params)
+            if problem.id in REQUIRED_DISTINCT:
+                assert REQUIRED_DISTINCT[problem.id](variant), (problem.id, variant.params)
+            if problem.id in HAND_CALCULATIONS:
+                assert max(np.abs(a).max() for a in variant.answers.values()) <= 100, (problem.id, variant.params)
+            for wrong in problem.misconceptions:
+                twin = resolve(wrong.compute)(**variant.params)
+                assert not all(_within(twin[p.name], variant.answers[p.name], p.tolerance)
+                               for p in problem.parts if p.name in twin), (problem.id, wrong.id, variant.params)
+        assert len(seen) >= min(10, _count_choices(problem)), f"{problem.id}: only {len(seen)} different draws"
+
+
+def _count_choices(problem: NumericProblem) -> int:
+    total = 1
+    for spec in problem.parameters.values():
+        total *= len(spec.choice) if hasattr(spec, "choice") else 1000
+    return total
+
+
+def test_variants_depend_on_seed_and_student(bank: Bank) -> None:
+    problem = bank.get("one-query-by-hand")
+    assert draw_variant(problem, 1).params == draw_variant(problem, 1).params
+    draws = {repr(draw_variant(problem, 1, s).params) for s in ("alice", "bob", "carol", "dave")}
+    assert len(draws) > 1
+
+
+def test_numeric_texts_render_for_lecture_and_drawn_variants(bank: Bank) -> None:
+    for problem in _of_kind(bank, NumericProblem):
+        variants = ([lecture_variant(problem)] if problem.lecture_example else []) + (
+            [draw_variant(problem, s) for s in range(5)] if problem.parameters else [])
+        for variant in variants:
+            prompt, solution = render_prompt(problem, variant), render_solution(problem, variant)
+            assert "{{" not in prompt + solution and "{%" not in prompt + solution, problem.id
+            assert "nan" not in prompt + solution, problem.id
+
+
+# ------------------------------------------------------- written problem kinds
+
+
+def test_shape_answers_and_their_misconceptions(bank: Bank) -> None:
+    for problem in _of_kind(bank, ShapeProblem):
+        assert check_shape(problem, " x ".join(problem.answer)).correct, problem.id
+        assert check_shape(problem, "(" + ", ".join(problem.answer) + ")").correct, problem.id
+        for wrong in problem.misconceptions:
+            # typed in numbers when the problem gives them ("h*n" cannot be typed: '*' reads as 'x')
+            dims = [evaluate_dim(d, problem.parameters) for d in wrong.answer] if problem.parameters else wrong.answer
+            assert tuple(evaluate_dim(d, problem.parameters) for d in wrong.answer) != expected_shape(problem)
+            verdict = check_shape(problem, " x ".join(dims))
+            assert not verdict.correct and verdict.message == wrong.message, (problem.id, wrong.answer)
+    batch = bank.get("split-heads-batch-shape")
+    assert check_shape(batch, "2 x 8 x 10 x 64").correct
+    assert check_shape(batch, "(b, h, n, d/h)").correct
+    assert "tokens" in check_shape(batch, "(2, 8, 10/8, 512)").message
+    assert check_shape(bank.get("query-projection-shape"), "512x64").correct
+
+
+def test_choices_and_statements_carry_feedback(bank: Bank) -> None:
+    for problem in _of_kind(bank, MultipleChoiceProblem):
+        right = ord(problem.answer) - ord("A")
+        for i, choice in enumerate(problem.choices):
+            assert (choice.misconception is None) == (i == right), (problem.id, choice.text)
+        assert check_choice(problem, problem.answer.lower()).correct
+    for problem in _of_kind(bank, TrueFalseProblem):
+        assert problem.answer or problem.correction
+        assert check_true_false(problem, "T" if problem.answer else "f").correct
+    verdict = check_choice(bank.get("mask-before-softmax"), "C")
+    assert not verdict.correct and "after the softmax" in verdict.message
+
+
+# ---------------------------------------------------------------- answer forms
+
+
+@pytest.mark.parametrize(("typed", "want"), [
+    ("0.0634", 0.0634),
+    ("6.34e-2", 0.0634),
+    ("[0.0634, 0.4683, 0.4683]", [0.0634, 0.4683, 0.4683]),
+    ("1 2; 3 4", [[1, 2], [3, 4]]),
+    ("[1 2; 3 4]", [[1, 2], [3, 4]]),
+    ("40/3", 40 / 3),
+    ("-2", -2),
+])
+def test_numbers_are_read(typed: str, want) -> None:
+    assert parse_numbers(typed) == pytest.approx(np.asarray(want, dtype=float))
+
+
+@pytest.mark.parametrize(("typed", "want"), [
+    ("(3, 4)", ("3", "4")),
+    ("3x4", ("3", "4")),
+    ("3 x 4", ("3", "4")),
+    ("n x d_v", ("n", "dv")),
+    ("(n, d_v)", ("n", "dv")),
+    ("(n, d/h)", ("n", "d/h")),
+    ([3, 4], ("3", "4")),
+])
+def test_shapes_are_read(typed, want) -> None:
+    assert parse_shape(typed) == want
+
+
+@pytest.mark.parametrize(("typed", "want"), [("True", True), ("true", True), ("T", True), ("yes", True),
+                                             ("False", False), ("f", False), ("no", False), (True, True)])
+def test_true_false_is_read(typed, want) -> None:
+    assert parse_bool(typed) is want
+
+
+@pytest.mark.parametrize("typed", ["abc", "", "   ", "0.5.3", "[1, two]", "[[1, 2], [3]]", "1/0", True])
+def test_malformed_numbers_name_the_format(typed) -> None:
+    with pytest.raises(AnswerFormatError, match="a number such as 0.0634"):
+        parse_numbers(typed)
+
+
+@pytest.mark.parametrize("typed", ["", "(3; 4)", "@", None, 3.5])
+def test_malformed_shapes_name_the_format(typed) -> None:
+    with pytest.raises(AnswerFormatError, match=r"a shape such as \(3, 4\), 3x4 or n x d_v"):
+        parse_shape(typed)
+
+
+def test_malformed_bools_and_letters_name_the_format() -> None:
+    with pytest.raises(AnswerFormatError, match="True or False"):
+        parse_bool("maybe")
+    with pytest.raises(AnswerFormatError, match="one letter from A, B, C, D"):
+        parse_choice("E", 4)
+
+
+@pytest.mark.xfail(reason="answer_forms.parse_numbers: rows of different lengths raise a bare ValueError", strict=False)
+def test_ragged_matrix_names_the_format() -> None:
+    with pytest.raises(AnswerFormatError):
+        parse_numbers("1 2; 3")
+
+
+@pytest.mark.xfail(reason="answer_forms.evaluate_dim: '1/0' raises ZeroDivisionError", strict=False)
+def test_dimension_dividing_by_zero_names_the_format() -> None:
+    with pytest.raises(AnswerFormatError):
+        evaluate_dim("1/0", {"d": 4})
+
+
+def test_answers_checked_against_a_part() -> None:
+    bank = load_bank().bank
+    problem = bank.get("masked-renormalisation")
+    parts = {p.name: p for p in problem.parts}
+    answers = lecture_variant(problem).answers
+    assert check_part(parts["masked_output"], answers["masked_output"], "40/3").correct
+    assert check_part(parts["masked_output"], answers["masked_output"], "13.3333").correct
+    assert not check_part(parts["masked_output"], answers["masked_output"], "20/3").correct
+    assert check_part(parts["masked_weights"], answers["masked_weights"], "2/3, 1/3, 0").correct
+    verdict = check_part(parts["output"], answers["output"], "fifty-six")
+    assert not verdict.correct and "a number such as" in verdict.message
+
+
+# ------------------------------------------------------------------------ docs
+
+
+def test_examples_in_the_schema_page_are_valid_problems() -> None:
+    text = (ROOT / "docs" / "question-bank.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    kinds = set()
+    for block in blocks:
+        problem = parse_problem(block, "docs/question-bank.md")
+        kinds.add(problem.kind)
+        assert check_problem(problem) == [], problem.id
+    assert kinds == {"implement", "numeric", "shape", "true_false", "multiple_choice"}
+
+
+def test_nothing_reads_the_course_notes() -> None:
+    for folder in ("question_bank", "solutions", "tests", "autograder"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml") and path.name != "test_bank.py":
+                assert "/work/shared" not in path.read_text(encoding="utf-8", errors="replace"), path

@@ -1,0 +1,118 @@
+"""`qkv validate` as users run it: the bundled bank passes; each broken fixture fails cleanly.
+
+Every case under tests/fixtures/bank/ is one folder holding one kind of mistake.
+A broken bank must give exit code 1 and one line per error naming the file, the
+field and the reason, and never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autograder.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "bank"
+QKV = Path(sys.executable).with_name("qkv")
+
+# case folder -> (file the error names, pattern the error line must match after "path: ")
+CASES: dict[str, tuple[str, str]] = {
+    "bad-yaml": ("bad-yaml.yaml", r"^:\d+:\d+: bad YAML: .+"),
+    "missing-field": ("missing-field.yaml", r"^(:\d+)?: solution: Field required"),
+    "wrong-type": ("wrong-type.yaml", r"^:5: points: Input should be a valid number"),
+    "unknown-kind": ("unknown-kind.yaml", r"^:3: kind: must be one of implement, .*got 'essay'"),
+    "duplicate-id": ("same-id.yaml", r"^: id: 'same-id' is already used by .*same-id\.yaml"),
+    "id-mismatch": ("id-mismatch.yaml", r"^: id: 'another-name' must match the file name 'id-mismatch'"),
+    "unknown-reference": (
+        "unknown-reference.yaml",
+        r"^: references\.numpy: unknown reference 'solutions\.numpy_ref\.softmax_columns'.*no function softmax_columns",
+    ),
+    "wrong-fixed-answer": (
+        "wrong-fixed-answer.yaml",
+        r"^: lecture_example\.expected\.total: computed 1050624\.0 but the file says 1050000\.0",
+    ),
+    "weak-hidden-test": (
+        "weak-hidden-test.yaml",
+        r"^: misconceptions\.zero-after-softmax: passes every hidden test; the hidden tests are too weak",
+    ),
+    "passing-stub": ("passing-stub.yaml", r"^: stub: passes test\(s\) one row, batch; a stub must fail every test"),
+    "reference-fails-expect": (
+        "reference-fails-expect.yaml",
+        r"^: test 'upper triangle typed by mistake': expect: the reference gives other numbers",
+    ),
+    "not-utf8": ("not-utf8.yaml", r"^: not UTF-8 text \(byte \d+\)"),
+    "empty-file": ("empty-file.yaml", r"^: a problem file must be a YAML mapping"),
+    "template-error": ("template-error.yaml", r"^: prompt: template does not render: 'width' is undefined"),
+}
+
+
+def _error_lines(stderr: str) -> list[str]:
+    """The finding lines: those that start with a path inside the fixtures (or bank) folder."""
+    return [line for line in stderr.splitlines() if line.startswith("/") and ".y" in line]
+
+
+def test_every_fixture_folder_is_a_case() -> None:
+    assert sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) == sorted(CASES)
+
+
+def test_bundled_bank_is_valid_in_a_subprocess() -> None:
+    start = time.perf_counter()
+    run = subprocess.run([str(QKV), "validate"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    elapsed = time.perf_counter() - start
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    assert _error_lines(run.stderr) == []
+    assert re.search(r"\b\d+ problems valid", run.stdout)
+    assert elapsed < 60, f"validate took {elapsed:.1f}s; keep the bank's arrays small"
+
+
+def test_all_broken_fixtures_in_one_subprocess() -> None:
+    """One real run over every case at once: exit 1, one line per broken file, no traceback."""
+    run = subprocess.run([str(QKV), "validate", str(FIXTURES)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    output = run.stdout + run.stderr
+    assert run.returncode == 1
+    assert "Traceback" not in output
+    lines = _error_lines(run.stderr)
+    assert len(lines) == len(CASES), "\n".join(lines)
+    for case, (file_name, pattern) in CASES.items():
+        matching = [line for line in lines if f"/{case}/" in line]
+        assert len(matching) == 1, (case, matching)
+        path, _, rest = matching[0].partition(file_name)
+        assert path.startswith(str(FIXTURES / case)), matching[0]
+        assert re.search(pattern, rest), (case, matching[0])
+    assert run.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_broken_fixture(case: str) -> None:
+    file_name, pattern = CASES[case]
+    result = CliRunner().invoke(main, ["validate", str(FIXTURES / case)])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output + result.stderr
+    lines = _error_lines(result.stderr)
+    assert len(lines) == 1, lines
+    where, _, rest = lines[0].partition(file_name)
+    assert where.startswith(str(FIXTURES / case)), lines[0]
+    assert re.search(pattern, rest), lines[0]
+
+
+def test_missing_path_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "nowhere")])
+    assert result.exit_code == 1
+    assert "no such folder" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_fixture_problems_do_not_leak_into_the_bundled_bank() -> None:
+    from autograder.bank.load import load_bank
+
+    ids = set(load_bank().bank.problems)
+    assert not ids & {"same-id", "weak-hidden-test", "passing-stub", "template-error", "wrong-fixed-answer"}
