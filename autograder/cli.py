@@ -65,7 +65,8 @@ def validate(path: Path | None) -> None:
         table.add_row(topic, *[str(counts[k] or "") for k in kinds], f"{counts['points']:g}")
     console.print(table)
     if findings:
-        fail(f"{len(findings)} problem(s) found in {len(bank.problems) + len(findings)} file(s)")
+        files = len({finding.where.split(":")[0] for finding in findings})
+        fail(f"{len(findings)} problem(s) found in {files} file(s)")
     console.print(f"[green]{len(bank.problems)} problems valid[/]")
 
 
@@ -153,3 +154,79 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
         raise QkvError(str(dist / "student"), f"no student release of '{name}' here: run `qkv build {name}` first")
     args = [str(file), "--data", str(data)] + (["--student", student] if student else [])
     sys.exit(qkv_check.main(args))
+
+
+@main.command()
+@click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking/causal (default: all)")
+@click.option("--kinds", metavar="K,...", help="problem kinds (default: numeric,shape,true_false,multiple_choice)")
+@click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="number of problems")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="picks the problems and their numbers")
+@click.option("--student", metavar="ID", help="numbers of this student's own (the problems stay those of the seed)")
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "pdf"]), default="md", show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), help="output folder (default: dist/exam-seedS[-ID])")
+def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: str | None, fmt: str,
+         out: Path | None) -> None:
+    """Write a practice exam and, separately, its answer key with worked solutions."""
+    from autograder.exam import write_exam
+    from autograder.exam.select import DEFAULT_KINDS, ExamSpec, parse_list
+
+    spec = ExamSpec(parse_list(topics), parse_list(kinds) or DEFAULT_KINDS, count, seed, student)
+    result = write_exam(spec, fmt, out)
+    levels = Counter(item.problem.difficulty for item in result.exam.items)
+    console.print(f"{len(result.exam.items)} problems, {result.exam.points:g} points, difficulty "
+                  + ", ".join(f"{d}: {levels[d]}" for d in (1, 2, 3)))
+    for name, size in result.files.items():
+        console.print(f"  {result.out / name}  ({size:,} bytes)")
+    console.print(f"give students [bold]exam.{fmt}[/]; keep [bold]answer-key.{fmt}[/] for yourself")
+
+
+@main.command()
+@click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking (default: all)")
+@click.option("--kinds", metavar="K,...", help="problem kinds (default: numeric,shape,true_false,multiple_choice)")
+@click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="problems (at most the topic's)")
+@click.option("--seed", type=click.IntRange(0), help="the same seed gives the same drill (default: a new one)")
+def practice(topics: str | None, kinds: str | None, count: int, seed: int | None) -> None:
+    """Drill in the terminal: one problem at a time, checked as you type, with the score at the end."""
+    import secrets
+
+    from autograder.bank.load import load_bank_strict
+    from autograder.exam.drill import run_drill
+    from autograder.exam.select import DEFAULT_KINDS, ExamSpec, draw_exam, parse_list, topic_groups
+
+    chosen_kinds = parse_list(kinds) or DEFAULT_KINDS
+    if "implement" in chosen_kinds:
+        raise QkvError("--kinds", "the drill cannot run code: practise implement problems with `qkv build` and `qkv check`")
+    seed = secrets.randbelow(1_000_000) if seed is None else seed
+    bank = load_bank_strict()
+    pool = sum(len(ps) for ps in topic_groups(bank, parse_list(topics), chosen_kinds).values())
+    drill = draw_exam(bank, ExamSpec(parse_list(topics), chosen_kinds, min(count, pool), seed))
+    click.echo(f"qkv practice: {len(drill.items)} problems, seed {seed} (run with --seed {seed} to repeat)")
+
+    def ask(prompt: str) -> str:
+        typed = input(prompt)
+        if not sys.stdin.isatty():  # piped answers are not echoed by a terminal: show them in the transcript
+            click.echo(typed)
+        return typed
+
+    run_drill(list(drill.items), ask=ask, say=click.echo)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["qti", "moodle", "gift"]), required=True,
+              help="qti: Canvas quiz zip (QTI 1.2); moodle: Moodle XML; gift: Moodle GIFT text")
+@click.option("--variants", type=click.IntRange(1, 50), default=5, show_default=True,
+              help="variants of each parameterised problem; each student draws one")
+@click.option("--seed", type=click.IntRange(0), help="numbers of the variants (default: the assignment's seed, or 0)")
+@click.option("--out", type=click.Path(path_type=Path), help="output file (default: dist/NAME-FORMAT.EXT)")
+def export(name: str, fmt: str, variants: int, seed: int | None, out: Path | None) -> None:
+    """Export the non-code problems of assignment NAME (or topic:PREFIX) to a learning platform."""
+    from autograder.exam.lms import export as export_quiz
+    from autograder.exam.lms import write_export
+
+    result = export_quiz(name, fmt, variants, seed)
+    path = write_export(result, out)
+    questions = sum(len(g.questions) for g in result.quiz.groups)
+    console.print(f"{len(result.quiz.groups)} question groups, {questions} questions: [bold]{path}[/] ({len(result.data):,} bytes)")
+    if result.skipped_code:
+        console.print(f"left out {result.skipped_code} code problem(s): platforms cannot grade them (use `qkv build`)")

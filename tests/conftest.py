@@ -28,17 +28,13 @@ def built_numpy(bank, tmp_path_factory) -> BuildResult:
 
 
 def replace_function(source: str, target: str, implementation) -> str:
-    """Append `implementation` (e.g. a misconception from solutions.misconceptions) under the
-    name `target`, so it replaces the key's version; the module it needs is inlined, not imported."""
-    module = inspect.getmodule(implementation)
-    helpers = inspect.getsource(module).split("\ndef ", 1)[0].replace("from solutions import numpy_ref as ref", "")
-    reference = ""
-    if "ref." in inspect.getsource(implementation):
-        from solutions import numpy_ref
-
-        reference = "\nclass ref:\n" + "".join(
-            f"    {name} = staticmethod({name})\n" for name in numpy_ref.__all__)
-    return f"{source}\n{helpers}\n{reference}\n{inspect.getsource(implementation)}\n{target} = {implementation.__name__}\n"
+    """Append `implementation` (a misconception from solutions.misconceptions) under the name
+    `target`, so it replaces the key's version. Its module's header comes along; the `ref` it
+    may call is the submission's own (right) functions, never the solutions package."""
+    header = inspect.getsource(inspect.getmodule(implementation)).split("\ndef ", 1)[0]
+    header = header.replace("from solutions import numpy_ref as ref", "")
+    ref = "import types as _types\nref = _types.SimpleNamespace(**{k: v for k, v in dict(globals()).items() if callable(v)})\n"
+    return f"{source}\n{header}\n{ref}\n{inspect.getsource(implementation)}\n{target} = {implementation.__name__}\n"
 
 
 def key_notebook(assignment: Assignment, release_notebook: Path, student: str | None = None) -> str:
