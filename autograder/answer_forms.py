@@ -42,8 +42,12 @@ def parse_numbers(value: Any) -> np.ndarray:
         if not text:
             raise AnswerFormatError(f"the answer is empty: expected {_NUMBER_HINT}")
         if ";" in text:  # "1 2; 3 4" is a matrix, row by row
-            rows = [r for r in text.strip("[]() ").split(";") if r.strip()]
-            return np.array([parse_numbers(r).reshape(-1) for r in rows], dtype=float)
+            rows = [parse_numbers(r).reshape(-1) for r in text.strip("[]() ").split(";") if r.strip()]
+            if len({row.size for row in rows}) > 1:
+                raise AnswerFormatError("the rows of the matrix have different lengths")
+            return np.array(rows, dtype=float)
+        if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", text):  # 1,050,624 is one number, not three
+            text = text.replace(",", "")
         if text[0] in "[(":
             try:
                 value = ast.literal_eval(text)
@@ -57,6 +61,8 @@ def parse_numbers(value: Any) -> np.ndarray:
             return np.asarray(_number(value), dtype=float)
         if isinstance(value, (list, tuple)):
             items = [parse_numbers(v) for v in value]
+            if len({item.shape for item in items}) > 1:
+                raise AnswerFormatError("the rows of the matrix have different lengths")
             return np.asarray(items, dtype=float)
         array = np.asarray(value, dtype=float)
     except (ValueError, TypeError, ZeroDivisionError, OverflowError):
@@ -80,7 +86,7 @@ def parse_shape(value: Any) -> tuple[str, ...]:
         dims = [str(value)]
     elif isinstance(value, str) and value.strip():
         text = value.strip().strip("()[]")
-        text = text.replace("×", "x").replace("\\times", "x").replace("*", "x")
+        text = text.replace("×", " x ").replace("\\times", " x ")
         dims = re.split(r"\s*,\s*|\s+x\s+|(?<=[\w)])x(?=[\d(])", text) if text else []
     else:
         raise AnswerFormatError(f"expected {_SHAPE_HINT}")
@@ -90,6 +96,30 @@ def parse_shape(value: Any) -> tuple[str, ...]:
     return tuple(dims)
 
 
+def _arithmetic(node: ast.AST) -> Fraction:
+    """+, -, * and / on integers, nothing else: a typed shape can never run code or take long."""
+    if isinstance(node, ast.Expression):
+        return _arithmetic(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        if node.value > 10**12:
+            raise AnswerFormatError("a dimension that large is not a shape")
+        return Fraction(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _arithmetic(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if isinstance(node.op, ast.Div):
+            if right == 0:
+                raise AnswerFormatError("a dimension divides by zero")
+            return left / right
+        result = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
+        if abs(result) > 10**12:
+            raise AnswerFormatError("a dimension that large is not a shape")
+        return result
+    raise AnswerFormatError(f"expected {_SHAPE_HINT}")
+
+
 def evaluate_dim(dim: str, symbols: dict[str, int]) -> str:
     """A dim such as 'd/h' with numbers for its symbols, as a canonical string ('4')."""
     dim = _canonical_dim(dim)
@@ -97,9 +127,12 @@ def evaluate_dim(dim: str, symbols: dict[str, int]) -> str:
         return dim
     names = {_canonical_dim(k): v for k, v in symbols.items()}
     expr = re.sub(r"[a-z][a-z0-9]*", lambda m: str(names.get(m.group(0), m.group(0))), dim)
-    if re.fullmatch(r"[\d/()+*-]+", expr):
-        value = Fraction(eval(expr, {"__builtins__": {}}, {}))  # digits and operators only, checked above
-        return str(value)
+    if len(expr) <= 60 and re.fullmatch(r"[\d/()+*-]+", expr):
+        try:
+            tree = ast.parse(expr, mode="eval")
+        except SyntaxError:
+            raise AnswerFormatError(f"could not read the dimension {dim!r}: expected {_SHAPE_HINT}") from None
+        return str(_arithmetic(tree))
     return dim
 
 
@@ -169,23 +202,29 @@ def _power_of_two_below(x: float) -> float:
     return 2.0 ** math.floor(math.log2(max(x, 1e-12)))
 
 
+EXACT_REACH = 30  # an answer on its decimals' grid is hashed exactly while its window spans at most 30 grid steps
+
+
 def grid_plan(values: Any, tol_abs: float, tol_rel: float,
               decimals: int | None = None) -> tuple[str, list[float], bool]:
     """How the right answer `values` of a part is hashed: ("whole" or "each", one grid step per entry, exact).
 
-    Exact: every entry sits on the grid of its stated decimals and the tolerance is under
-    half of that grid (counts, integer scores): the typed number must be on the grid too.
-    Otherwise the steps are powers of two, from the absolute tolerance alone where it
-    dominates (so they say nothing of the answer), else from the whole window.
+    Exact: every entry sits on the grid of its stated decimals (integer scores, counts, 0.25):
+    the self-check then tries exactly the grid points within the tolerance of the typed number,
+    which is the grader's rule. Otherwise the steps are powers of two, from the absolute
+    tolerance alone where it dominates (so they say nothing of the answer), else from the
+    whole window.
     """
     flat = np.asarray(values, dtype=float).reshape(-1)
     step = exact_step(decimals)
-    if all(abs(x / step - round(x / step)) <= 1e-9 and _window(x, tol_abs, tol_rel) < step / 2 for x in flat):
-        return "whole", [step] * flat.size, True
+    windows = [_window(x, tol_abs, tol_rel) for x in flat]
+    if all(abs(x / step - round(x / step)) <= 1e-9 and w / step <= EXACT_REACH for x, w in zip(flat, windows)):
+        counts = [2 * w / step + 1 for w in windows]
+        return ("whole" if math.prod(counts) <= GRID_BUDGET else "each"), [step] * flat.size, True
     for mode, fineness in [("whole", m) for m in GRID_FINENESS] + [("each", GRID_FINENESS[0])]:
-        steps = [_power_of_two_below((tol_abs if tol_rel * abs(x) <= tol_abs else _window(x, tol_abs, tol_rel))
-                                     / fineness) for x in flat]
-        counts = [2 * (_window(x, tol_abs, tol_rel) / s + 1) + 1 for x, s in zip(flat, steps)]
+        steps = [_power_of_two_below((tol_abs if tol_rel * abs(x) <= tol_abs else w) / fineness)
+                 for x, w in zip(flat, windows)]
+        counts = [2 * (w / s + 1) + 1 for w, s in zip(windows, steps)]
         if mode == "each" or math.prod(counts) <= GRID_BUDGET:
             return mode, steps, False
     raise AssertionError("unreachable")
@@ -199,14 +238,12 @@ def grid_candidates(value: float, step: float, tol_abs: float, tol_rel: float, e
                     limit: int = 160) -> list[int]:
     """Grid points the right answer may sit on if the typed `value` is within tolerance of it."""
     value = float(value)
-    if not math.isfinite(value):
+    if not math.isfinite(value) or abs(value) / step > 1e15:  # no answer is that far off the grid's scale
         return []
     # |t| <= |x| + w(t) bounds the window w(t) = abs + rel*|t| from the typed value alone.
-    window = (tol_abs + tol_rel * abs(value)) / max(1.0 - tol_rel, 1e-9) + 1e-9 * max(1.0, abs(value))
-    if exact:
-        k = grid_index(value, step)
-        return [k] if abs(value - k * step) <= window else []
-    reach = window + step / 2
+    window = (tol_abs + tol_rel * abs(value)) / max(1.0 - tol_rel, 1e-9) + 1e-12 * max(1.0, abs(value))
+    # exact: the right answer is a grid point, so only grid points within the window can be it
+    reach = window if exact else window + step / 2
     low, high = math.ceil((value - reach) / step), math.floor((value + reach) / step)
     if high - low + 1 > limit:  # far wider than any right answer's window: cannot be within tolerance
         return []

@@ -126,16 +126,17 @@ class ProblemResult:
 
     @property
     def status(self) -> str:
+        """fail if anything fails, pass if everything passes, else not answered (yet)."""
+        if any(o.status == FAIL for o in self.outcomes):
+            return FAIL
         if self.outcomes and all(o.status == PASS for o in self.outcomes):
             return PASS
-        if not self.outcomes or all(o.status == TODO for o in self.outcomes):
-            return TODO
-        return FAIL
+        return TODO
 
     def summary(self) -> str:
         unit = "public tests" if self.problem["kind"] == "implement" else "parts"
         passed = sum(o.passed for o in self.outcomes)
-        if self.status == TODO:
+        if self.status == TODO and not passed:
             return TODO
         if len(self.outcomes) > 1:
             return f"{self.status} ({passed}/{len(self.outcomes)} {unit})"
@@ -778,8 +779,8 @@ def report(data: Dict[str, Any], submission: Submission, student: str = "", only
         lines += [f"Your file does not load: {submission.load_error}",
                   "The grader cannot load it either, so nothing in it would be graded. Fix this first.", ""]
     if submission.cell_errors:
-        lines.append("These cells failed while running the notebook from the top (fix them: at grading a failing "
-                     "cell can stop everything after it):")
+        lines.append("These cells failed when the notebook ran from the top (they fail at grading too, and what "
+                     "they should define is missing there):")
         lines += [f"  {e}" for e in submission.cell_errors] + [""]
     if submission.skipped:
         lines += [f"  {s}" for s in submission.skipped] + [""]

@@ -1,0 +1,855 @@
+"""Self-check: the student release alone tells right from wrong, offline, as the grader's rules do, without the answers.
+
+The heavy end-to-end part copies a release into an empty folder, makes a fresh
+virtual environment with only numpy and pytest, and runs the checker there with the
+network blocked (a network namespace when we can make one, and an audit hook that
+fails on any socket use in every case).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import inspect
+import io
+import json
+import math
+import os
+import pprint
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from autograder import answer_forms
+from autograder.answer_forms import evaluate_dim
+from autograder.bank.answers import check_choice, check_part, check_shape, check_true_false, close, expected_shape
+from autograder.bank.model import (
+    AnswerPart,
+    ImplementProblem,
+    MultipleChoiceProblem,
+    NumericProblem,
+    ShapeProblem,
+    Tolerance,
+    TrueFalseProblem,
+)
+from autograder.bank.outputs import compare
+from autograder.bank.resolve import resolve
+from autograder.bank.variants import variant_for
+from autograder.build import BuildResult, build
+from autograder.build.manifest import Assignment
+from autograder.build.student import numeric_part_data
+from autograder.build.student_text import CLASS
+from autograder.bundle import read_bundle as _read_bundle
+from autograder.selfcheck import qkv_check
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "selfcheck"
+BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
+QKV = Path(sys.executable).with_name("qkv")
+NETWORK_MARK = "QKV-NETWORK-ATTEMPT"
+
+
+# ------------------------------------------------------------ submissions from the bank
+
+
+@functools.lru_cache(maxsize=None)
+def read_bundle(folder: Path):
+    return _read_bundle(folder)
+
+
+
+def typed_numbers(values: np.ndarray, part: AnswerPart) -> object:
+    """A number or list as a student types it: rounded to the part's decimals when that is within tolerance."""
+    values = np.asarray(values, dtype=float)
+    rounded = np.round(values, part.decimals if part.decimals is not None else 10)
+    if not close(rounded, values, part.tolerance):
+        rounded = np.round(values, 10)
+    return rounded.tolist()
+
+
+def right_answer(problem, assignment: Assignment, student: str | None) -> object:
+    if isinstance(problem, NumericProblem):
+        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, student)
+        values = {p.name: typed_numbers(variant.answers[p.name], p) for p in problem.parts}
+        return next(iter(values.values())) if len(values) == 1 else values
+    if isinstance(problem, ShapeProblem):
+        return " x ".join(problem.answer)  # as the prompt names them, e.g. "n x d/h"
+    if isinstance(problem, TrueFalseProblem):
+        return {"answer": problem.answer, "correction": problem.correction or ""}
+    assert isinstance(problem, MultipleChoiceProblem)
+    return problem.answer
+
+
+def wrong_answers(problem, assignment: Assignment, student: str | None) -> list[tuple[object, str | None]]:
+    """(answer, the message the self-check must give) for each misconception of a written problem;
+    a plainly wrong answer (message None) when the problem names no misconception."""
+    out: list[tuple[object, str | None]] = []
+    if isinstance(problem, NumericProblem):
+        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, student)
+        for mistake in problem.misconceptions:
+            values = resolve(mistake.compute)(**variant.params)
+            typed, differs = {}, False
+            for part in problem.parts:
+                want = variant.answers[part.name]
+                got = np.asarray(values.get(part.name, want), dtype=float)
+                if got.size == want.size and not close(got.reshape(want.shape), want, part.tolerance):
+                    differs = True
+                typed[part.name] = typed_numbers(got if got.size == want.size else want, part)
+            if differs:
+                out.append((next(iter(typed.values())) if len(typed) == 1 else typed, mistake.message))
+        if not out:
+            off = {p.name: (np.asarray(variant.answers[p.name]) + 10 * p.tolerance.abs + 1).tolist()
+                   for p in problem.parts}
+            out.append((next(iter(off.values())) if len(off) == 1 else off, None))
+    elif isinstance(problem, ShapeProblem):
+        # in numbers when the problem gives them, as tests/test_bank.py does ('h*n' reads as 'h x n')
+        out = [(" x ".join(evaluate_dim(d, problem.parameters) for d in m.answer) if problem.parameters
+                else " x ".join(m.answer), m.message) for m in problem.misconceptions] or [("1 x 1 x 1", None)]
+    elif isinstance(problem, TrueFalseProblem):
+        out = [({"answer": not problem.answer, "correction": ""}, None)]
+    else:
+        out = [(chr(65 + i), c.misconception) for i, c in enumerate(problem.choices) if c.misconception]
+        out = out or [(next(chr(65 + i) for i in range(len(problem.choices)) if chr(65 + i) != problem.answer), None)]
+    return out
+
+
+def embedded_function(implementation, target: str) -> str:
+    """Python source binding `target` to `implementation`, with the modules it needs inlined (no solutions import)."""
+    lines = ["import types as _qkv_types", "",
+             "def _qkv_module(name, source, **deps):",
+             "    module = _qkv_types.ModuleType(name)",
+             "    module.__dict__.update(deps)",
+             "    exec(compile(source, name, 'exec'), module.__dict__)",
+             "    return module", ""]
+    done: set[str] = set()
+
+    def inline(module) -> str:
+        var = "_qkv_" + module.__name__.replace(".", "_")
+        if var in done:
+            return var
+        source = inspect.getsource(module)
+        deps = {}
+        for name, alias in re.findall(r"^from solutions import (\w+)(?: as (\w+))?\s*$", source, re.M):
+            deps[alias or name] = inline(importlib.import_module(f"solutions.{name}"))
+        source = re.sub(r"^from solutions import (\w+)(?: as (\w+))?\s*$", "", source, flags=re.M)
+        args = "".join(f", {alias}={var_}" for alias, var_ in deps.items())
+        lines.append(f"{var} = _qkv_module({module.__name__!r}, {source!r}{args})")
+        done.add(var)
+        return var
+
+    var = inline(inspect.getmodule(implementation))
+    lines.append(f"{target} = {var}.{implementation.__name__}")
+    return "\n".join(lines) + "\n"
+
+
+def public_mutant(built: BuildResult, problem: ImplementProblem):
+    """A misconception implementation that fails a public test (so the self-check can show it), or None."""
+    bundle = read_bundle(built.out / "autograder")
+    code = next(p for p in bundle.code if p.id == problem.id)
+    for mistake in problem.misconceptions:
+        if not mistake.implementation:
+            continue
+        for test in code.tests:
+            if test.visibility == "public" and mistake.id in test.mutant_outputs and test.expected is not None and \
+                    compare(test.mutant_outputs[mistake.id], test.expected, test.tolerance) is not None:
+                return mistake
+    return None
+
+
+def named_mistakes(built: BuildResult, problem: ImplementProblem, mistake_id: str) -> set[str]:
+    """The ids the grader may name for this mistake's output on the public tests: on each test, the first
+    misconception (in the bundle's sorted order) whose output equals it within the test's tolerance."""
+    bundle = read_bundle(built.out / "autograder")
+    code = next(p for p in bundle.code if p.id == problem.id)
+    names = set()
+    for test in code.tests:
+        if test.visibility != "public" or test.expected is None or mistake_id not in test.mutant_outputs:
+            continue
+        got = test.mutant_outputs[mistake_id]
+        if compare(got, test.expected, test.tolerance) is not None:
+            names.add(next(m for m, out in test.mutant_outputs.items() if compare(got, out, test.tolerance) is None))
+    return names
+
+
+def reference_function(problem: ImplementProblem, track: str) -> str:
+    from autograder.build.solution_key import key_function
+
+    return key_function(problem, track)
+
+
+def submission_py(built: BuildResult, student: str | None = None, wrong: bool = False) -> str:
+    """The release's stub with every function and answer filled in: right, or with one mistake each."""
+    assignment = built.assignment
+    stub = (built.out / "student" / f"{assignment.module_name}.py").read_text(encoding="utf-8")
+    parts = [stub, "", "# ---- filled in by tests/test_selfcheck.py", ""]
+    for assigned in assignment.implement:
+        problem = assigned.problem
+        mistake = public_mutant(built, problem) if wrong else None
+        if mistake:
+            parts.append(embedded_function(resolve(mistake.implementation), problem.function))
+        else:
+            parts.append(reference_function(problem, assignment.track))
+    answers = {}
+    for assigned in assignment.written:
+        problem = assigned.problem
+        answers[problem.id] = (wrong_answers(problem, assignment, student)[0][0] if wrong
+                               else right_answer(problem, assignment, student))
+    parts.append(f"STUDENT_ID = {json.dumps(student or '')}")
+    parts.append("ANSWERS = " + pprint.pformat(answers, width=100, sort_dicts=False))
+    return "\n".join(parts) + "\n"
+
+
+def filled_notebook(built: BuildResult, student: str | None = None) -> str:
+    """The release notebook with every work cell filled in with the right code and answers."""
+    assignment = built.assignment
+    nb = nbformat.read(built.out / "student" / f"{assignment.module_name}.ipynb", as_version=4)
+    problems = {a.problem.id: a.problem for a in assignment.problems}
+    for cell in nb.cells:
+        meta = cell.metadata.get("qkv", {})
+        if meta.get("role") == "setup" and student:
+            cell.source = cell.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student!r}")
+        if meta.get("role") == "work":
+            problem = problems[meta["problem"]]
+            if isinstance(problem, ImplementProblem):
+                cell.source = "%matplotlib inline\n" + reference_function(problem, assignment.track)
+            else:
+                cell.source = f"ANSWERS[{problem.id!r}] = {right_answer(problem, assignment, student)!r}"
+    return nbformat.writes(nb)
+
+
+def expected_summary(built: BuildResult, wrong: bool) -> dict[str, str]:
+    """problem id -> the status the summary must show."""
+    out = {}
+    for assigned in built.assignment.problems:
+        problem = assigned.problem
+        if wrong and isinstance(problem, ImplementProblem) and public_mutant(built, problem) is None:
+            out[problem.id] = "pass"  # no mistake of this problem shows on the public tests
+        else:
+            out[problem.id] = "fail" if wrong else "pass"
+    return out
+
+
+def summary_rows(text: str) -> dict[str, str]:
+    rows = {}
+    for line in text.split("\nSummary\n", 1)[1].splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[1] in ("implement", "numeric", "shape", "true_false", "multiple_choice"):
+            rows[fields[0]] = fields[3]
+    return rows
+
+
+# ------------------------------------------------------------ fixtures
+
+
+@pytest.fixture(scope="module")
+def releases(bank, tmp_path_factory) -> dict[str, BuildResult]:
+    """Every bundled assignment, and the torch/per-student fixture, built once."""
+    root = tmp_path_factory.mktemp("selfcheck-dist")
+    built = {name: build(name, root / name, bank=bank) for name in BUNDLED}
+    built["per-student-torch"] = build(str(FIXTURES / "per-student-torch.yaml"), root / "pst", bank=bank)
+    return built
+
+
+@pytest.fixture(scope="module")
+def numpy_release(releases) -> BuildResult:
+    return releases["attention-numpy"]
+
+
+def _works(prefix: list[str]) -> bool:
+    try:
+        return subprocess.run(prefix + ["true"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="module")
+def netless() -> list[str]:
+    """A command prefix that runs its command with no network; [] where none can be made here
+    (the audit hook installed in the fresh venv still fails on any socket use)."""
+    for prefix in (["unshare", "-n"], ["bwrap", "--unshare-net", "--dev-bind", "/", "/"]):
+        if shutil.which(prefix[0]) and _works(prefix):
+            return prefix
+    return []
+
+
+GUARD = f'''
+import sys
+def _qkv_no_network(event, args):
+    if event.startswith(("socket.", "urllib.", "http.", "ftplib.", "smtplib.")) and event != "socket.__new__":
+        sys.stderr.write("{NETWORK_MARK} " + event + "\\n")
+        raise RuntimeError("the self-check tried to use the network: " + event)
+sys.addaudithook(_qkv_no_network)
+'''
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(netless, tmp_path_factory) -> Path:
+    """A new virtual environment holding only numpy and pytest (and what pytest needs).
+
+    This session's pip installs into it (`pip --python`, no pip inside: faster), from the machine's
+    pip configuration: first with the network blocked, so local wheels serve when there are any,
+    then, if that fails, with the network.
+    """
+    venv = tmp_path_factory.mktemp("fresh") / "venv"
+    subprocess.run([shutil.which("python3.11") or sys.executable, "-m", "venv", "--without-pip", str(venv)],
+                   check=True, capture_output=True, timeout=120)
+    python = venv / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--retries", "0",
+               "--timeout", "5", "numpy", "pytest"]
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    done = subprocess.run(netless + install, capture_output=True, text=True, timeout=300, env=env)
+    if done.returncode != 0:
+        done = subprocess.run(install, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (Path(site) / "sitecustomize.py").write_text(GUARD)
+    listed = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
+                             "print('\\n'.join(d.metadata['Name'].lower() for d in m.distributions()))"],
+                            capture_output=True, text=True, check=True, cwd=venv).stdout.split()
+    assert {"numpy", "pytest"} <= set(listed)
+    assert set(listed) <= {"numpy", "pytest", "pluggy", "iniconfig", "packaging", "pygments", "exceptiongroup",
+                           "tomli", "colorama"}, listed
+    return venv
+
+
+@pytest.fixture(scope="module")
+def offline_release(numpy_release, tmp_path_factory) -> Path:
+    """The student release copied alone into an empty folder, with a right and a wrong .py and a filled notebook."""
+    folder = tmp_path_factory.mktemp("student-machine") / "release"
+    shutil.copytree(numpy_release.out / "student", folder)
+    module = numpy_release.assignment.module_name
+    (folder / "right.py").write_text(submission_py(numpy_release))
+    (folder / "wrong.py").write_text(submission_py(numpy_release, wrong=True))
+    (folder / "filled.ipynb").write_text(filled_notebook(numpy_release))
+    (folder / "kernel.py").write_text(textwrap.dedent('''
+        """Runs a notebook's code cells in one namespace, as a Jupyter kernel does (self-check cells too)."""
+        import json, sys
+        sys.path.insert(0, ".")
+        namespace = {"__name__": "__main__"}
+        for cell in json.load(open(sys.argv[1]))["cells"]:
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"])
+                source = "\\n".join(l for l in source.splitlines() if not l.lstrip().startswith(("%", "!")))
+                exec(compile(source, "<cell>", "exec"), namespace)
+    '''))
+    assert (folder / f"{module}.py").is_file() and not (folder / "autograder").exists()
+    return folder
+
+
+def run_offline(venv: Path, netless: list[str], folder: Path, *args: str, env: dict | None = None):
+    run = subprocess.run(
+        netless + [str(venv / "bin" / "python"), *args], cwd=folder, capture_output=True, text=True, timeout=180,
+        env={"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(folder.parent), "LANG": "C.UTF-8",
+             "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+    assert NETWORK_MARK not in run.stdout + run.stderr
+    return run
+
+
+# ------------------------------------------------------------ the release alone, offline
+
+
+def test_release_alone_checks_a_right_and_a_wrong_file_offline(fresh_venv, netless, offline_release, numpy_release):
+    right = run_offline(fresh_venv, netless, offline_release, "qkv_check.py", "right.py")
+    assert right.returncode == 0, right.stderr
+    assert "Traceback" not in right.stdout + right.stderr
+    assert summary_rows(right.stdout) == expected_summary(numpy_release, wrong=False)
+    n = len(numpy_release.assignment.problems)
+    assert f"{n} pass, 0 fail, 0 not answered" in right.stdout
+    hidden = sum(len(a.problem.hidden_tests) for a in numpy_release.assignment.implement)
+    assert f"Hidden tests exist for {len(numpy_release.assignment.implement)} function" in right.stdout
+    assert f"({hidden} tests)" in right.stdout and "necessary, not sufficient" in right.stdout
+
+    wrong = run_offline(fresh_venv, netless, offline_release, "qkv_check.py", "wrong.py")
+    assert wrong.returncode == 0, wrong.stderr
+    assert "Traceback" not in wrong.stdout + wrong.stderr
+    assert summary_rows(wrong.stdout) == expected_summary(numpy_release, wrong=True)
+    for assigned in numpy_release.assignment.implement:
+        mistake = public_mutant(numpy_release, assigned.problem)
+        if mistake:
+            names = named_mistakes(numpy_release, assigned.problem, mistake.id)
+            assert any(f"(common mistake: {name})" in wrong.stdout for name in names), (mistake.id, names)
+            assert "expected: shape" in wrong.stdout and "got:      shape" in wrong.stdout
+    for assigned in numpy_release.assignment.written:
+        message = wrong_answers(assigned.problem, numpy_release.assignment, None)[0][1]
+        if message:
+            assert message in wrong.stdout, assigned.problem.id
+
+
+def test_release_alone_checks_a_notebook_offline(fresh_venv, netless, offline_release, numpy_release):
+    n = len(numpy_release.assignment.problems)
+    cli = run_offline(fresh_venv, netless, offline_release, "qkv_check.py", "filled.ipynb")
+    assert cli.returncode == 0 and "Traceback" not in cli.stdout + cli.stderr, cli.stderr
+    assert summary_rows(cli.stdout) == expected_summary(numpy_release, wrong=False)
+    assert "cells failed" not in cli.stdout and "These cells" not in cli.stdout
+
+    # As in Jupyter: the setup cell imports check(), each self-check cell calls it with the kernel's globals.
+    kernel = run_offline(fresh_venv, netless, offline_release, "kernel.py", "filled.ipynb")
+    assert kernel.returncode == 0, kernel.stderr
+    for assigned in numpy_release.assignment.problems:
+        assert f"[{assigned.problem.id}]" in kernel.stdout
+    assert "FAIL" not in kernel.stdout and "TODO" not in kernel.stdout
+    assert f"{n} pass, 0 fail, 0 not answered" in kernel.stdout
+
+    # The unfilled release notebook: everything still to do, nothing crashes.
+    module = numpy_release.assignment.module_name
+    stub = run_offline(fresh_venv, netless, offline_release, "kernel.py", f"{module}.ipynb")
+    assert stub.returncode == 0, stub.stderr
+    assert f"0 pass, 0 fail, {n} not answered" in stub.stdout
+    assert "not implemented yet" in stub.stdout
+
+
+def test_release_alone_runs_its_public_pytest_offline(fresh_venv, netless, offline_release, numpy_release):
+    module = numpy_release.assignment.module_name
+    public = sum(len(a.problem.public_tests) for a in numpy_release.assignment.implement)
+    stub = run_offline(fresh_venv, netless, offline_release, "-m", "pytest", "-q")
+    assert stub.returncode == 1 and f"{public} failed" in stub.stdout and "not implemented yet" in stub.stdout
+    runs = {name: run_offline(fresh_venv, netless, offline_release, "-m", "pytest", "-q",
+                              env={"QKV_SUBMISSION": name}) for name in ("right.py", "filled.ipynb", "wrong.py")}
+    for name in ("right.py", "filled.ipynb"):
+        assert runs[name].returncode == 0 and f"{public} passed" in runs[name].stdout, runs[name].stdout[-3000:]
+    wrong = runs["wrong.py"]
+    assert wrong.returncode == 1 and " failed" in wrong.stdout
+    for assigned in numpy_release.assignment.implement:
+        mistake = public_mutant(numpy_release, assigned.problem)
+        if mistake:
+            names = named_mistakes(numpy_release, assigned.problem, mistake.id)
+            assert any(assigned.problem.misconceptions[[m.id for m in assigned.problem.misconceptions].index(n)].message
+                       in wrong.stdout for n in names), mistake.id
+    assert (offline_release / f"{module}.py").read_text() == (numpy_release.out / "student" / f"{module}.py").read_text()
+
+
+def test_readme_tells_how_to_check_a_file_and_a_notebook(numpy_release):
+    readme = " ".join((numpy_release.out / "student" / "README.md").read_text().split())
+    module = numpy_release.assignment.module_name
+    for needle in (f"python qkv_check.py {module}.py", f"python qkv_check.py {module}.ipynb", 'check("problem-id")',
+                   "pytest", "necessary, not sufficient", "guessed", "never uses the self-check"):
+        assert needle in readme, needle
+    assert "brute" in (ROOT / "docs" / "self-check.md").read_text()
+
+
+def test_a_real_jupyter_kernel_runs_the_self_check_cells(numpy_release, tmp_path):
+    nbclient = pytest.importorskip("nbclient")
+    folder = tmp_path / "release"
+    shutil.copytree(numpy_release.out / "student", folder)
+    nb = nbformat.reads(filled_notebook(numpy_release), as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(f"show({numpy_release.assignment.written[0].problem.id!r})"))
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(folder)}}).execute()
+    printed = {}
+    for cell in nb.cells:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        printed[cell.metadata.get("qkv", {}).get("problem", "all" if "check()" in cell.source else cell.source)] = text
+    for assigned in numpy_release.assignment.problems:
+        assert "PASS" in printed[assigned.problem.id] and "FAIL" not in printed[assigned.problem.id]
+    n = len(numpy_release.assignment.problems)
+    assert f"{n} pass, 0 fail, 0 not answered" in printed["all"]
+    assert "same numbers" in "".join(printed.values())
+
+
+# ------------------------------------------------------------ consistency, in process
+
+
+def _data(built: BuildResult) -> dict:
+    return qkv_check.load_data(built.out / "student" / "selfcheck.json")
+
+
+def _students(built: BuildResult) -> list[str | None]:
+    return list(built.assignment.manifest.roster) if built.assignment.manifest.variants == "per_student" else [None]
+
+
+@pytest.mark.parametrize("name", BUNDLED + ["per-student-torch"])
+def test_every_reference_passes_and_every_public_mistake_is_named(releases, name):
+    built = releases[name]
+    data = _data(built)
+    bundle = read_bundle(built.out / "autograder")
+    for assigned in built.assignment.implement:
+        problem = assigned.problem
+        entry = next(p for p in data["problems"] if p["id"] == problem.id)
+        reference = resolve(problem.references[built.assignment.track])
+        checks = [qkv_check.PublicCheck(entry, t, data["track"]) for t in entry["public_tests"]]
+        assert checks, problem.id
+        for check in checks:
+            outcome = check.run({problem.function: reference})
+            assert outcome.passed, (check.id, outcome.message)
+        code = next(p for p in bundle.code if p.id == problem.id)
+        for mistake in problem.misconceptions:
+            if not mistake.implementation:
+                continue
+            mutant = resolve(mistake.implementation)
+            for check, test in zip(checks, [t for t in code.tests if t.visibility == "public"]):
+                if mistake.id not in test.mutant_outputs or test.expected is None:
+                    continue
+                mismatch = compare(test.mutant_outputs[mistake.id], test.expected, test.tolerance)
+                # mutants are NumPy code: feed them NumPy inputs, as the build did
+                outcome = qkv_check.PublicCheck(entry, check.test, "numpy").run({problem.function: mutant})
+                if mismatch is None:
+                    assert outcome.passed, (check.id, mistake.id, outcome.message)
+                else:
+                    assert not outcome.passed
+                    # the grader's words: the message of the first mistake (sorted by id, as in the bundle)
+                    # whose output this is, then what differs
+                    named = next(m for m, out in test.mutant_outputs.items()
+                                 if compare(test.mutant_outputs[mistake.id], out, test.tolerance) is None)
+                    assert outcome.message == f"{test.name}: {code.misconceptions[named]} ({mismatch.reason})", \
+                        (mistake.id, outcome.message)
+
+
+@pytest.mark.parametrize("name", BUNDLED + ["per-student-torch"])
+def test_every_written_answer_right_passes_and_every_misconception_fails(releases, name):
+    built = releases[name]
+    data = _data(built)
+    assignment = built.assignment
+    for assigned in assignment.written:
+        problem = assigned.problem
+        entry = next(p for p in data["problems"] if p["id"] == problem.id)
+        for student in _students(built):
+            right = right_answer(problem, assignment, student)
+            outcomes = qkv_check.check_written(data, entry, right, student or "")
+            assert outcomes and all(o.passed for o in outcomes), (problem.id, student, outcomes)
+            for answer, message in wrong_answers(problem, assignment, student):
+                outcomes = qkv_check.check_written(data, entry, answer, student or "")
+                assert not all(o.passed for o in outcomes), (problem.id, student, answer)
+                assert bank_verdict(problem, assignment, student, answer) is False
+                text = "\n".join(o.message + "\n" + "\n".join(o.details) for o in outcomes)
+                if message:
+                    assert message in text, (problem.id, student, text)
+            assert bank_verdict(problem, assignment, student, right) is True
+
+
+def bank_verdict(problem, assignment: Assignment, student: str | None, answer) -> bool:
+    """The grader's judges (autograder.bank.answers) on the same answer."""
+    if isinstance(problem, NumericProblem):
+        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, student)
+        typed = answer if isinstance(answer, dict) else {problem.parts[0].name: answer}
+        return all(check_part(p, variant.answers[p.name], typed[p.name]).correct for p in problem.parts)
+    if isinstance(problem, ShapeProblem):
+        return check_shape(problem, answer).correct
+    if isinstance(problem, TrueFalseProblem):
+        return check_true_false(problem, answer).correct
+    return check_choice(problem, answer).correct
+
+
+def test_numbers_are_accepted_exactly_where_the_grader_accepts_them_give_or_take_one_step():
+    """Sweep typed numbers across the tolerance edge: never rejected inside it, never accepted one step beyond."""
+    rng = np.random.default_rng(5)
+    cases = [
+        (AnswerPart(name="w", label="w", decimals=4, tolerance=Tolerance(abs=5e-4, rel=0)), rng.uniform(0, 1, 1)),
+        (AnswerPart(name="v", label="v", decimals=4, tolerance=Tolerance(abs=2e-3, rel=0)), rng.uniform(-9, 9, 3)),
+        (AnswerPart(name="r", label="r", decimals=2, tolerance=Tolerance(abs=0, rel=1e-2)), rng.uniform(50, 900, 2)),
+        (AnswerPart(name="m", label="m", decimals=3, tolerance=Tolerance(abs=1e-3, rel=0)), rng.uniform(-1, 1, (2, 4))),
+        (AnswerPart(name="s", label="s", decimals=0, tolerance=Tolerance(abs=0, rel=1e-6)), np.array([2.0, -4.0, 0.0])),
+        (AnswerPart(name="q", label="q", decimals=2, tolerance=Tolerance(abs=5e-3, rel=0)), np.array([0.25, -1.5])),
+        (AnswerPart(name="c", label="c", tolerance=Tolerance(abs=0, rel=1e-6)), np.array(12_582_912.0)),
+        (AnswerPart(name="g", label="g", tolerance=Tolerance(abs=0, rel=1e-6)), np.array(3_221_225_472.0)),
+    ]
+    for part, want in cases:
+        data, entry = _synthetic(part, want)
+        tol = part.tolerance
+        window = tol.abs + tol.rel * np.abs(want)
+        steps = np.asarray(entry["digests"][CLASS][part.name]["steps"]).reshape(want.shape)
+        exact = entry["digests"][CLASS][part.name]["exact"]
+        for fraction in (0.0, 0.3, -0.7, 0.999, -0.999, 1.001, 1.3, -1.6, 2.5, 4.0):
+            for direction in (np.ones_like(want), rng.choice([-1.0, 1.0], size=want.shape)):
+                typed = want + fraction * window * direction
+                got = qkv_check.check_written(data, entry, typed.tolist())[0]
+                grader = check_part(part, want, typed.tolist()).correct
+                if grader:
+                    assert got.passed, (part.name, fraction, typed, got)
+                if got.passed and not exact:
+                    assert np.all(np.abs(typed - want) <= window + steps + 1e-12), (part.name, fraction)
+                if exact:
+                    assert got.passed == grader, (part.name, fraction, typed)
+        # "each" mode for the 8-entry matrix, "whole" for the rest; exact where the answer is on its decimals' grid
+        assert entry["digests"][CLASS][part.name]["mode"] == ("each" if want.size > 6 else "whole")
+        assert exact == (part.name in "sqc"), part.name
+
+
+def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats", student=CLASS) -> tuple[dict, dict]:
+    """Self-check data for one numeric problem with one part, made with the build's own helper."""
+    salt = lambda suffix: answer_forms.digest_salt(assignment, student, "p", part.name + suffix)  # noqa: E731
+    spec, wrong = numeric_part_data(salt, np.asarray(want, dtype=float), part,
+                                    [] if misconception is None else [misconception])
+    entry = {"id": "p", "kind": "numeric", "title": "p", "points": 1,
+             "parts": [{"name": part.name, "label": part.label, "shape": list(np.shape(want)),
+                        "tolerance": part.tolerance.model_dump()}],
+             "digests": {student: {part.name: spec}},
+             "misconceptions": {student: [{"message": "you forgot the exponential", "digests": {part.name: wrong[0]}}]
+                                if wrong and wrong[0] else []}}
+    data = {"format": 1, "assignment": assignment, "variants": "same", "track": "numpy", "problems": [entry],
+            "prompts": {}}
+    return data, entry
+
+
+# ------------------------------------------------------------ answer formats
+
+
+def _written_entry(data: dict, kind: str) -> dict:
+    return next(p for p in data["problems"] if p["kind"] == kind)
+
+
+def test_answers_typed_the_usual_ways_are_understood(numpy_release):
+    weight = AnswerPart(name="a", label="weight", decimals=4, tolerance=Tolerance(abs=5e-4, rel=0))
+    data, entry = _synthetic(weight, 0.06337, misconception=0.1667)
+    for typed in ("0.0634", "6.34e-2", 0.0634, " 0.0634 ", [0.0634], "[0.0634]", "0.06337"):
+        assert qkv_check.check_written(data, entry, typed)[0].passed, typed
+    for typed in ("0.0644", 0.07, "6.34e-3"):
+        assert not qkv_check.check_written(data, entry, typed)[0].passed, typed
+    mistake = qkv_check.check_written(data, entry, "0.1667")[0]
+    assert not mistake.passed and "you forgot the exponential" in " ".join(mistake.details)
+
+    weights = AnswerPart(name="w", label="weights", form="vector", decimals=4, tolerance=Tolerance(abs=5e-4, rel=0))
+    data, entry = _synthetic(weights, [0.06337, 0.46831, 0.46831])
+    for typed in ([0.0634, 0.4683, 0.4683], "[0.0634, 0.4683, 0.4683]", "0.0634, 0.4683, 0.4683",
+                  "(0.0634 0.4683 0.4683)", "6.34e-2 0.4683 0.4683", {"w": [0.0634, 0.4683, 0.4683]}):
+        assert qkv_check.check_written(data, entry, typed)[0].passed, typed
+    short = qkv_check.check_written(data, entry, [0.0634, 0.4683])[0]
+    assert not short.passed and short.message == "weights: expected 3 number(s), got 2"
+
+    data = _data(numpy_release)
+    shape = _written_entry(data, "shape")
+    problem = next(a.problem for a in numpy_release.assignment.written if a.problem.id == shape["id"])
+    dims = list(problem.answer)
+    for typed in (" x ".join(dims), "(" + ", ".join(dims) + ")", dims, "[" + ",".join(dims) + "]"):
+        assert qkv_check.check_written(data, shape, typed)[0].passed, typed
+
+    # numbers for symbols: (3, 4), 3x4 and n x d_v are one and the same shape
+    symbolic = ShapeProblem(id="out", title="out shape", topic="t", points=1, difficulty=1, source="src",
+                            prompt="What is the shape of the output?", solution="n x d_v, one row per query",
+                            kind="shape", parameters={"n": 3, "d_v": 4}, answer=["n", "d_v"])
+    salt = answer_forms.digest_salt("formats", CLASS, "out", "answer")
+    entry = {"id": "out", "kind": "shape", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
+             "digests": {CLASS: {"answer": answer_forms.answer_digest(salt, "x".join(expected_shape(symbolic)))}},
+             "misconceptions": {CLASS: []}}
+    sdata = {"format": 1, "assignment": "formats", "variants": "same", "track": "numpy", "problems": [entry]}
+    for typed in ("(3, 4)", "3x4", "3 x 4", "n x d_v", "(n, d_v)", "n x dv", [3, 4], "3×4"):
+        assert qkv_check.check_written(sdata, entry, typed)[0].passed, typed
+    assert not qkv_check.check_written(sdata, entry, "4 x 3")[0].passed
+
+    tf = _written_entry(data, "true_false")
+    truth = next(a.problem for a in numpy_release.assignment.written if a.problem.id == tf["id"]).answer
+    spellings = ("True", "true", "T", "t", "yes", True) if truth else ("False", "false", "F", "f", "no", False)
+    for typed in spellings:
+        assert qkv_check.check_written(data, tf, typed)[0].passed, typed
+        assert qkv_check.check_written(data, tf, {"answer": typed, "correction": "..."})[0].passed, typed
+    assert not qkv_check.check_written(data, tf, not truth)[0].passed
+
+    mc = _written_entry(data, "multiple_choice")
+    letter = next(a.problem for a in numpy_release.assignment.written if a.problem.id == mc["id"]).answer
+    for typed in (letter, letter.lower(), f"({letter})", f" {letter}. "):
+        assert qkv_check.check_written(data, mc, typed)[0].passed, typed
+
+
+def test_malformed_answers_say_what_is_expected_never_a_traceback(numpy_release, tmp_path, capsys):
+    data = _data(numpy_release)
+    numeric = _written_entry(data, "numeric")
+    cases = [
+        (numeric, {p["name"]: "zero point six" for p in numeric["parts"]}, "a number such as 0.0634"),
+        (numeric, "0.5" if len(numeric["parts"]) > 1 else {"x": 1}, "dictionary" if len(numeric["parts"]) > 1 else ""),
+        (_written_entry(data, "shape"), "3 x ?", "a shape such as (3, 4), 3x4 or n x d_v"),
+        (_written_entry(data, "true_false"), "maybe", "expected True or False"),
+        (_written_entry(data, "true_false"), {"answer": "perhaps", "correction": ""}, "expected True or False"),
+        (_written_entry(data, "multiple_choice"), "Z", "expected one letter from A, B"),
+        (_written_entry(data, "multiple_choice"), 3, "expected one letter"),
+    ]
+    for entry, typed, hint in cases:
+        outcomes = qkv_check.check_written(data, entry, typed)
+        assert not any(o.passed for o in outcomes), (entry["id"], typed)
+        assert hint in " ".join(o.message for o in outcomes), (entry["id"], typed, outcomes)
+    for entry in data["problems"]:  # empty is "not answered", as in the grader: None, "", a dict of those
+        if entry["kind"] != "implement":
+            for empty in (None, "", {"answer": None, "correction": ""}, {"answer": "", "correction": ""}):
+                assert qkv_check.check_written(data, entry, empty)[0].status == qkv_check.TODO, (entry["id"], empty)
+
+    # the same through the command line, with a file whose answers are all malformed
+    folder = tmp_path / "rel"
+    shutil.copytree(numpy_release.out / "student", folder)
+    typed = {"numeric": "'zero'", "shape": "'3 x ?'", "true_false": "{'answer': 'maybe'}", "multiple_choice": "object()"}
+    answers = ", ".join(f"{e['id']!r}: {typed[e['kind']]}" for e in data["problems"] if e["kind"] != "implement")
+    (folder / "bad.py").write_text(f"STUDENT_ID = 's1'\nANSWERS = {{{answers}}}\n")
+    run = subprocess.run([sys.executable, "qkv_check.py", "bad.py"], cwd=folder, capture_output=True, text=True)
+    assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr
+    assert "a shape such as" in run.stdout and "expected True or False" in run.stdout
+    assert "expected one letter" in run.stdout
+
+
+# ------------------------------------------------------------ nothing revealed
+
+
+def _number_tokens(values) -> set[str]:
+    tokens = set()
+    for x in np.asarray(values, dtype=float).reshape(-1):
+        tokens |= {repr(float(x)), f"{x:.4f}", f"{x:.6g}"}
+    return {t for t in tokens if len(t.strip("-0.")) >= 2}  # '0.0001' is no answer
+
+
+GIVEN = ("prompts", "public_tests", "steps", "shape", "tolerance", "symbols", "points", "max_points", "hidden_tests",
+         "message", "misconceptions_text", "title", "label")
+
+
+def _without_given(value):
+    """The self-check data less what students are given anyway (prompts, public tests), the hashing parameters,
+    and the authors' texts (titles, labels, mistake messages: in clear by design, and they quote numbers)."""
+    if isinstance(value, dict):
+        return {k: _without_given(v) for k, v in value.items() if k not in GIVEN}
+    if isinstance(value, list):
+        return [_without_given(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", BUNDLED + ["per-student-torch"])
+def test_selfcheck_json_holds_no_written_answer_in_clear(releases, name):
+    built = releases[name]
+    text = (built.out / "student" / "selfcheck.json").read_text()
+    data = json.loads(text)
+    rest = json.dumps(_without_given(data))
+    prompts = json.dumps(data.get("prompts", {}))
+    assignment = built.assignment
+    for assigned in assignment.written:
+        problem = assigned.problem
+        entry = next(p for p in data["problems"] if p["id"] == problem.id)
+        assert not {"answer", "answers", "correction", "solution", "reason", "choices_text"} & set(entry), problem.id
+        if isinstance(problem, NumericProblem):
+            for student in _students(built):
+                variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, student)
+                for part in problem.parts:
+                    value = np.asarray(variant.answers[part.name], dtype=float)
+                    for digits in range(0, 7):
+                        assert answer_forms.canonical_numbers(value, digits) not in text, (problem.id, student)
+                    for token in _number_tokens(value):
+                        alone = re.compile(rf"(?<![\w.-]){re.escape(token)}(?![\w.])")  # not inside a digest
+                        assert not alone.search(rest), (problem.id, student, part.name, token)
+                        if not float(token).is_integer() and len(token.strip("-0.")) >= 3:
+                            assert not alone.search(prompts), (problem.id, student, part.name, token)
+        if isinstance(problem, ShapeProblem):
+            assert f'"{"x".join(expected_shape(problem))}"' not in text, problem.id
+            assert "x".join(expected_shape(problem)) not in rest, problem.id
+        if isinstance(problem, TrueFalseProblem):
+            assert problem.reason not in text and (problem.correction or problem.reason) not in text
+        if isinstance(problem, MultipleChoiceProblem):
+            assert problem.solution not in text
+            assert not any(c.text in text for c in problem.choices)
+
+
+# ------------------------------------------------------------ per student, torch track, command line
+
+
+def test_per_student_numbers_are_each_students_own(releases, tmp_path):
+    built = releases["per-student-torch"]
+    folder = tmp_path / "rel"
+    shutil.copytree(built.out / "student", folder)
+    ada = submission_py(built, "ada")
+    (folder / "ada.py").write_text(ada)
+    (folder / "grace.py").write_text(ada)  # ada's work under grace's name
+    (folder / "anon.py").write_text(ada.replace('STUDENT_ID = "ada"', 'STUDENT_ID = ""'))
+    (folder / "stranger.py").write_text(ada.replace('STUDENT_ID = "ada"', 'STUDENT_ID = "mallory"'))
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        """The release's checker, in this process (a subprocess would import torch each time)."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(folder):
+            code = qkv_check.main([*args, "--data", str(folder / "selfcheck.json")])
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+    mine = check("ada.py")
+    assert mine.returncode == 0 and "| student ada" in mine.stdout, mine.stderr
+    assert summary_rows(mine.stdout) == expected_summary(built, wrong=False)
+    as_grace = check("ada.py", "--student", "grace")
+    assert summary_rows(as_grace.stdout)["one-query-by-hand"].startswith("fail")
+    named = check("grace.py")  # STUDENT_ID says ada; the file name says grace, which the grader uses
+    assert "named 'grace'" in named.stdout and "STUDENT_ID = 'ada'" in named.stdout
+    assert "STUDENT_ID" in check("anon.py").stdout and summary_rows(check("anon.py").stdout)["one-query-by-hand"] == "fail"
+    stranger = check("stranger.py")
+    assert "'mallory' is not on this assignment's roster" in stranger.stdout
+    rows = summary_rows(stranger.stdout)  # digests are salted per student: nothing to compare with
+    assert all(rows[a.problem.id] == "fail" for a in built.assignment.written)
+    assert all(rows[a.problem.id] == "pass" for a in built.assignment.implement)
+
+    unknown = check("ada.py", "--student", "mallory")
+    assert unknown.returncode == 2 and "roster" in unknown.stderr and "Traceback" not in unknown.stderr
+    shown = check("--student", "ada", "--show", "one-query-by-hand")
+    assert shown.returncode == 0 and "(for ada)" in shown.stdout and "$$K =" in shown.stdout
+    assert check("--student", "grace", "--show").stdout != shown.stdout
+    from_file = check("ada.py", "--show")
+    assert from_file.returncode == 0 and "(for ada)" in from_file.stdout
+
+
+def test_command_line_usage_errors_exit_2_with_one_line(numpy_release, tmp_path):
+    folder = numpy_release.out / "student"
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "qkv_check.py", *args], cwd=folder, capture_output=True, text=True)
+
+    for args, needle in ((), "give the file to check"), (("nope.py",), "no such file"), \
+            (("README.md",), "expected a .py file or a .ipynb notebook"), (("--bogus",), "unrecognized arguments"):
+        run = check(*args)
+        assert run.returncode == 2 and needle in run.stderr and "Traceback" not in run.stderr, (args, run.stderr)
+    assert check("--help").returncode == 0
+
+    # qkv check: the instructor's door to the same checker
+    right = tmp_path / "right.py"
+    right.write_text(submission_py(numpy_release))
+    run = subprocess.run([str(QKV), "check", "attention-numpy", str(right), "--dist", str(numpy_release.out)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and summary_rows(run.stdout) == expected_summary(numpy_release, wrong=False), run.stderr
+    missing = subprocess.run([str(QKV), "check", "attention-numpy", str(right), "--dist", str(tmp_path / "none")],
+                             capture_output=True, text=True)
+    lines = [line for line in missing.stderr.splitlines() if line.strip()]
+    assert missing.returncode == 1 and len(lines) == 1 and "qkv build attention-numpy" in lines[0]
+
+
+# ------------------------------------------------------------ broken work
+
+
+def test_broken_notebooks_and_files_are_reported_not_fatal(numpy_release, tmp_path, monkeypatch):
+    data = _data(numpy_release)
+    problem = numpy_release.assignment.implement[0].problem
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import numpy as np\n!pip install nothing\n%load_ext autoreload"),
+        nbformat.v4.new_code_cell("def broken(:\n    pass"),
+        nbformat.v4.new_code_cell("%%bash\necho hello"),
+        nbformat.v4.new_code_cell("raise ValueError('oops')"),
+        nbformat.v4.new_code_cell("for i in range(2):\n    %time i\n" + reference_function(problem, "numpy")),
+        nbformat.v4.new_code_cell("from qkv_check import check\nANSWERS = {}\ncheck('x')  # in the student's own cell"),
+    ])
+    path = tmp_path / "broken.ipynb"
+    path.write_text(nbformat.writes(nb))
+    monkeypatch.setitem(sys.modules, "qkv_check", qkv_check)
+    submission = qkv_check.load_submission(path)
+    assert [e.split(":")[0] for e in submission.cell_errors] == ["cell 2", "cell 4"]
+    assert "no problem" not in submission.printed  # check() does nothing while the checker runs the notebook
+    assert "ValueError: oops (line 1)" in submission.cell_errors[1]
+    assert submission.skipped == ["cell 3: a %%bash cell, skipped"]
+    text, results = qkv_check.report(data, submission, only=numpy_release.assignment.problems[0].problem.id)
+    assert results[0].status == "pass" and "These cells failed" in text and "cell 4: ValueError" in text
+
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def f(:\n")
+    text, results = qkv_check.report(data, qkv_check.load_submission(syntax))
+    assert "does not load: SyntaxError" in text and "line 1" in text and results == []
+
+    loops = tmp_path / "loops.py"
+    loops.write_text(f"import warnings, sys\n"
+                     f"def {problem.function}(*args, **kwargs):\n    while True:\n        pass\n")
+    monkeypatch.setattr(qkv_check, "TEST_SECONDS", 0.3)
+    outcome = qkv_check.public_checks(data)[0].run(qkv_check.load_submission(loops))
+    assert not outcome.passed and "longer than 0.3 s" in outcome.message
+
+    shape = tuple(data["problems"][0]["public_tests"][0]["expected"][0]["shape"])
+    for body, needle in (("import sys; sys.exit(3)", "sys.exit(3)"), ("return None", "missing return?"),
+                         ("return 'text'", "returned str, not an array"), ("raise NotImplementedError", "not implemented yet"),
+                         (f"return np.full({shape}, np.nan)", "contains NaN"),
+                         ("import warnings; warnings.warn('careful'); raise KeyError('k')", "KeyError: 'k' (line 4)")):
+        source = tmp_path / "one.py"
+        source.write_text(f"import numpy as np\n\ndef {problem.function}(*args, **kwargs):\n    {body}\n")
+        outcome = qkv_check.public_checks(data)[0].run(qkv_check.load_submission(source))
+        assert not outcome.passed and needle in outcome.message, (body, outcome.message)
