@@ -52,3 +52,31 @@ def test_hostile_sample_loses_only_what_it_broke(results):
     assert "time limit" in feed_forward.message
     layer_norm = next(p for p in fox.problems if p.problem_id == "layer-norm")
     assert all("Permission denied" in t.message for t in layer_norm.tests)
+
+
+def test_self_check_agrees_with_the_grader_on_public_tests(built_numpy, results):
+    """For every sample, each public test passes in the release's self-check exactly when it passes in
+    `qkv grade`, and a recognised mistake is named with the same message."""
+    import sys
+
+    sys.path.insert(0, str(built_numpy.out / "student"))
+    try:
+        import qkv_check
+    finally:
+        sys.path.pop(0)
+    data = qkv_check.load_data(built_numpy.out / "student" / "selfcheck.json")
+    checks = {c.id: c for c in qkv_check.public_checks(data)}
+    compared = 0
+    for sample in ("ada", "ben", "cho", "dan", "hua"):
+        path = next(SAMPLES.glob(f"{sample}.*"))
+        submission = qkv_check.load_submission(path)
+        for problem in results[sample].problems:
+            for test in problem.tests:
+                if test.visibility != "public":
+                    continue
+                outcome = checks[f"{problem.problem_id}::{test.name}"].run(submission)
+                assert outcome.passed == test.passed, (sample, problem.problem_id, test.name, outcome.message)
+                if test.misconception:
+                    assert test.message.split(" (")[0] in outcome.message
+                compared += 1
+    assert compared > 50
