@@ -14,7 +14,8 @@ from pathlib import Path
 
 from autograder.bundle import read_bundle
 from autograder.grade.intake import Submission, discover, read_submission, safe_student_id
-from autograder.grade.score import grade_submission, sandbox_calls
+from autograder.grade.execute import run_submission
+from autograder.grade.score import grade_submission
 from autograder.report.files import write_atomic
 from autograder.report.results_json import results_json
 from autograder.sandbox import Limits, SandboxPool
@@ -41,7 +42,7 @@ def grade_gradescope(root: Path, bundle_dir: Path) -> dict:
     run = None
     if submission.source is not None:
         with SandboxPool(bundle.track, jobs=1, limits=Limits()) as pool:
-            run = pool.run(submission.source, sandbox_calls(bundle))
+            run = run_submission(pool, bundle, submission.source)
     results = results_json(grade_submission(bundle, submission, run))
     write_atomic(root / "results" / "results.json", (json.dumps(results, indent=1) + "\n").encode())
     return results

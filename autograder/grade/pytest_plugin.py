@@ -21,7 +21,8 @@ import pytest
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
 from autograder.grade.intake import read_submission, safe_student_id
-from autograder.grade.score import SubmissionResult, TestResult, grade_submission, sandbox_calls
+from autograder.grade.execute import run_submission
+from autograder.grade.score import SubmissionResult, TestResult, grade_submission
 from autograder.sandbox import Call, Limits, ProblemCalls, SandboxPool
 
 
@@ -70,7 +71,7 @@ class QkvSession:
         if self._result is None:
             run = None
             if self.submission.source is not None:
-                run = self.pool.run(self.submission.source, sandbox_calls(self.bundle))
+                run = run_submission(self.pool, self.bundle, self.submission.source)
             self._result = grade_submission(self.bundle, self.submission, run)
         return self._result
 

@@ -19,7 +19,7 @@ from autograder.bank.outputs import compare
 from autograder.bank.variants import variant_for
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.grade.intake import Submission
-from autograder.sandbox import Call, ProblemCalls, ProblemRun, SubmissionRun
+from autograder.sandbox import ProblemRun, SubmissionRun
 
 HEATMAP_MAX = 12  # largest side of a weight matrix drawn in feedback
 
@@ -74,17 +74,6 @@ class SubmissionResult:
             ProblemResult(**{**p, "tests": tuple(TestResult(**t) for t in p["tests"])}) for p in data["problems"]
         )
         return SubmissionResult(**{**data, "problems": problems})
-
-
-# ------------------------------------------------------------------ calls
-
-
-def sandbox_calls(bundle: GradingBundle) -> list[ProblemCalls]:
-    """What the sandbox must run for every submission: each code problem's tests as calls."""
-    return [
-        ProblemCalls(p.id, tuple(Call(t.call_id, p.function, t.args, dict(t.kwargs)) for t in p.tests))
-        for p in bundle.code
-    ]
 
 
 # -------------------------------------------------------------- code tests
