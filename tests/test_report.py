@@ -7,7 +7,6 @@ import io
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest

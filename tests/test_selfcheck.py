@@ -14,7 +14,6 @@ import importlib
 import inspect
 import io
 import json
-import math
 import os
 import pprint
 import re
@@ -22,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import types
 from pathlib import Path
 
 import nbformat

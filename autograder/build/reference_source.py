@@ -62,3 +62,34 @@ def solution_body(function: Callable) -> str:
     indent = len(lines[body[0].lineno - 1]) - len(lines[body[0].lineno - 1].lstrip())
     body_text = "\n".join(line[indent:] for line in lines[body[0].lineno - 1: body[-1].end_lineno])
     return "\n\n".join(part for part in (imports, helpers, body_text) if part)
+
+
+def _parameter_names(signature: str) -> list[str]:
+    args = ast.parse(f"def {signature}: pass").body[0].args  # type: ignore[attr-defined]
+    return [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+
+
+def reference_body(signature: str, reference: Callable) -> str:
+    """solution_body of a reference, run inside a problem's `signature`: a parameter the
+    reference has and the problem has not (torch's `dtype=torch.float64`) is bound to its default,
+    after the imports and helpers and before the body."""
+    body = solution_body(reference)
+    module_text = inspect.getsource(sys.modules[reference.__module__])
+    node = next(s for s in ast.parse(module_text).body
+                if isinstance(s, ast.FunctionDef) and s.name == reference.__name__)
+    positional = node.args.posonlyargs + node.args.args
+    defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
+    ours = set(_parameter_names(signature))
+    bindings = []
+    for arg, default in [*zip(positional, defaults), *zip(node.args.kwonlyargs, node.args.kw_defaults)]:
+        if arg.arg in ours:
+            continue
+        if default is None:
+            raise ValueError(f"{reference.__module__}.{reference.__name__} needs '{arg.arg}', which `{signature}` lacks")
+        bindings.append(f"{arg.arg} = {ast.get_source_segment(module_text, default)}  # the reference's default")
+    if not bindings:
+        return body
+    prefix = "\n\n".join(part for part in reference_source(reference, include_self=False) if part)
+    assert body.startswith(prefix)
+    rest = body[len(prefix):].lstrip("\n")
+    return "\n\n".join(part for part in (prefix, "\n".join(bindings), rest) if part)

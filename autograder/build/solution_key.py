@@ -19,7 +19,7 @@ from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, Numer
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build.manifest import Assignment
-from autograder.build.reference_source import solution_body
+from autograder.build.reference_source import reference_body
 from autograder.build.student_text import TRACK_IMPORTS
 
 
@@ -38,7 +38,7 @@ def key_answer(problem, assignment: Assignment, student: str | None) -> object:
 
 def key_function(problem: ImplementProblem, track: str) -> str:
     """The problem's function with the track's reference as its body."""
-    body = solution_body(resolve(problem.references[track]))
+    body = reference_body(problem.signature, resolve(problem.references[track]))
     return f"def {problem.signature}:\n{textwrap.indent(body, '    ')}\n"
 
 
