@@ -6,12 +6,17 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test setup system-deps clean
 
-# bubblewrap is the sandbox for student code; installed when we may (root, apt) so the isolated mode is what runs.
+# bubblewrap is the sandbox for student code; chromium prints exam PDFs (and tests read pages in it), poppler-utils
+# turns PDF pages into images for the tests, libjs-katex renders formulas in exam pages offline. Installed when we
+# may (root, apt), with one apt-get update, so the isolated mode and the exam formats are what runs.
+SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex
 system-deps:
-	@command -v bwrap >/dev/null 2>&1 || { \
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do probe=$${entry%%:*}; package=$${entry#*:}; \
+	  if [ -e "$$probe" ] || command -v "$$probe" >/dev/null 2>&1; then :; else missing="$$missing $$package"; fi; done; \
+	[ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "warning: could not install bubblewrap; grading falls back to rlimits only"; \
-	  else echo "warning: bubblewrap (bwrap) missing; install it for isolated grading"; fi; }
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || echo "warning: could not install$$missing; grading falls back to rlimits only without bubblewrap, exam html/pdf need libjs-katex and chromium"; \
+	  else echo "warning: missing$$missing (install them: bubblewrap isolates grading, chromium prints exam PDFs, libjs-katex renders exam pages)"; fi; }
 
 $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)"; exit 1; }

@@ -1,0 +1,70 @@
+"""Side stage, exam prep: the bank in; practice exams with answer keys, a terminal drill and quiz exports out.
+
+select.py (balanced problems and their variants), key.py (right answers,
+tolerances, worked solutions, common mistakes), paper.py (exam and key documents),
+markup.py (Markdown + LaTeX for pages, platforms, terminals), katex.py (offline
+formula rendering), pdf.py (printing through headless Chromium), drill.py
+(`qkv practice`), lms/ (`qkv export`: QTI, Moodle XML, GIFT).
+This module does the exam's only I/O: writing `exam.EXT` and `answer-key.EXT`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.bank.load import Bank, load_bank_strict
+from autograder.errors import QkvError
+from autograder.exam.select import Exam, ExamSpec, draw_exam
+
+FORMATS = ("md", "html", "pdf")
+_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True)
+class ExamResult:
+    exam: Exam
+    out: Path
+    files: dict[str, int]  # file name -> size in bytes
+
+
+def default_out(spec: ExamSpec) -> Path:
+    return Path("dist") / (f"exam-seed{spec.seed}" + (f"-{spec.student}" if spec.student else ""))
+
+
+def exam_files(exam: Exam, fmt: str) -> dict[str, bytes]:
+    """{file name: bytes} of the exam and its answer key in one format."""
+    from autograder.exam.paper import exam_paper, key_paper, paper_html, paper_markdown
+
+    papers = {"exam": exam_paper(exam), "answer-key": key_paper(exam)}
+    if fmt == "md":
+        return {f"{name}.md": paper_markdown(paper).encode() for name, paper in papers.items()}
+    from autograder.exam.katex import load_katex
+
+    katex = load_katex(f"--format {fmt}")
+    pages = {name: paper_html(paper, katex) for name, paper in papers.items()}
+    if fmt == "html":
+        return {f"{name}.html": page.encode() for name, page in pages.items()}
+    from autograder.exam.pdf import print_pdf
+
+    return {f"{name}.pdf": print_pdf(page) for name, page in pages.items()}
+
+
+def write_exam(spec: ExamSpec, fmt: str = "md", out: Path | None = None, bank: Bank | None = None) -> ExamResult:
+    if fmt not in FORMATS:
+        raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
+    if spec.student is not None and not _STUDENT_ID.fullmatch(spec.student):
+        raise QkvError("--student", "a student id is letters, digits, '.', '_' and '-' (at most 64)")
+    exam = draw_exam(bank or load_bank_strict(), spec)
+    files = exam_files(exam, fmt)  # everything is made before anything is written
+    out = out or default_out(spec)
+    if out.exists() and not out.is_dir():
+        raise QkvError(str(out), "output path exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (out / name).write_bytes(data)
+    except OSError as err:
+        raise QkvError(str(out), f"cannot write: {err.strerror}") from None
+    return ExamResult(exam, out, {name: len(data) for name, data in files.items()})

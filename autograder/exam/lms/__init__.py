@@ -1,0 +1,80 @@
+"""`qkv export`: an assignment (assignments/NAME.yaml) or a topic (`topic:PREFIX`) in; its non-code problems as a
+Canvas QTI zip, Moodle XML or GIFT text (bytes) out.
+
+quiz.py builds the neutral quiz (groups of variants); qti.py, moodle.py and
+gift.py write it. The file is written by the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.bank.load import Bank, load_bank_strict
+from autograder.bank.model import ImplementProblem, Problem
+from autograder.errors import QkvError
+from autograder.exam.lms.quiz import Quiz, build_quiz
+
+FORMATS = {"qti": ".zip", "moodle": ".xml", "gift": ".gift.txt"}
+TOPIC_PREFIX = "topic:"
+
+
+@dataclass(frozen=True)
+class Export:
+    quiz: Quiz
+    data: bytes
+    default_name: str  # file name when --out is not given
+    skipped_code: int  # implement problems left out
+
+
+def export_problems(name: str, bank: Bank, seed: int | None) -> tuple[str, str, list[tuple[Problem, float]], int]:
+    """(quiz id, title, [(problem, points)], seed) of an assignment or a topic."""
+    if name.startswith(TOPIC_PREFIX):
+        prefix = name[len(TOPIC_PREFIX):].strip("/")
+        chosen = sorted((p for p in bank.problems.values()
+                         if p.topic == prefix or p.topic.startswith(prefix + "/")), key=lambda p: (p.topic, p.id))
+        if not prefix or not chosen:
+            known = ", ".join(sorted({p.topic.split("/")[0] for p in bank.problems.values()}))
+            raise QkvError("NAME", f"'{name}': no problem has the topic '{prefix}' (topics: {known})")
+        ident = "topic-" + prefix.replace("/", "-")
+        return ident, f"Transformer fundamentals: {prefix}", [(p, p.points) for p in chosen], seed or 0
+    from autograder.build.manifest import find_manifest, resolve_assignment
+
+    assignment = resolve_assignment(find_manifest(name), bank)
+    problems = [(a.problem, a.points) for a in assignment.problems]
+    return assignment.name, assignment.manifest.title, problems, assignment.manifest.seed if seed is None else seed
+
+
+def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank: Bank | None = None) -> Export:
+    if fmt not in FORMATS:
+        raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
+    ident, title, problems, seed = export_problems(name, bank or load_bank_strict(), seed)
+    code = sum(isinstance(p, ImplementProblem) for p, _ in problems)
+    if code == len(problems):
+        raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
+    quiz = build_quiz(ident, title, problems, seed, variants, split_entries=fmt != "moodle")
+    if fmt == "qti":
+        from autograder.exam.lms.qti import qti_zip
+
+        data = qti_zip(quiz)
+    elif fmt == "moodle":
+        from autograder.exam.lms.moodle import moodle_xml
+
+        data = moodle_xml(quiz)
+    else:
+        from autograder.exam.lms.gift import gift_text
+
+        data = gift_text(quiz).encode()
+    return Export(quiz, data, f"{ident}-{fmt}{FORMATS[fmt]}", code)
+
+
+def write_export(result: Export, out: Path | None) -> Path:
+    path = out or Path("dist") / result.default_name
+    if path.is_dir():
+        raise QkvError(str(path), "is a folder; --out takes a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(result.data)
+    except OSError as err:
+        raise QkvError(str(path), f"cannot write: {err.strerror}") from None
+    return path

@@ -1,0 +1,107 @@
+"""Moodle question bank import: a `Quiz` in; Moodle XML (bytes) out.
+
+One category per question group (`$course$/top/qkv/<quiz>/<group>`), so a quiz
+takes "a random question from the category" and each student draws one variant.
+A single number is a `numerical` question with its tolerance; several numbers
+are one `cloze` question with a NUMERICAL blank per entry; shapes are
+`shortanswer` with the usual spellings. Formulas stay `\\(...\\)`, which
+Moodle's MathJax filter renders.
+"""
+
+from __future__ import annotations
+
+import html
+import xml.etree.ElementTree as ET
+
+from autograder.exam.lms.quiz import Question, Quiz, cloze_weights
+from autograder.exam.markup import lms_html
+
+PENALTY = "0.3333333"  # Moodle's default for a wrong try in adaptive mode
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    element = ET.SubElement(parent, tag, attrs)
+    if text is not None:
+        element.text = text
+    return element
+
+
+def _text(parent: ET.Element, tag: str, text: str, html: bool = True) -> ET.Element:
+    element = _sub(parent, tag, format="html") if html else _sub(parent, tag)
+    _sub(element, "text", text)
+    return element
+
+
+def _number(x: float) -> str:
+    return f"{float(x):.10g}"
+
+
+def category(path: str, info: str) -> ET.Element:
+    question = ET.Element("question", type="category")
+    _text(question, "category", path, html=False)
+    _text(question, "info", info)
+    return question
+
+
+def cloze_text(question: Question) -> str:
+    """The prompt, then each part's label with a NUMERICAL blank per entry: {weight:NUMERICAL:=value:tolerance}."""
+    fields: dict[int, list[str]] = {}
+    for blank, part, weight in zip(question.blanks, question.part_of_blank, cloze_weights(question)):
+        fields.setdefault(part, []).append(f"{{{weight}:NUMERICAL:={_number(blank.value)}:{_number(blank.tolerance)}}}")
+    answers = "".join(f"<p>{html.escape(question.part_labels[part], quote=False)}: {' '.join(blanks)}</p>"
+                      for part, blanks in fields.items())
+    return lms_html(question.text) + answers
+
+
+def moodle_question(question: Question) -> ET.Element:
+    kind = "multianswer" if question.kind == "cloze" else question.kind
+    element = ET.Element("question", type=kind)
+    _text(element, "name", question.title, html=False)
+    _text(element, "questiontext", cloze_text(question) if question.kind == "cloze" else lms_html(question.text))
+    _text(element, "generalfeedback", lms_html(question.feedback))
+    _sub(element, "defaultgrade", f"{question.points:g}")
+    _sub(element, "penalty", PENALTY)
+    _sub(element, "hidden", "0")
+    _sub(element, "idnumber", question.ident)
+    if question.kind == "numerical":
+        blank = question.blanks[0]
+        answer = _sub(element, "answer", fraction="100")
+        _sub(answer, "text", _number(blank.value))
+        _sub(answer, "tolerance", _number(blank.tolerance))
+        _text(answer, "feedback", "")
+        _sub(element, "unitgradingtype", "0")
+        _sub(element, "unitpenalty", "0")
+        _sub(element, "showunits", "3")  # no units asked for
+        _sub(element, "unitsleft", "0")
+    elif question.kind == "multichoice":
+        _sub(element, "single", "true")
+        _sub(element, "shuffleanswers", "false")  # the choices' letters are quoted in the solutions
+        _sub(element, "answernumbering", "ABCD")
+        for choice in question.choices:
+            answer = _text(element, "answer", lms_html(choice.text))
+            answer.set("fraction", "100" if choice.correct else "0")
+            _text(answer, "feedback", lms_html(choice.feedback) if choice.feedback else "")
+    elif question.kind == "truefalse":
+        for value in (True, False):
+            answer = _sub(element, "answer", fraction="100" if question.truth is value else "0", format="moodle_auto_format")
+            _sub(answer, "text", "true" if value else "false")
+            _text(answer, "feedback", "")
+    elif question.kind == "shortanswer":
+        _sub(element, "usecase", "0")
+        for text in question.accepted:
+            answer = _sub(element, "answer", fraction="100", format="moodle_auto_format")
+            _sub(answer, "text", text.replace("*", "\\*"))  # * is Moodle's wildcard
+            _text(answer, "feedback", "")
+    return element
+
+
+def moodle_xml(quiz: Quiz) -> bytes:
+    root = ET.Element("quiz")
+    root.append(ET.Comment(f" qkv export of {quiz.title}: add one random question from each category "))
+    for group in quiz.groups:
+        root.append(category(f"$course$/top/qkv/{quiz.ident}/{group.ident}",
+                             f"{group.title}: {len(group.questions)} variant(s); a student answers one."))
+        for question in group.questions:
+            root.append(moodle_question(question))
+    ET.indent(root)
+    return ET.tostring(root, encoding="UTF-8", xml_declaration=True)

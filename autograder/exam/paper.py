@@ -1,0 +1,144 @@
+"""Exam and answer-key documents: a drawn `Exam` in; a `Paper` (title, problems as Markdown, answer blanks) and its
+Markdown or self-contained HTML text out.
+
+The exam and its key are built from the same items and variants, so the key
+always answers the numbers the student was given. HTML inlines KaTeX (script,
+style and fonts), so a page is one file that renders its formulas offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+import numpy as np
+
+from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.bank.render import render_prompt
+from autograder.exam.key import ProblemKey, problem_key
+from autograder.exam.katex import KatexAssets
+from autograder.exam.markup import page_html
+from autograder.exam.select import Exam, ExamItem
+
+INSTRUCTIONS = (
+    "Give each number to the decimals asked for; an answer within the stated tolerance earns the marks. "
+    "Write vectors as (a, b, c), matrices row by row as [1 2; 3 4], shapes as (n, d_v), "
+    "and fractions as decimals unless asked otherwise."
+)
+
+
+@dataclass(frozen=True)
+class Blank:
+    label: str
+    tall: bool = False  # room for a corrected statement or a function, not one line
+
+
+@dataclass(frozen=True)
+class PaperItem:
+    number: int
+    title: str
+    meta: str
+    body: str  # Markdown with LaTeX
+    blanks: tuple[Blank, ...] = ()
+
+
+@dataclass(frozen=True)
+class Paper:
+    title: str
+    version: str
+    intro: str
+    items: tuple[PaperItem, ...]
+
+
+def version_line(exam: Exam) -> str:
+    spec = exam.spec
+    parts = [f"seed {spec.seed}"] + ([f"student {spec.student}"] if spec.student else [])
+    parts += [f"{len(exam.items)} problems", f"{exam.points:g} points",
+              "topics: " + (", ".join(spec.topics) if spec.topics else "all")]
+    return " · ".join(parts)
+
+
+def _points(points: float) -> str:
+    return f"{points:g} point" + ("" if points == 1 else "s")
+
+
+def item_meta(item: ExamItem) -> str:
+    problem = item.problem
+    return f"{problem.topic} · difficulty {'●' * problem.difficulty}{'○' * (3 - problem.difficulty)} · {_points(problem.points)}"
+
+
+def answer_form(value: np.ndarray, form: str) -> str:
+    if np.ndim(value) == 1:
+        return f" ({np.size(value)} numbers)"
+    if np.ndim(value) == 2:
+        return f" ({np.shape(value)[0]} × {np.shape(value)[1]} matrix, row by row)"
+    return " (a whole number)" if form == "integer" else ""
+
+
+def question(item: ExamItem) -> tuple[str, tuple[Blank, ...]]:
+    """What the student reads for one item, and the blanks they fill in."""
+    problem = item.problem
+    if isinstance(problem, NumericProblem):
+        assert item.variant is not None
+        blanks = tuple(Blank(part.label + answer_form(item.variant.answers[part.name], part.form))
+                       for part in problem.parts)
+        return render_prompt(problem, item.variant), blanks
+    if isinstance(problem, ShapeProblem):
+        return problem.prompt, (Blank("shape"),)
+    if isinstance(problem, TrueFalseProblem):
+        return f"{problem.prompt}\n\n> {problem.statement}", (Blank("true or false"), Blank("why, or the corrected statement", tall=True))
+    if isinstance(problem, MultipleChoiceProblem):
+        choices = "\n".join(f"- **{chr(65 + i)}.** {c.text}" for i, c in enumerate(problem.choices))
+        return f"{problem.prompt}\n\n{choices}", (Blank("your choice (one letter)"),)
+    assert isinstance(problem, ImplementProblem)
+    example = f"\n\nExample:\n\n```python\n{problem.example.strip()}\n```" if problem.example.strip() else ""
+    text = f"Write the function `{problem.signature}`; it returns {problem.returns}.\n\n{problem.prompt.strip()}{example}"
+    return text, (Blank("your function", tall=True),)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def key_markdown(key: ProblemKey) -> str:
+    lines = "\n".join(f"- **{_one_line(line.label)}:** {_one_line(line.answer)}"
+                       + (f" *({line.accepted})*" if line.accepted else "") for line in key.lines)
+    parts = [lines, f"**Worked solution.** {key.solution.strip()}"]
+    if key.mistakes:
+        parts.append("**Common mistakes.**\n\n" + "\n".join(f"- {_one_line(m.answer)}: {_one_line(m.message)}"
+                                                             for m in key.mistakes))
+    return "\n\n".join(parts)
+
+
+def exam_paper(exam: Exam) -> Paper:
+    items = []
+    for item in exam.items:
+        body, blanks = question(item)
+        items.append(PaperItem(item.number, item.problem.title, item_meta(item), body, blanks))
+    return Paper("Practice exam: Transformer fundamentals", version_line(exam), INSTRUCTIONS, tuple(items))
+
+
+def key_paper(exam: Exam) -> Paper:
+    items = tuple(PaperItem(item.number, item.problem.title, f"{item_meta(item)} · `{item.problem.id}`",
+                            key_markdown(problem_key(item.problem, item.variant)))
+                  for item in exam.items)
+    intro = ("For instructors. Every number below was computed from the parameters printed in the exam of the "
+             "same version; the tolerances are those the grader and `qkv practice` accept.")
+    return Paper("Answer key: Transformer fundamentals", version_line(exam), intro, items)
+
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("autograder.exam", "templates"),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+)
+_TEMPLATES.filters["page_html"] = page_html
+
+
+def paper_markdown(paper: Paper) -> str:
+    return _TEMPLATES.get_template("paper.md.j2").render(paper=paper)
+
+
+def paper_html(paper: Paper, katex: KatexAssets) -> str:
+    return _TEMPLATES.get_template("paper.html.j2").render(paper=paper, katex=katex)

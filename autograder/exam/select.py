@@ -1,0 +1,134 @@
+"""Drawing an exam: the bank and the examiner's choices (topics, kinds, count, seed, student) in; numbered problems,
+balanced over topics and difficulty, each with its variant, out.
+
+The difficulty mix depends only on the pool and the count, never on the seed, so
+two seeds give two exams of the same difficulty. The seed picks the problems and,
+with the student id, their numbers; the problems do not depend on the student, so
+a class sits the same questions, each student with numbers of their own.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from autograder.bank.load import Bank
+from autograder.bank.model import KINDS, NumericProblem, Problem
+from autograder.bank.variants import Variant, draw_variant
+from autograder.errors import QkvError
+
+DEFAULT_KINDS = ("numeric", "shape", "true_false", "multiple_choice")  # code is practised with `qkv build`
+DIFFICULTIES = (1, 2, 3)
+# a count that does not split evenly gives its extra problems to the middle difficulty first
+_EXTRA_ORDER = (2, 1, 3)
+
+
+@dataclass(frozen=True)
+class ExamSpec:
+    topics: tuple[str, ...] = ()  # topic prefixes; empty: every top-level topic
+    kinds: tuple[str, ...] = DEFAULT_KINDS
+    count: int = 10
+    seed: int = 0
+    student: str | None = None
+
+
+@dataclass(frozen=True)
+class ExamItem:
+    number: int
+    problem: Problem
+    variant: Variant | None  # numeric problems only
+    group: str  # the topic group it was drawn for
+
+
+@dataclass(frozen=True)
+class Exam:
+    spec: ExamSpec
+    items: tuple[ExamItem, ...]
+
+    @property
+    def points(self) -> float:
+        return sum(item.problem.points for item in self.items)
+
+
+def parse_list(text: str | None) -> tuple[str, ...]:
+    """'a, b,c' -> ('a', 'b', 'c'); None or '' -> ()."""
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def check_kinds(kinds: tuple[str, ...]) -> None:
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise QkvError("--kinds", f"unknown kind '{unknown[0]}' (kinds: {', '.join(KINDS)})")
+
+
+def _in_topic(problem: Problem, prefix: str) -> bool:
+    return problem.topic == prefix or problem.topic.startswith(prefix.rstrip("/") + "/")
+
+
+def topic_groups(bank: Bank, topics: tuple[str, ...], kinds: tuple[str, ...]) -> dict[str, list[Problem]]:
+    """The pool, grouped by the topics asked for (a problem goes to the first prefix it matches)."""
+    check_kinds(kinds)
+    pool = sorted((p for p in bank.problems.values() if p.kind in kinds), key=lambda p: (p.topic, p.id))
+    if not topics:
+        topics = tuple(sorted({p.topic.split("/")[0] for p in pool}))
+    groups: dict[str, list[Problem]] = {t: [] for t in topics}
+    for problem in pool:
+        group = next((t for t in topics if _in_topic(problem, t)), None)
+        if group is not None:
+            groups[group].append(problem)
+    known = sorted({p.topic.split("/")[0] for p in bank.problems.values()})
+    for topic, members in groups.items():
+        if not members:
+            has_any = any(_in_topic(p, topic) for p in bank.problems.values())
+            why = f"has no problem of the kinds {', '.join(kinds)}" if has_any else f"is not a topic (topics: {', '.join(known)})"
+            raise QkvError("--topics", f"'{topic}' {why}")
+    return groups
+
+
+def difficulty_quota(available: Counter, count: int) -> dict[int, int]:
+    """How many problems of each difficulty: as even as the pool allows, the same for every seed."""
+    quota = {d: 0 for d in DIFFICULTIES}
+    for _ in range(count):
+        not_full = [d for d in _EXTRA_ORDER if quota[d] < available[d]]
+        best = min(not_full, key=lambda d: (quota[d], _EXTRA_ORDER.index(d)))
+        quota[best] += 1
+    return quota
+
+
+def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> list[tuple[str, Problem]]:
+    """`count` problems meeting the difficulty quota, spread over the groups as evenly as it allows, in exam order."""
+    pool_size = sum(len(members) for members in groups.values())
+    if count > pool_size:
+        raise QkvError("--count", f"{count} problems asked for, but only {pool_size} match the topics and kinds")
+    rng = random.Random(f"qkv-exam|{seed}")
+    left = {topic: list(members) for topic, members in groups.items()}
+    available = Counter(p.difficulty for members in groups.values() for p in members)
+    quota = difficulty_quota(available, count)
+    rank = list(groups)
+    rng.shuffle(rank)  # which group goes first when several are equally behind
+    picked: dict[str, int] = {topic: 0 for topic in groups}
+    chosen: list[tuple[str, Problem]] = []
+    # the scarcest difficulty first, so that few groups holding it does not crowd them later
+    for difficulty in sorted(DIFFICULTIES, key=lambda d: (available[d] - quota[d], d)):
+        for _ in range(quota[difficulty]):
+            holding = [t for t in rank if any(p.difficulty == difficulty for p in left[t])]
+            topic = min(holding, key=lambda t: (picked[t], rank.index(t)))
+            problem = rng.choice([p for p in left[topic] if p.difficulty == difficulty])
+            left[topic].remove(problem)
+            picked[topic] += 1
+            chosen.append((topic, problem))
+    order = list(groups)
+    return sorted(chosen, key=lambda tp: (tp[1].difficulty, order.index(tp[0]), tp[1].id))
+
+
+def instantiate(problem: Problem, seed: int, student: str | None) -> Variant | None:
+    return draw_variant(problem, seed, student) if isinstance(problem, NumericProblem) else None
+
+
+def draw_exam(bank: Bank, spec: ExamSpec) -> Exam:
+    groups = topic_groups(bank, spec.topics, spec.kinds)
+    chosen = select_problems(groups, spec.count, spec.seed)
+    items = tuple(ExamItem(i + 1, problem, instantiate(problem, spec.seed, spec.student), topic)
+                  for i, (topic, problem) in enumerate(chosen))
+    return Exam(spec, items)

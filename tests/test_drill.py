@@ -1,0 +1,177 @@
+"""`qkv practice`, driven as a student would: answers typed into a pseudo-terminal or piped through stdin, and what
+the drill prints read back (verdicts, misconceptions, worked solutions, score, topics to review).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from autograder.bank.answers import expected_shape
+from autograder.bank.model import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.bank.render import fmt
+from autograder.bank.resolve import resolve
+from autograder.exam.drill import run_drill
+from autograder.exam.key import part_answer
+from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
+
+QKV = Path(sys.executable).with_name("qkv")
+
+
+def right_answers(item: ExamItem) -> list[str]:
+    problem = item.problem
+    if isinstance(problem, NumericProblem):
+        return [part_answer(part, item.variant.answers[part.name]) for part in problem.parts]
+    if isinstance(problem, ShapeProblem):
+        return ["(" + ", ".join(expected_shape(problem)) + ")"]
+    if isinstance(problem, TrueFalseProblem):
+        return ["true" if problem.answer else "f"]
+    assert isinstance(problem, MultipleChoiceProblem)
+    return [problem.answer.lower()]
+
+
+def scripted(answers: list[str]):
+    """An `ask` that types the given answers, then ends the input like Ctrl-D; and a `say` that records."""
+    typed, said = list(answers), []
+
+    def ask(prompt: str) -> str:
+        said.append(prompt)
+        if not typed:
+            raise EOFError
+        return typed.pop(0)
+
+    return ask, said.append, said
+
+
+def item_of(bank, problem_id: str, seed: int = 1) -> ExamItem:
+    problem = bank.get(problem_id)
+    return ExamItem(1, problem, instantiate(problem, seed, None), problem.topic.split("/")[0])
+
+
+# ------------------------------------------------------------------- in-process
+
+
+def test_all_right_answers_score_full_marks(bank):
+    drill = draw_exam(bank, ExamSpec(count=12, seed=21))
+    ask, say, said = scripted([a for item in drill.items for a in right_answers(item)])
+    summary = run_drill(list(drill.items), ask, say)
+    assert summary.earned == summary.possible == drill.points and not summary.stopped_early
+    assert "Nothing to review" in said[-1] and "Worked solution" not in "\n".join(said)
+
+
+def test_numeric_misconception_is_named_and_the_solution_shown(bank):
+    item = item_of(bank, "masked-renormalisation")
+    problem, variant = item.problem, item.variant
+    wrong = resolve(problem.misconceptions[0].compute)(**variant.params)
+    answers = [part_answer(p, variant.answers[p.name]) for p in problem.parts[:2]]
+    answers += [fmt(wrong["masked_weights"]), "1e9"]
+    ask, say, said = scripted(answers)
+    summary = run_drill([item], ask, say)
+    text = "\n".join(said)
+    assert f"Misconception: {problem.misconceptions[0].message}" in text
+    assert "Worked solution" in text and part_answer(problem.parts[3], variant.answers["masked_output"]) in text
+    assert summary.earned == pytest.approx(problem.points / 2)
+    assert summary.topics_to_review() == [(problem.topic, problem.points / 2, problem.points)]
+
+
+def test_shape_and_choice_misconceptions_are_named(bank):
+    shape, choice = item_of(bank, "concat-shape"), item_of(bank, "why-scale")
+    ask, say, said = scripted(["(h*n, d/h)", "A"])
+    summary = run_drill([shape, choice], ask, say)
+    text = "\n".join(said)
+    assert shape.problem.misconceptions[0].message in text
+    assert choice.problem.choices[0].misconception in text
+    assert summary.earned == 0 and len(summary.topics_to_review()) == 2
+
+
+def test_malformed_answers_are_asked_again_not_marked(bank):
+    item = item_of(bank, "one-query-by-hand")
+    right = right_answers(item)
+    ask, say, said = scripted(["hello", "1, 2", right[0], "skip", *right[2:]])
+    summary = run_drill([item], ask, say)
+    text = "\n".join(said)
+    assert "could not read 'hello'" in text and "expected 3 number(s), got 2" in text
+    assert "skipped" in text and summary.earned == pytest.approx(item.problem.points * 3 / 4)
+
+
+def test_end_of_input_gives_the_summary_so_far(bank):
+    drill = draw_exam(bank, ExamSpec(count=5, seed=2, kinds=("true_false", "multiple_choice")))
+    ask, say, said = scripted(right_answers(drill.items[0]))
+    summary = run_drill(list(drill.items), ask, say)
+    assert summary.stopped_early and len(summary.scores) == 1
+    assert "Stopped early." in said[-1] and "over 1 problem(s)" in said[-1]
+
+
+# ------------------------------------------------------------------ as a person
+
+
+def test_piped_answers_through_stdin():
+    from autograder.bank.load import load_bank_strict
+
+    spec = ExamSpec(topics=("masking",), kinds=DEFAULT_KINDS, count=3, seed=13)
+    drill = draw_exam(load_bank_strict(), spec)
+    answers = [a for item in drill.items for a in right_answers(item)]
+    answers[-1] = "quit" if len(answers) > 1 else answers[-1]
+    run = subprocess.run([str(QKV), "practice", "--topics", "masking", "--count", "3", "--seed", "13"],
+                         input="\n".join(answers) + "\n", capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "3 problems, seed 13" in run.stdout and run.stdout.count("✓ correct") == len(answers) - 1
+    assert "Stopped early." in run.stdout and "Score:" in run.stdout
+
+
+def spawn(*args: str) -> pexpect.spawn:
+    child = pexpect.spawn(str(QKV), ["practice", *args], encoding="utf-8", timeout=30, dimensions=(50, 200))
+    child.expect_exact("problems, seed")
+    return child
+
+
+def test_a_student_at_a_terminal(bank):
+    spec = ExamSpec(topics=("attention/softmax",), kinds=("numeric",), count=1, seed=7)
+    item = draw_exam(bank, spec).items[0]
+    problem, variant = item.problem, item.variant
+    wrong = resolve(problem.misconceptions[0].compute)(**variant.params)
+    child = spawn("--topics", "attention/softmax", "--kinds", "numeric", "--count", "1", "--seed", "7")
+    child.expect_exact(problem.title)
+    child.expect_exact(f"{problem.parts[0].label} [3 numbers]> ")
+    child.sendline(fmt(wrong["weights"], 3))
+    child.expect_exact("Misconception:")
+    child.expect_exact(f"{problem.parts[1].label} [2 numbers]> ")
+    child.sendline(part_answer(problem.parts[1], variant.answers["output"]))
+    child.expect_exact("✓ correct")
+    child.expect_exact("Worked solution:")
+    child.expect_exact("Score: 1.5 / 3 points (50%) over 1 problem(s)")
+    child.expect_exact("Topics to review:")
+    child.expect_exact("attention/softmax: 1.5 / 3 points")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+@pytest.mark.parametrize("stop", ["eof", "ctrl-c"])
+def test_ctrl_d_and_ctrl_c_end_with_the_summary(stop):
+    child = spawn("--kinds", "true_false", "--count", "3", "--seed", "1")
+    child.expect_exact("true or false> ")
+    child.sendline("maybe")
+    child.expect_exact("expected True or False")
+    child.expect_exact("true or false> ")
+    if stop == "eof":
+        child.sendeof()
+    else:
+        child.sendintr()
+    child.expect_exact("Stopped early.")
+    child.expect_exact("No problem finished, so no score yet.")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and "Traceback" not in (child.before or "")
+
+
+def test_code_problems_are_refused_in_one_line():
+    run = subprocess.run([str(QKV), "practice", "--kinds", "implement"], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, timeout=60)
+    assert run.returncode == 1 and run.stderr.strip().startswith("error: --kinds:")
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in run.stdout + run.stderr
