@@ -17,8 +17,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 MAX_SUBMISSION_BYTES = 5_000_000
 SKIP_ROLES = {"selfcheck", "intro", "prompt"}
 
@@ -42,6 +40,8 @@ def safe_student_id(name: str) -> str:
 def _notebook_source(text: str) -> str:
     """Code cells of a notebook as one program; each cell runs on its own, so a failing cell
     (e.g. the self-check import, absent in the sandbox) does not stop the cells after it."""
+    import nbformat  # costs ~1.8 s to import (its JSON-schema stack); a class of .py files never needs it
+
     notebook = nbformat.reads(text, as_version=4)
     cells = []
     for cell in notebook.cells:
