@@ -12,11 +12,15 @@ import ast
 import hashlib
 import math
 import re
+import threading
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+# CPython 3.11 keeps the ast module's recursion counter per interpreter: threads that parse at
+# once (a Dask worker scoring several submissions) can corrupt it, so parsing takes turns.
+_AST_LOCK = threading.Lock()
 
 class AnswerFormatError(ValueError):
     """The answer could not be read; the message says what format is expected."""
@@ -50,7 +54,8 @@ def parse_numbers(value: Any) -> np.ndarray:
             text = text.replace(",", "")
         if text[0] in "[(":
             try:
-                value = ast.literal_eval(text)
+                with _AST_LOCK:
+                    value = ast.literal_eval(text)
             except (ValueError, SyntaxError):
                 value = [t for t in re.split(r"[\s,]+", text.strip("[]() ")) if t]
         else:
@@ -129,7 +134,8 @@ def evaluate_dim(dim: str, symbols: dict[str, int]) -> str:
     expr = re.sub(r"[a-z][a-z0-9]*", lambda m: str(names.get(m.group(0), m.group(0))), dim)
     if len(expr) <= 60 and re.fullmatch(r"[\d/()+*-]+", expr):
         try:
-            tree = ast.parse(expr, mode="eval")
+            with _AST_LOCK:
+                tree = ast.parse(expr, mode="eval")
         except SyntaxError:
             raise AnswerFormatError(f"could not read the dimension {dim!r}: expected {_SHAPE_HINT}") from None
         return str(_arithmetic(tree))

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,12 +207,26 @@ class Course:
         return nbformat.read(self.root / "autograded" / student / self.name / f"{self.name}.ipynb", as_version=4)
 
 
+# CPython 3.11 keeps the ast module's recursion counter per interpreter, not per thread: two threads
+# parsing at once can corrupt it ("AST constructor recursion depth mismatch"). The courses' nbgrader
+# runs overlap; their Python-side work takes turns.
+PYTHON_SIDE = threading.Lock()
+
+
 def make_course(tmp: Path, name: str, assignments_root: Path | None = None) -> Course:
-    result = build(name, out=tmp / "dist", assignments_root=assignments_root)
-    root = tmp / "course"
-    shutil.copytree(result.out / "nbgrader", root)
-    bundle = read_bundle(result.out / "autograder")
+    with PYTHON_SIDE:
+        result = build(name, out=tmp / "dist", assignments_root=assignments_root)
+        root = tmp / "course"
+        shutil.copytree(result.out / "nbgrader", root)
+        bundle = read_bundle(result.out / "autograder")
     nbgrader(root, "generate_assignment", name, "--force")
+    with PYTHON_SIDE:
+        course = _submit_all(root, name, result, bundle)
+    nbgrader(root, "autograde", name)
+    return course
+
+
+def _submit_all(root: Path, name: str, result, bundle) -> Course:
     source_path = root / "source" / name / f"{name}.ipynb"
     release_path = root / "release" / name / f"{name}.ipynb"
     source = nbformat.read(source_path, as_version=4)
@@ -244,7 +259,6 @@ def make_course(tmp: Path, name: str, assignments_root: Path | None = None) -> C
         if mistake is not None:
             _cells(wrong)[f"{mistake.problem}-solution"].source = mistake.source
     submit("mistakes", wrong)
-    nbgrader(root, "autograde", name)
     return course
 
 

@@ -1,8 +1,10 @@
 """Stage 4, grade: a grading bundle and a folder of submissions in, a resumable SQLite gradebook and reports out.
 
-intake.py reads submissions (never runs them); the sandbox runs them; score.py
-compares outputs in this trusted process; gradebook.py stores one transaction
-per submission; autograder.report exports CSV, results.json and feedback.html.
+intake.py reads submissions (never runs them); a route runs and scores them:
+`LocalRoute` (a SandboxPool here, score.py comparing in this trusted process) or,
+with `cluster`, cluster.py's Dask workers (each with the same sandbox and
+scoring); gradebook.py stores one transaction per submission, here, whichever
+the route; autograder.report exports CSV, results.json and feedback.html.
 A run killed at any point resumes where it stopped: unchanged, already graded
 submissions are skipped unless `regrade`.
 """
@@ -10,15 +12,18 @@ submissions are skipped unless `regrade`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import Submission, intake
-from autograder.grade.score import SubmissionResult, grade_submission, sandbox_calls
+from autograder.grade.execute import run_many
+from autograder.grade.score import SubmissionResult, grade_submission
 from autograder.report.csv import write_gradebook_csv
 from autograder.report.feedback import write_feedback
 from autograder.report.results_json import write_results_json
@@ -55,6 +60,49 @@ def export_reports(out: Path, bundle: GradingBundle, rows: list[tuple[Submission
         write_feedback(folder / "feedback.html", result, bundle.title, bundle.due, isolation)
 
 
+class Route(Protocol):
+    """How runnable submissions become results: `LocalRoute` here, or `cluster.ClusterRoute` on Dask workers."""
+
+    isolation: str  # how student code is isolated (the weakest, if sandboxes differ)
+
+    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        """Yield (submission, result, the isolation it ran under) as each one completes."""
+        ...
+
+
+class LocalRoute:
+    """Runs submissions in a warm SandboxPool on this machine and scores them in this process."""
+
+    def __init__(self, bundle: GradingBundle, pool: SandboxPool) -> None:
+        self.bundle = bundle
+        self.pool = pool
+        self.isolation = pool.isolation
+
+    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        by_student = {s.student: s for s in submissions}
+        for student, run in run_many(self.pool, self.bundle, ((s.student, s.source) for s in submissions)):
+            submission = by_student[student]
+            yield submission, grade_submission(self.bundle, submission, run), self.isolation
+
+
+@contextmanager
+def local_route(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str) -> Iterator[LocalRoute]:
+    with SandboxPool(bundle.track, jobs=jobs, limits=limits, isolation=isolation) as pool:
+        yield LocalRoute(bundle, pool)
+
+
+def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits: Limits, isolation: str,
+               cluster: str | None) -> AbstractContextManager[Route]:
+    if cluster is None:
+        return local_route(bundle, jobs, limits, isolation)
+    if jobs is not None:
+        raise QkvError("--jobs", "with --cluster, each Dask worker grades as many submissions at once as it has "
+                                 "threads (dask worker --nthreads); drop --jobs")
+    from autograder.grade.cluster import cluster_route, parse_cluster_address  # dask loads only when asked for
+
+    return cluster_route(parse_cluster_address(cluster), bundle, bundle_dir, limits, isolation)
+
+
 def grade_class(
     bundle_dir: Path,
     submissions_dir: Path,
@@ -64,11 +112,17 @@ def grade_class(
     regrade: bool = False,
     isolation: str = "auto",
     progress: Callable[[int, int, str], None] | None = None,
+    cluster: str | None = None,
 ) -> GradeRun:
-    """Grade every new or changed submission of `submissions_dir`; `progress(done, total, student)` is called after each."""
+    """Grade every new or changed submission of `submissions_dir`; `progress(done, total, student)` is called after each.
+
+    `cluster` (tcp://HOST:PORT or local:N) grades on Dask workers instead of a local pool."""
     if not submissions_dir.is_dir():
         raise QkvError(str(submissions_dir), "no such folder of submissions")
     bundle = read_bundle(bundle_dir)
+    limits = Limits(load_seconds=timeout, problem_seconds=timeout)
+    # checked before the gradebook exists, so bad options leave no file behind; starts nothing yet
+    routing = open_route(bundle, bundle_dir, jobs, limits, isolation, cluster)
     notes: list[str] = []
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
         mismatch = gradebook.check_assignment(bundle.name, bundle_fingerprint(bundle_dir))
@@ -93,17 +147,13 @@ def grade_class(
             if progress:
                 progress(finished, total, submission.student)
 
-        limits = Limits(load_seconds=timeout, problem_seconds=timeout)
-        with SandboxPool(bundle.track, jobs=jobs, limits=limits, isolation=isolation) as pool:
-            used_isolation = pool.isolation
+        with routing as route:
             for submission in todo:
                 if submission.source is None:
-                    record(submission, grade_submission(bundle, submission, None), used_isolation)
-            calls = sandbox_calls(bundle)
-            by_student = {s.student: s for s in runnable}
-            for student, run in pool.map((s.student, s.source, calls) for s in runnable):
-                submission = by_student[student]
-                record(submission, grade_submission(bundle, submission, run), used_isolation)
+                    record(submission, grade_submission(bundle, submission, None), route.isolation)
+            for submission, result, iso in route.grade(runnable):
+                record(submission, result, iso)
+            used_isolation = route.isolation
         rows = gradebook.results()
     export_reports(out, bundle, rows)
     return GradeRun(bundle, out, [r for r, _ in rows], used_isolation, total, skipped, notes)

@@ -1,0 +1,224 @@
+"""Grading on a Dask cluster: an address, the bundle folder and runnable submissions in; (submission, result, isolation) out, as each completes.
+
+`qkv grade --cluster tcp://host:8786` uses a running `dask scheduler`;
+`--cluster local:N` starts a LocalCluster of N worker processes here.
+
+This process reads the submissions and sends each one's source text; workers
+need no shared file system. The bundle's files travel once per Dask worker
+inside a `WorkerPlugin`, which Dask also installs on workers that join or
+restart later. Each worker process holds the unpacked bundle and one warm
+`SandboxPool` (a slot per worker thread): student code runs in that sandbox
+and the trusted comparison (`grade_submission`) runs in the worker process,
+which returns plain data (`SubmissionResult.to_json()`). `grade_class` writes
+it to the gradebook here, one transaction per submission, as a local run does.
+
+Faults: when a worker dies mid-task its tasks are rescheduled by Dask; when a
+task has been running on `distributed.scheduler.allowed-failures` + 1 workers
+that all died (3 + 1 by default), Dask gives up with `KilledWorker` and that
+submission gets the status "worker_lost" while the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from concurrent.futures import CancelledError
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from itertools import islice
+from pathlib import Path
+
+import dask
+from distributed import Client, Future, KilledWorker, LocalCluster, Worker, WorkerPlugin, as_completed, get_worker
+
+from autograder.bundle import GradingBundle, read_bundle
+from autograder.errors import QkvError
+from autograder.grade.intake import Submission
+from autograder.grade.execute import run_submission
+from autograder.grade.score import SubmissionResult, grade_submission
+from autograder.sandbox import Limits, SandboxPool
+
+WORKER_WAIT_SECONDS = 60.0
+CONNECT_SECONDS = 30.0
+# Tasks in flight per worker thread: enough to keep every thread busy between round
+# trips and, above 2, to make Dask queue them (see `send`); few enough that the
+# sources of a large class never pile up in the scheduler's memory.
+TASKS_PER_THREAD = 4
+MIN_TASKS_IN_FLIGHT = 16
+MAX_LOCAL_WORKERS = 256
+WORKER_LOST_STATUS = "worker_lost"
+
+
+@dataclass(frozen=True)
+class ClusterAddress:
+    scheduler: str | None  # address of a running scheduler, e.g. tcp://host:8786
+    local_workers: int  # when scheduler is None: worker processes of a LocalCluster started here
+
+    def __str__(self) -> str:
+        return self.scheduler or f"local:{self.local_workers}"
+
+
+def parse_cluster_address(text: str) -> ClusterAddress:
+    """`tcp://HOST:PORT` (any Dask comm scheme) or `local:N`; anything else is a QkvError."""
+    local = re.fullmatch(r"local:(\d+)", text)
+    if local:
+        workers = int(local.group(1))
+        if not 1 <= workers <= MAX_LOCAL_WORKERS:
+            raise QkvError("--cluster", f"local:N needs 1 <= N <= {MAX_LOCAL_WORKERS}, not {workers}")
+        return ClusterAddress(None, workers)
+    if re.fullmatch(r"[a-z]+://\S+", text):
+        return ClusterAddress(text, 0)
+    raise QkvError("--cluster", f"'{text}' is neither a scheduler address (tcp://HOST:8786) nor local:N")
+
+
+def bundle_file_bytes(bundle_dir: Path) -> dict[str, bytes]:
+    """Every file of the bundle folder as {relative path: bytes}: what a worker needs to grade."""
+    return {path.relative_to(bundle_dir).as_posix(): path.read_bytes()
+            for path in sorted(bundle_dir.rglob("*")) if path.is_file()}
+
+
+def grader_name(files: dict[str, bytes], limits: Limits, isolation: str) -> str:
+    """The plugin's name on the workers: the same bundle and settings replace their own stale copy
+    (left by a killed client) instead of piling up beside it."""
+    digest = hashlib.sha256(repr((sorted(files.items()), limits, isolation)).encode())
+    return f"qkv-grader-{digest.hexdigest()[:16]}"
+
+
+def weakest_isolation(isolations: Sequence[str]) -> str:
+    return "bwrap" if all(i == "bwrap" for i in isolations) else next(i for i in isolations if i != "bwrap")
+
+
+class GraderPlugin(WorkerPlugin):
+    """Lives in each Dask worker process: the unpacked bundle and a warm SandboxPool, closed at teardown."""
+
+    def __init__(self, name: str, files: dict[str, bytes], limits: Limits, isolation: str) -> None:
+        self.name = name
+        self.files = files
+        self.limits = limits
+        self.isolation = isolation
+
+    def setup(self, worker: Worker) -> None:
+        # inside the worker's own folder, which Dask cleans up even after a kill -9
+        self.folder = Path(tempfile.mkdtemp(prefix="qkv-bundle-", dir=worker.local_directory))
+        for relative, data in self.files.items():
+            (self.folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.folder / relative).write_bytes(data)
+        self.bundle = read_bundle(self.folder)
+        # the sandbox processes start with the first submission, in a worker thread, not on the event loop
+        self.pool = SandboxPool(self.bundle.track, jobs=worker.state.nthreads, limits=self.limits,
+                                isolation=self.isolation)
+
+    def teardown(self, worker: Worker) -> None:
+        self.pool.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def grade(self, submission: Submission) -> tuple[dict, str]:
+        run = run_submission(self.pool, self.bundle, submission.source)
+        return grade_submission(self.bundle, submission, run).to_json(), self.pool.isolation
+
+
+def grade_on_worker(grader: str, submission: Submission) -> tuple[dict, str]:
+    """The Dask task: one submission graded by this worker's plugin; its result as plain data."""
+    plugin: GraderPlugin = get_worker().plugins[grader]
+    return plugin.grade(submission)
+
+
+def worker_isolation(grader: str, dask_worker: Worker) -> str:
+    return dask_worker.plugins[grader].pool.isolation
+
+
+class ClusterRoute:
+    """Sends submissions to the cluster's workers, a bounded number in flight, and yields their results."""
+
+    def __init__(self, client: Client, grader: str, bundle: GradingBundle, isolation: str) -> None:
+        self.client = client
+        self.grader = grader
+        self.bundle = bundle
+        self.isolation = isolation  # the weakest seen so far, as workers may join with less
+
+    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        waiting = iter(submissions)
+        in_flight: dict[Future, Submission] = {}
+        completed = as_completed(loop=self.client.loop)
+
+        def send(count: int) -> None:
+            batch = list(islice(waiting, count))
+            if not batch:
+                return
+            # One task group per run (the key's first part), larger than twice the cluster's
+            # threads: Dask then queues it on the scheduler and hands each worker only what it
+            # can start, so a worker that dies takes few innocent tasks with it. The key names
+            # the student, so the dashboard shows who is being graded.
+            futures = self.client.map(grade_on_worker, [self.grader] * len(batch), batch,
+                                      key=[(self.grader, s.student, s.digest) for s in batch])
+            in_flight.update(zip(futures, batch))
+            completed.update(futures)
+
+        send(max(MIN_TASKS_IN_FLIGHT, TASKS_PER_THREAD * sum(self.client.nthreads().values())))
+        for future in completed:
+            submission = in_flight.pop(future)
+            send(1)
+            # result() also waits for a result Dask recomputes because the worker holding it died
+            try:
+                result, isolation = future.result()
+            except KilledWorker as error:
+                yield submission, self._worker_lost(submission, error), self.isolation
+                continue
+            except CancelledError:
+                raise QkvError(str(self.client.scheduler.address), "the cluster cancelled the run "
+                               "(scheduler lost?); run the same command again to resume") from None
+            self.isolation = weakest_isolation([self.isolation, isolation])
+            yield submission, SubmissionResult.from_json(result), isolation
+
+    def _worker_lost(self, submission: Submission, error: KilledWorker) -> SubmissionResult:
+        lost = replace(submission, status=WORKER_LOST_STATUS,
+                       message=f"{error.allowed_failures + 1} Dask workers died while grading this submission; "
+                               "it was not graded (run again with --regrade to retry)")
+        return grade_submission(self.bundle, lost, None)
+
+
+@contextmanager
+def connect(address: ClusterAddress) -> Iterator[Client]:
+    """A client of the scheduler at `address`, or of a LocalCluster started here for `local:N`."""
+    if address.scheduler is None:
+        # One thread and one sandbox slot per worker; saturation 1.0 hands each worker only the task it
+        # runs, so a worker that dies takes no queued neighbour with it (each death counts against a
+        # task's allowed failures).
+        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+            cluster = LocalCluster(n_workers=address.local_workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+        with cluster, Client(cluster) as client:
+            yield client
+        return
+    try:
+        client = Client(address.scheduler, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError) as err:
+        raise QkvError(address.scheduler, f"cannot reach the Dask scheduler ({err})") from None
+    with client:
+        yield client
+
+
+@contextmanager
+def cluster_route(address: ClusterAddress, bundle: GradingBundle, bundle_dir: Path, limits: Limits,
+                  isolation: str) -> Iterator[ClusterRoute]:
+    """Connect, install the grader on every worker, and give the route that grades there."""
+    files = bundle_file_bytes(bundle_dir)
+    grader = grader_name(files, limits, isolation)
+    with connect(address) as client:
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
+        except TimeoutError:
+            raise QkvError(str(address), f"no Dask worker joined in {WORKER_WAIT_SECONDS:g} s; "
+                                         f"start some with `dask worker {address}`") from None
+        try:
+            client.register_plugin(GraderPlugin(grader, files, limits, isolation))
+        except Exception as err:  # noqa: BLE001 - re-raised from a worker, any type
+            raise QkvError(str(address), f"a Dask worker cannot grade: {type(err).__name__}: {err}") from None
+        isolations = client.run(worker_isolation, grader)
+        yield ClusterRoute(client, grader, bundle, weakest_isolation(list(isolations.values())))
+        # after a clean finish only: frees the warm sandboxes of a shared cluster's workers
+        client.unregister_worker_plugin(grader)

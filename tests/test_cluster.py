@@ -1,0 +1,197 @@
+"""qkv grade --cluster on real Dask LocalClusters (worker processes, real sandbox, real SQLite): same gradebook
+as a local run, a worker killed mid-run, a submission whose grading keeps killing workers, the CLI killed and resumed."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dask
+import pytest
+from distributed import Client, LocalCluster, WorkerPlugin
+
+from autograder.grade import GRADEBOOK_FILE, grade_class
+from solutions import misconceptions
+from conftest import key_module, key_notebook, replace_function
+
+QKV = Path(sys.executable).with_name("qkv")
+
+
+def rows(out: Path) -> dict[str, dict[str, str]]:
+    with open(out / "gradebook.csv", newline="") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def sleepy_class(folder: Path, key: str, count: int, seconds: float) -> list[str]:
+    """`count` perfect submissions that each take at least `seconds` to load, so workers are busy when killed."""
+    folder.mkdir()
+    for i in range(count):
+        (folder / f"s{i:02d}.py").write_text(f"import time\ntime.sleep({seconds})\n{key}\n# {i}\n")
+    return [f"s{i:02d}" for i in range(count)]
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """Two one-thread worker processes behind a scheduler reached by its tcp:// address, as a real cluster is.
+    allowed-failures 1 (default 3) keeps the poison test to two worker deaths; saturation 1.0, as `local:N`
+    has, hands a worker only the task it runs."""
+    settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(settings):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, Client(cluster) as client:
+        yield cluster, client
+
+
+def test_cluster_gradebook_is_identical_to_local(built_numpy, tmp_path):
+    assignment = built_numpy.assignment
+    key = key_module(assignment)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "perfect.py").write_text(key)
+    (subs / "notebook.ipynb").write_text(key_notebook(assignment, built_numpy.out / "student" / f"{assignment.module_name}.ipynb"))
+    (subs / "stub.py").write_bytes((built_numpy.out / "student" / f"{assignment.module_name}.py").read_bytes())
+    (subs / "columns.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_over_columns))
+    (subs / "empty.py").write_text("")
+    (subs / "syntax.py").write_text("def softmax_rows(S:\n")
+    (subs / "looping.py").write_text(key + "\nwhile True:\n    pass\n")
+    # a student trying to take its grader down: the sandbox's pid namespace and uid stop it
+    (subs / "killer.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + key)
+    bundle = built_numpy.out / "autograder"
+    local = grade_class(bundle, subs, tmp_path / "local", jobs=2, timeout=3.0)
+    remote = grade_class(bundle, subs, tmp_path / "cluster", timeout=3.0, cluster="local:2")
+
+    assert remote.graded_now == local.graded_now == 8
+    statuses = {r.student: r.status for r in remote.results}
+    assert statuses["perfect"] == statuses["notebook"] == "graded"
+    assert (statuses["empty"], statuses["syntax"], statuses["looping"]) == ("empty", "load_error", "timeout")
+    assert statuses["killer"] != "worker_lost"
+    assert (tmp_path / "cluster" / "gradebook.csv").read_bytes() == (tmp_path / "local" / "gradebook.csv").read_bytes()
+    for student in statuses:
+        for name in ("results.json", "feedback.html"):
+            made_here = (tmp_path / "local" / "feedback" / student / name).read_bytes()
+            assert (tmp_path / "cluster" / "feedback" / student / name).read_bytes() == made_here, (student, name)
+    query = ("SELECT student, digest, status, score, max_score, isolation, result FROM submissions ORDER BY student",
+             "SELECT * FROM test_scores ORDER BY student, problem, test")
+    for sql in query:
+        with sqlite3.connect(tmp_path / "local" / GRADEBOOK_FILE) as here, \
+                sqlite3.connect(tmp_path / "cluster" / GRADEBOOK_FILE) as there:
+            assert there.execute(sql).fetchall() == here.execute(sql).fetchall()
+
+
+def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_once(built_numpy, dask_cluster, tmp_path):
+    cluster, client = dask_cluster
+    client.wait_for_workers(2)
+    students = sleepy_class(tmp_path / "subs", key_module(built_numpy.assignment), 12, 0.5)
+    victim_address, victim_pid = sorted(client.run(os.getpid).items())[0]
+    recorded: list[str] = []
+    interrupted: list[str] = []
+
+    def running_on_victim(dask_worker) -> list[str]:
+        return [ts.key[1] for ts in dask_worker.state.tasks.values() if ts.state == "executing"]
+
+    def progress(done: int, total: int, student: str) -> None:
+        recorded.append(student)
+        while done == 3 and not interrupted:  # wait for the victim to be mid-task, then kill it
+            interrupted.extend(client.run(running_on_victim, workers=[victim_address])[victim_address])
+            if interrupted:
+                os.kill(victim_pid, signal.SIGKILL)
+            time.sleep(0.05)
+
+    run = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", timeout=10.0,
+                      cluster=cluster.scheduler_address, progress=progress)
+    assert len(interrupted) == 1, "the worker must die while grading a submission"
+    assert sorted(recorded) == students, "every submission recorded exactly once"
+    table = rows(tmp_path / "out")
+    assert sorted(table) == students and run.graded_now == 12
+    assert all(r["status"] == "graded" and float(r["total"]) == float(r["max"]) for r in table.values())
+    client.wait_for_workers(2)
+    assert victim_pid not in client.run(os.getpid).values(), "the killed worker was restarted, not reused"
+
+
+class DieWhenGrading(WorkerPlugin):
+    """Test only: the worker process dies (SIGKILL, nothing cleaned up) whenever it starts grading `student`."""
+
+    name = "die-when-grading"
+
+    def __init__(self, student: str) -> None:
+        self.student = student
+
+    def transition(self, key, start, finish, **kwargs) -> None:
+        if finish == "executing" and isinstance(key, tuple) and key[1] == self.student:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_submission_that_keeps_killing_its_worker_is_marked_and_the_batch_finishes(built_numpy, dask_cluster, tmp_path):
+    """Student code cannot kill a Dask worker (it runs in the sandbox's children; see `killer` above). What can is
+    a fault of the worker itself whenever it grades one submission: the OOM killer, a crash in a native library.
+    A worker plugin makes that fault real: the worker process is SIGKILLed as it starts grading `poison`."""
+    cluster, client = dask_cluster
+    client.wait_for_workers(2)
+    key = key_module(built_numpy.assignment)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for student in ("a", "b", "poison", "c", "d", "e"):
+        (subs / f"{student}.py").write_text(f"{key}\n# {student}\n")
+    client.register_plugin(DieWhenGrading("poison"))
+    try:
+        run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=10.0,
+                          cluster=cluster.scheduler_address)
+    finally:
+        client.unregister_worker_plugin(DieWhenGrading.name)
+    table = rows(tmp_path / "out")
+    assert len(table) == 6 and run.graded_now == 6
+    assert table["poison"]["status"] == "worker_lost" and float(table["poison"]["total"]) == 0
+    lost = next(r for r in run.results if r.student == "poison")
+    assert "2 Dask workers died while grading this submission" in lost.message
+    others = [r for s, r in table.items() if s != "poison"]
+    assert all(r["status"] == "graded" and float(r["total"]) == float(r["max"]) for r in others)
+
+
+def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_numpy, tmp_path):
+    students = sleepy_class(tmp_path / "subs", key_module(built_numpy.assignment), 16, 0.3)
+    out = tmp_path / "out"
+    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy.out),
+               "--out", str(out), "--cluster", "local:2"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    graded_before_kill = 0
+    while time.time() < deadline and graded_before_kill < 3:
+        time.sleep(0.2)
+        if (out / GRADEBOOK_FILE).exists():
+            with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+                graded_before_kill = db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+    os.killpg(process.pid, signal.SIGKILL)  # the client, its scheduler and its workers
+    process.wait()
+    assert 3 <= graded_before_kill < 16, "the run must be killed part-way"
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        survived = dict(db.execute("SELECT student, graded_at FROM submissions"))
+    finish = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr
+    assert f"graded {16 - len(survived)}, unchanged and skipped {len(survived)}" in finish.stdout.replace("\n", " ")
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        final = dict(db.execute("SELECT student, graded_at FROM submissions"))
+    assert sorted(final) == students
+    assert all(final[s] == t for s, t in survived.items()), "a submission was graded twice"
+    assert all(float(r["total"]) == float(r["max"]) for r in rows(out).values())
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--cluster", "somewhere"], "neither a scheduler address"),
+    (["--cluster", "local:0"], "local:N needs 1 <= N"),
+    (["--cluster", "local:2", "--jobs", "2"], "drop --jobs"),
+])
+def test_cli_cluster_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path, extra, expected):
+    (tmp_path / "subs").mkdir()
+    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy.out),
+               "--out", str(tmp_path / "out"), *extra]
+    run = subprocess.run(command, capture_output=True, text=True)
+    assert run.returncode == 1
+    assert expected in run.stderr and "Traceback" not in run.stderr
+    assert len([line for line in run.stderr.splitlines() if line.strip()]) == 1
+    assert not (tmp_path / "out").exists()
