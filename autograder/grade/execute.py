@@ -9,6 +9,7 @@ so one broken function costs only its own problem's points.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from typing import Hashable, Iterable, Iterator, TypeVar
 
@@ -19,17 +20,35 @@ ALL_PROBLEMS = "__all_problems__"
 K = TypeVar("K", bound=Hashable)
 
 
+_CALLS: dict[int, tuple[GradingBundle, list[ProblemCalls], list[ProblemCalls]]] = {}
+_CALLS_LOCK = threading.Lock()
+
+
+def _calls(bundle: GradingBundle) -> tuple[list[ProblemCalls], list[ProblemCalls]]:
+    """(isolated, combined) calls of a bundle, made once: the sandbox reuses its encoding of the same list."""
+    with _CALLS_LOCK:
+        cached = _CALLS.get(id(bundle))
+        if cached is None or cached[0] is not bundle:
+            isolated = [
+                ProblemCalls(p.id, tuple(Call(t.call_id, p.function, t.args, dict(t.kwargs)) for t in p.tests))
+                for p in bundle.code
+            ]
+            everything = tuple(call for problem in isolated for call in problem.calls)
+            cached = (bundle, isolated, [ProblemCalls(ALL_PROBLEMS, everything)] if everything else [])
+            if len(_CALLS) >= 8:
+                _CALLS.pop(next(iter(_CALLS)))
+            _CALLS[id(bundle)] = cached
+    return cached[1], cached[2]
+
+
 def isolated_calls(bundle: GradingBundle) -> list[ProblemCalls]:
     """Each code problem's tests as its own group of calls."""
-    return [
-        ProblemCalls(p.id, tuple(Call(t.call_id, p.function, t.args, dict(t.kwargs)) for t in p.tests))
-        for p in bundle.code
-    ]
+    return _calls(bundle)[0]
 
 
 def combined_calls(bundle: GradingBundle) -> list[ProblemCalls]:
-    calls = tuple(call for problem in isolated_calls(bundle) for call in problem.calls)
-    return [ProblemCalls(ALL_PROBLEMS, calls)] if calls else []
+    """Every call of every code problem as one group."""
+    return _calls(bundle)[1]
 
 
 def split_combined(run: SubmissionRun, bundle: GradingBundle) -> SubmissionRun | None:

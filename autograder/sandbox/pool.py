@@ -397,7 +397,7 @@ class _Collector:
             self.results[problem][call_id] = CallResult(ok=False, error=error)
             return
         try:
-            outputs = decode_outputs(blob, header.get("count"))
+            outputs = decode_outputs(blob, header.get("arrays"))
         except ProtocolError as exc:
             self.results[problem][call_id] = CallResult(ok=False, error=f"returned data the grader cannot read ({exc})")
             return
