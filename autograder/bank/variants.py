@@ -78,6 +78,21 @@ def draw_variant(problem: NumericProblem, seed: int, student: str | None = None)
 
 
 
+_DRAWN: dict[tuple[int, int, str | None], tuple[NumericProblem, Variant]] = {}
+MAX_REMEMBERED = 50_000
+
+
 def variant_for(problem: NumericProblem, seed: int, mode: str, student: str | None) -> Variant:
-    """The variant a student gets under an assignment's `variants:` mode ("same" or "per_student")."""
-    return draw_variant(problem, seed, student if mode == "per_student" else None)
+    """The variant a student gets under an assignment's `variants:` mode ("same" or "per_student").
+
+    Remembered: grading a class asks for the same class-wide variant once per student."""
+    who = student if mode == "per_student" else None
+    key = (id(problem), seed, who)
+    cached = _DRAWN.get(key)
+    if cached is not None and cached[0] is problem:
+        return cached[1]
+    variant = draw_variant(problem, seed, who)
+    if len(_DRAWN) >= MAX_REMEMBERED:
+        _DRAWN.clear()
+    _DRAWN[key] = (problem, variant)
+    return variant

@@ -34,7 +34,8 @@ def _calls(bundle: GradingBundle) -> tuple[list[ProblemCalls], list[ProblemCalls
                 for p in bundle.code
             ]
             everything = tuple(call for problem in isolated for call in problem.calls)
-            cached = (bundle, isolated, [ProblemCalls(ALL_PROBLEMS, everything)] if everything else [])
+            combined = [ProblemCalls(ALL_PROBLEMS, everything, report_each=False)] if everything else []
+            cached = (bundle, isolated, combined)
             if len(_CALLS) >= 8:
                 _CALLS.pop(next(iter(_CALLS)))
             _CALLS[id(bundle)] = cached

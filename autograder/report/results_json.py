@@ -46,4 +46,4 @@ def results_json(result: SubmissionResult) -> dict:
 
 
 def write_results_json(path: Path, result: SubmissionResult) -> None:
-    write_atomic(path, (json.dumps(results_json(result), indent=1) + "\n").encode())
+    write_atomic(path, (json.dumps(results_json(result), separators=(",", ":")) + "\n").encode())

@@ -13,7 +13,6 @@ its own copy of this framing; keep the two in step.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -60,10 +59,16 @@ class Call:
 
 @dataclass(frozen=True)
 class ProblemCalls:
-    """The calls of one problem; they run in their own process with their own time budget."""
+    """The calls of one problem; they run in their own process with their own time budget.
+
+    `report_each` sends each call's result as soon as it is made, so a crash keeps the
+    results before it and names the call that was running; False sends them all at the
+    end in one write (much faster; for callers that rerun the calls when it fails).
+    """
 
     problem_id: str
     calls: tuple[Call, ...]
+    report_each: bool = True
 
 
 @dataclass(frozen=True)
@@ -157,12 +162,12 @@ def _check_value(value: object, where: str) -> object:
     raise TypeError(f"{where}: arguments must be numpy arrays, int, float, bool, str or None")
 
 
-_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], list, bytes]] = {}
+_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], list, dict, bytes]] = {}
 _ENCODED_LOCK = threading.Lock()
 
 
-def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, bytes]:
-    """The calls as JSON-ready data and their arrays as one .npz blob.
+def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, dict, bytes]:
+    """The calls as JSON-ready data, and their arrays as raw bytes with a {key: [dtype, shape, offset]} layout.
 
     A class sends the same calls with every submission, so the encoding is kept for
     the last few call lists (the list itself is held, so its id cannot be reused).
@@ -170,7 +175,7 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, bytes]:
     with _ENCODED_LOCK:
         cached = _ENCODED_CALLS.get(id(problems))
     if cached is not None and cached[0] is problems:
-        return cached[1], cached[2]
+        return cached[1], cached[2], cached[3]
     arrays: dict[str, np.ndarray] = {}
 
     def arg(value: ArgValue, where: str) -> dict:
@@ -203,25 +208,31 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, bytes]:
                     "kwargs": {str(k): arg(v, where) for k, v in call.kwargs.items()},
                 }
             )
-        encoded.append({"id": problem.problem_id, "calls": calls})
-    blob = io.BytesIO()
-    np.savez(blob, **arrays)
+        encoded.append({"id": problem.problem_id, "calls": calls, "report_each": bool(problem.report_each)})
+    layout, chunks, offset = {}, [], 0
+    for key, value in arrays.items():
+        data = np.ascontiguousarray(value).tobytes()
+        layout[key] = [value.dtype.str, list(value.shape), offset]
+        chunks.append(data)
+        offset += len(data)
+    blob = b"".join(chunks)
     with _ENCODED_LOCK:
         if len(_ENCODED_CALLS) >= 8:
             _ENCODED_CALLS.pop(next(iter(_ENCODED_CALLS)))
-        _ENCODED_CALLS[id(problems)] = (problems, encoded, blob.getvalue())
-    return encoded, blob.getvalue()
+        _ENCODED_CALLS[id(problems)] = (problems, encoded, layout, blob)
+    return encoded, layout, blob
 
 
 def encode_job(source: str, problems: Sequence[ProblemCalls], limits: Limits) -> bytes:
-    """One job frame: JSON for the calls and scalars, an .npz blob for the arrays."""
+    """One job frame: JSON for the calls, scalars and array layout, raw bytes for the arrays."""
     if not isinstance(source, str):
         raise TypeError("source must be str (decode the submission before calling the sandbox)")
-    encoded, blob = encode_calls(problems)
+    encoded, layout, blob = encode_calls(problems)
     header = {
         "kind": "job",
         "source": source,
         "problems": encoded,
+        "arrays": layout,
         "limits": {
             "load_seconds": float(limits.load_seconds),
             "problem_seconds": float(limits.problem_seconds),

@@ -25,8 +25,8 @@ from __future__ import annotations
 import builtins
 import ctypes
 import gc
-import io
 import json
+import math
 import os
 import resource
 import select
@@ -237,9 +237,7 @@ def main() -> None:
 
 def warm_up() -> None:
     """Run each per-job code path once, so its lazy imports happen here and not per fork."""
-    buffer = io.BytesIO()
-    np.savez(buffer, o0=np.zeros(2))
-    dict(np.load(io.BytesIO(buffer.getvalue()), allow_pickle=False))
+    np.frombuffer(np.zeros(2).tobytes(), dtype=np.dtype("<f8"), count=2, offset=0).reshape([2]).copy()
     try:
         exec(compile("1/0", "submission.py", "exec"), {})
     except ZeroDivisionError as exc:
@@ -260,7 +258,9 @@ def handle_job(config: dict) -> int:
     head_len, blob_len = FRAME_HEAD.unpack(head)
     header = json.loads(read_exact(0, head_len))
     blob = read_exact(0, blob_len)
-    arrays = dict(np.load(io.BytesIO(blob), allow_pickle=False))
+    # raw bytes and a layout from the trusted grader: views, no zip to parse (that was 9 ms a job)
+    arrays = {key: np.frombuffer(blob, dtype=np.dtype(dtype), count=math.prod(shape), offset=offset).reshape(shape)
+              for key, (dtype, shape, offset) in header.get("arrays", {}).items()}
     job = Job(header, arrays, config)
     main_r, main_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -944,11 +944,18 @@ def relay(pid: int, read_fd: int) -> None:
 
 def run_calls(job: Job, namespace: dict, problem: dict, write_fd: int) -> None:
     me = os.getpid()
+    report_each = problem.get("report_each", True) is not False
+    pending: list[bytes] = []
 
     def emit(header: dict, blob: bytes = b"") -> None:
         if os.getpid() != me:
             os._exit(0)  # a copy the student forked: only the original reports
-        write_all(write_fd, encode_frame(header, blob))
+        pending.append(encode_frame(header, blob))
+        # One write per frame wakes three processes per frame; batching them is what makes
+        # a class fast. Endings (done, exit, memory) always flush.
+        if report_each or header.get("kind") in ("done", "sysexit", "memory"):
+            write_all(write_fd, b"".join(pending))
+            pending.clear()
 
     for call in problem["calls"]:
         emit({"kind": "begin", "call_id": call["id"]})
