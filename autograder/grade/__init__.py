@@ -50,14 +50,21 @@ def bundle_fingerprint(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def export_reports(out: Path, bundle: GradingBundle, rows: list[tuple[SubmissionResult, str]]) -> None:
+def write_student_reports(out: Path, bundle: GradingBundle, result: SubmissionResult, isolation: str) -> None:
+    folder = out / "feedback" / result.student
+    write_results_json(folder / "results.json", result)
+    write_feedback(folder / "feedback.html", result, bundle.title, bundle.due, isolation)
+
+
+def export_reports(out: Path, bundle: GradingBundle, rows: list[tuple[SubmissionResult, str]],
+                   already_written: set[str] = frozenset()) -> None:
+    """The class CSV, and each student's pages unless this run wrote them as it graded."""
     results = [r for r, _ in rows]
     write_gradebook_csv(out / "gradebook.csv", results, bundle.problem_order,
                         isolation={r.student: iso for r, iso in rows})
     for result, isolation in rows:
-        folder = out / "feedback" / result.student
-        write_results_json(folder / "results.json", result)
-        write_feedback(folder / "feedback.html", result, bundle.title, bundle.due, isolation)
+        if result.student not in already_written:
+            write_student_reports(out, bundle, result, isolation)
 
 
 class Route(Protocol):
@@ -140,9 +147,14 @@ def grade_class(
         total = len(todo)
         finished = 0
 
+        written: set[str] = set()
+
         def record(submission: Submission, result: SubmissionResult, iso: str) -> None:
             nonlocal finished
             gradebook.record(result, iso)
+            # pages are written while the sandbox workers grade the next submissions, not after
+            write_student_reports(out, bundle, result, iso)
+            written.add(result.student)
             finished += 1
             if progress:
                 progress(finished, total, submission.student)
@@ -155,5 +167,5 @@ def grade_class(
                 record(submission, result, iso)
             used_isolation = route.isolation
         rows = gradebook.results()
-    export_reports(out, bundle, rows)
+    export_reports(out, bundle, rows, written)
     return GradeRun(bundle, out, [r for r, _ in rows], used_isolation, total, skipped, notes)
