@@ -1,0 +1,155 @@
+"""Benchmark of `qkv grade`: a class of .py files, a class of notebooks, and real nbgrader side by side.
+
+Writes benchmarks/results/grade.json and prints a Markdown table for the README.
+Figures: wall seconds and peak memory (RSS of the whole process tree, sampled)
+for 1,000 .py submissions and 1,000 notebooks of attention-numpy, and, in the
+same run, the same 100 notebooks graded by `nbgrader autograde` and by
+`qkv grade`, as a ratio. Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from autograder.build import build  # noqa: E402
+from autograder.grade import grade_class  # noqa: E402
+from conftest import key_module, key_notebook  # noqa: E402
+
+VENV_BIN = Path(sys.executable).parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+class PeakMemory:
+    """Samples the summed RSS of this process and all its descendants every 50 ms."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _tree_rss(root: int) -> int:
+        children: dict[int, list[int]] = {}
+        rss: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            pid, ppid = int(entry), int(fields.get("PPid", "0").strip())
+            children.setdefault(ppid, []).append(pid)
+            rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+        total, stack = 0, [root]
+        while stack:
+            pid = stack.pop()
+            total += rss.get(pid, 0)
+            stack.extend(children.get(pid, []))
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._tree_rss(os.getpid()))
+            time.sleep(0.05)
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def timed_grade(bundle_dir: Path, subs: Path, out: Path) -> dict:
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        run = grade_class(bundle_dir, subs, out, jobs=os.cpu_count())
+        wall = time.perf_counter() - start
+    assert run.graded_now == len(list(subs.iterdir())), "every submission must be graded"
+    return {"submissions": run.graded_now, "wall_s": round(wall, 2), "per_second": round(run.graded_now / wall, 1),
+            "peak_memory_mb": round(memory.peak / 2**20), "isolation": run.isolation}
+
+
+def nbgrader_autograde(course_src: Path, name: str, notebook: str, count: int, work: Path) -> dict:
+    course = work / "course"
+    shutil.copytree(course_src, course)
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}", "JUPYTER_RUNTIME_DIR": str(work / "rt")}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    subprocess.run([str(VENV_BIN / "nbgrader"), "generate_assignment", name, "--force"], cwd=course, env=env,
+                   check=True, capture_output=True)
+    for i in range(count):
+        folder = course / "submitted" / f"s{i:03d}" / name
+        folder.mkdir(parents=True)
+        (folder / f"{name}.ipynb").write_text(notebook)
+    start = time.perf_counter()
+    subprocess.run([str(VENV_BIN / "nbgrader"), "autograde", name, "--create"], cwd=course, env=env,
+                   check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    return {"submissions": count, "wall_s": round(wall, 2), "per_second": round(count / wall, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--class-size", type=int, default=1000)
+    parser.add_argument("--nbgrader", type=int, default=100)
+    args = parser.parse_args()
+    figures: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version()}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        built = build("attention-numpy", work / "dist")
+        bundle_dir = built.out / "autograder"
+        key = key_module(built.assignment)
+        notebook = key_notebook(built.assignment, built.out / "student" / f"{built.assignment.module_name}.ipynb")
+        py, nb = work / "py", work / "nb"
+        py.mkdir()
+        nb.mkdir()
+        for i in range(args.class_size):
+            (py / f"s{i:04d}.py").write_text(f"{key}\n# student {i}\n")
+            (nb / f"s{i:04d}.ipynb").write_text(notebook)
+        figures["qkv_py"] = timed_grade(bundle_dir, py, work / "out-py")
+        figures["qkv_notebooks"] = timed_grade(bundle_dir, nb, work / "out-nb")
+
+        name = "attention-numpy"
+        source = (built.out / "nbgrader" / "source" / name / f"{name}.ipynb").read_text()
+        nbformat.reads(source, as_version=4)
+        same = work / "same"
+        same.mkdir()
+        for i in range(args.nbgrader):
+            (same / f"s{i:03d}.ipynb").write_text(source)
+        figures["qkv_same_notebooks"] = timed_grade(bundle_dir, same, work / "out-same")
+        figures["nbgrader_autograde"] = nbgrader_autograde(built.out / "nbgrader", name, source, args.nbgrader, work)
+        figures["nbgrader_over_qkv"] = round(figures["nbgrader_autograde"]["wall_s"] / figures["qkv_same_notebooks"]["wall_s"], 1)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "grade.json").write_text(json.dumps(figures, indent=1) + "\n")
+    rows = [
+        ("qkv grade, .py files", figures["qkv_py"]),
+        ("qkv grade, notebooks", figures["qkv_notebooks"]),
+        ("qkv grade, nbgrader notebooks", figures["qkv_same_notebooks"]),
+        ("nbgrader autograde, same notebooks", figures["nbgrader_autograde"]),
+    ]
+    print("| what | submissions | wall s | per second | peak memory MB |\n|---|---|---|---|---|")
+    for label, f in rows:
+        print(f"| {label} | {f['submissions']} | {f['wall_s']} | {f['per_second']} | {f.get('peak_memory_mb', '-')} |")
+    print(f"\nnbgrader autograde takes {figures['nbgrader_over_qkv']}x as long as qkv grade on the same notebooks.")
+
+
+if __name__ == "__main__":
+    main()
