@@ -958,7 +958,8 @@ def run_calls(job: Job, namespace: dict, problem: dict, write_fd: int) -> None:
             pending.clear()
 
     for call in problem["calls"]:
-        emit({"kind": "begin", "call_id": call["id"]})
+        if report_each:  # it only names the call a crash interrupted; batched runs are rerun for that
+            emit({"kind": "begin", "call_id": call["id"]})
         function = namespace.get(call["fn"])
         if not callable(function):
             emit({"kind": "call", "call_id": call["id"], "ok": False, "error": f"{call['fn']} is not defined"})
