@@ -183,13 +183,6 @@ GRID_BUDGET = 50_000  # most digests the self-check computes for one answer part
 GRID_FINENESS = (8, 4, 2, 1)
 
 
-def kept_decimals(tolerance_abs: float, decimals: int | None) -> int:
-    """Digits that tell apart numbers `tolerance_abs` apart (decimals when exact)."""
-    if tolerance_abs > 0:
-        return max(0, round(-math.log10(tolerance_abs)))
-    return decimals or 0
-
-
 def canonical_numbers(values: np.ndarray, digits: int) -> str:
     flat = np.round(np.asarray(values, dtype=float).reshape(-1), digits) + 0.0  # + 0.0 turns -0.0 into 0.0
     return f"{np.shape(values)}:" + ",".join(f"{x:.{digits}f}" for x in flat)

@@ -14,9 +14,6 @@ from autograder.build import BuildResult, build
 from autograder.build.manifest import Assignment
 from autograder.build.solution_key import key_answer, key_function, key_module
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 @pytest.fixture(scope="session")
 def bank() -> Bank:
     return load_bank_strict()
@@ -53,4 +50,4 @@ def key_notebook(assignment: Assignment, release_notebook: Path, student: str | 
     return nbformat.writes(nb)
 
 
-__all__ = ["ROOT", "key_module", "key_notebook", "replace_function"]
+__all__ = ["key_module", "key_notebook", "replace_function"]  # what test modules import from here

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -16,6 +16,10 @@ from autograder.bank.inputs import call_arguments
 from autograder.bank.model import TestCase, Tolerance, Track
 
 Outputs = tuple[np.ndarray, ...]
+
+
+class GradedTestLike(Protocol):
+    output: str
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,8 @@ def as_outputs(value: Any) -> Outputs:
     return tuple(out)
 
 
-def select(outputs: Outputs, test: TestCase) -> Outputs:
+def select(outputs: Outputs, test: TestCase | GradedTestLike) -> Outputs:
+    """The returned values a test compares (`output: first` for a pair)."""
     if test.output == "first":
         return outputs[:1]
     if test.output == "second":

@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
+from autograder.bank.answers import close
 from autograder.bank.load import Bank, load_bank
 from autograder.bank.model import ImplementProblem, NumericProblem, Problem, TestCase
 from autograder.bank.outputs import Outputs, compare, literal_outputs, run_trusted, select
@@ -126,17 +127,13 @@ def check_numeric(problem: NumericProblem) -> list[str]:
         for wrong in problem.misconceptions:
             wrong_answers = resolve(wrong.compute)(**variant.params)
             # indistinguishable when every part it gives is within that part's grading tolerance
-            if all(_within(np.asarray(wrong_answers[p.name], dtype=float), variant.answers[p.name], p.tolerance)
+            if all(close(np.asarray(wrong_answers[p.name], dtype=float), variant.answers[p.name], p.tolerance)
                    for p in problem.parts if p.name in wrong_answers):
                 problems.append(f"misconceptions.{wrong.id}: gives the right answer for {variant.params}")
                 break
     for variant in variants[:3]:
         problems += [found for found in _render_problems(problem, variant) if found not in problems]
     return problems
-
-
-def _within(got: np.ndarray, want: np.ndarray, tolerance) -> bool:
-    return got.shape == want.shape and bool(np.all(np.abs(got - want) <= tolerance.abs + tolerance.rel * np.abs(want)))
 
 
 def _render_problems(problem: Problem, variant=None) -> list[str]:

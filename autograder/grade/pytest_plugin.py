@@ -84,9 +84,9 @@ class QkvSession:
 
 
 class QkvItem(pytest.Item):
-    def __init__(self, *, problem_id: str, test_name: str, max_score: float, **kwargs: Any):
+    def __init__(self, *, problem_id: str, test_name: str, **kwargs: Any):
         super().__init__(**kwargs)
-        self.problem_id, self.test_name, self.max_score = problem_id, test_name, max_score
+        self.problem_id, self.test_name = problem_id, test_name
 
     def runtest(self) -> None:
         result = self.config._qkv.test_result(self.problem_id, self.test_name)
@@ -136,10 +136,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for problem in qkv.bundle.code:
         for test in problem.tests:
             items.append(QkvItem.from_parent(session, name=f"{problem.id}::{test.name}", problem_id=problem.id,
-                                             test_name=test.name, max_score=problem.test_points(test)))
+                                             test_name=test.name))
     for written in qkv.bundle.written:
         items.append(QkvItem.from_parent(session, name=f"{written.id}::answer", problem_id=written.id,
-                                         test_name="answer", max_score=written.points))
+                                         test_name="answer"))
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import numpy as np
 
 from autograder.bank.answers import check_choice, check_part, check_shape, check_true_false
 from autograder.bank.model import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
-from autograder.bank.outputs import compare
+from autograder.bank.outputs import compare, select
 from autograder.bank.variants import variant_for
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.grade.intake import Submission
@@ -94,14 +94,6 @@ def _shapes(test: GradedTest) -> str:
     return ", ".join(shapes)
 
 
-def _selected(outputs: tuple[np.ndarray, ...], test: GradedTest) -> tuple[np.ndarray, ...]:
-    if test.output == "first":
-        return outputs[:1]
-    if test.output == "second":
-        return outputs[1:2]
-    return outputs
-
-
 def _weights_heatmap(got: np.ndarray, want: np.ndarray) -> dict[str, list] | None:
     """The first (n_q x n_k) slice of attention weights, when the expected output looks like weights."""
     if want.ndim < 2 or got.shape != want.shape or want.dtype.kind != "f":
@@ -141,7 +133,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
         return result(False, f"should raise {test.expect_error}" + (f", but raised {call.error}" if call.error else ""))
     if not call.ok:
         return result(False, call.error or "failed")
-    got = _selected(tuple(call.outputs), test)
+    got = select(tuple(call.outputs), test)
     assert test.expected is not None
     mismatch = compare(got, test.expected, test.tolerance)
     if mismatch is None:

@@ -3,12 +3,13 @@
 Takes the grader's calls (plain arrays and scalars) and turns them into one job
 frame for `worker.py`; takes the frames the worker sends back and turns them into
 `SubmissionRun` values, refusing anything malformed, oversized, or executable
-(arrays are read with ``allow_pickle=False``, compressed members are refused, and
-only numeric/bool dtypes pass). No student code runs here.
+(arrays travel as raw bytes with a [dtype, shape] layout in the JSON header; only
+numeric/bool dtype strings pass, declared sizes must match the bytes, nothing is
+unpickled). No student code runs here.
 
 A frame is ``struct ">II"`` (header length, blob length), a UTF-8 JSON header, and
-an optional blob (an uncompressed ``.npz``). `worker.py` is standalone and carries
-its own copy of this framing; keep the two in step.
+an optional blob of raw array bytes. `worker.py` is standalone and carries its own
+copy of this framing; keep the two in step.
 """
 
 from __future__ import annotations
