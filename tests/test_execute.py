@@ -46,12 +46,27 @@ def test_combined_equals_isolated(setting, mistake):
     assert split is not None and same(split.problems, isolated.problems)
 
 
-def test_a_function_that_exits_is_rerun_problem_by_problem(setting):
+def test_a_submission_that_does_not_load_is_not_rerun(setting):
     bundle, pool, key = setting
-    source = key + "\nimport sys\n\ndef causal_mask(n):\n    sys.exit(3)\n"
-    assert split_combined(pool.run(source, combined_calls(bundle)), bundle) is None
+    batch = pool.run(key + "\ndef broken(:\n", combined_calls(bundle))
+    assert batch.status == "load_error" and split_combined(batch, bundle) is batch
+
+
+@pytest.mark.parametrize("body, status", [
+    ("sys.exit(3)", "exited"),
+    ("os._exit(0)", "exited"),
+    ("ctypes.string_at(0)", "crashed"),
+    ("os.write(3, bytes(range(256)) * 4)", "ok"),  # garbage on the result channel, which a problem's own process lacks
+])
+def test_a_function_that_breaks_the_batch_is_rerun_problem_by_problem(setting, body, status):
+    bundle, pool, key = setting
+    source = key + f"\nimport ctypes, os, sys\n\ndef causal_mask(n):\n    {body}\n"
+    batch = pool.run(source, combined_calls(bundle))
+    assert batch.problems[ALL_PROBLEMS].status != "ok"
+    assert split_combined(batch, bundle) is None
     (_, run), = list(run_many(pool, bundle, [("s", source)]))
-    assert run.problems["causal-mask"].status == "exited"
+    assert run.status == "ok" and run.problems["causal-mask"].status == status
+    assert not any(r.ok for r in run.problems["causal-mask"].results.values())
     honest = pool.run(key, isolated_calls(bundle)).problems
     others = {pid: p for pid, p in run.problems.items() if pid != "causal-mask"}
     assert others and same(others, {pid: honest[pid] for pid in others})

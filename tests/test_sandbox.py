@@ -510,6 +510,20 @@ assert any("resource limits ONLY" in str(w.message) for w in caught)
 
 
 @needs_bwrap
+def test_a_batched_problem_runs_in_the_submissions_own_process() -> None:
+    source = ("import os\nimport numpy as np\nLOADED_IN = os.getpid()\n\n"
+              "def where(x):\n    return np.array([LOADED_IN, os.getpid()])\n")
+    calls = (Call("w1", "where", (X,)), Call("w2", "where", (X,)))
+    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+        apart = pool.run(source, (ProblemCalls("p", calls),)).problems["p"]
+        batched = pool.run(source, (ProblemCalls("p", calls, batched=True),)).problems["p"]
+    assert apart.status == batched.status == "ok"
+    assert all(r.outputs[0][0] != r.outputs[0][1] for r in apart.results.values())
+    assert all(r.outputs[0][0] == r.outputs[0][1] for r in batched.results.values())
+    assert batched.results.keys() == {"w1", "w2"}
+
+
+@needs_bwrap
 def test_torch_track() -> None:
     calls = CORE + (probe("split_heads", X),)
     with SandboxPool("torch", jobs=1, limits=LIMITS) as pool:

@@ -1,10 +1,11 @@
 """How a submission's tests are run in the sandbox: a bundle and sources in, one `SubmissionRun` per source out.
 
-Fast path first: every call of every problem in one sandboxed process (one
-fork instead of one per problem, about half the time of a class). When that
-process does not finish cleanly (a loop, a crash, an exit, a memory bomb in any
-function), the submission is run again with each problem in its own process,
-so one broken function costs only its own problem's points.
+Fast path first: every call of every problem as one batch, run by the
+submission's own sandboxed process (no fork per problem, one message back;
+about half the time of a class). When that run does not finish cleanly (a
+loop, a crash, an exit, a memory bomb in any function), the submission is run
+again with each problem in its own process, so one broken function costs only
+its own problem's points.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _calls(bundle: GradingBundle) -> tuple[list[ProblemCalls], list[ProblemCalls
                 for p in bundle.code
             ]
             everything = tuple(call for problem in isolated for call in problem.calls)
-            combined = [ProblemCalls(ALL_PROBLEMS, everything, report_each=False)] if everything else []
+            combined = [ProblemCalls(ALL_PROBLEMS, everything, batched=True)] if everything else []
             cached = (bundle, isolated, combined)
             if len(_CALLS) >= 8:
                 _CALLS.pop(next(iter(_CALLS)))
@@ -54,11 +55,11 @@ def combined_calls(bundle: GradingBundle) -> list[ProblemCalls]:
 
 def split_combined(run: SubmissionRun, bundle: GradingBundle) -> SubmissionRun | None:
     """The combined run as per-problem results, or None when it must be run again problem by problem."""
-    if run.status != "ok" or not bundle.code:
-        return run  # loading failed: running the problems apart cannot help
     combined = run.problems.get(ALL_PROBLEMS)
-    if combined is None or combined.status != "ok":
-        return None
+    if not bundle.code or (run.status != "ok" and (combined is None or combined.status == "not_run")):
+        return run  # loading failed: running the problems apart cannot help
+    if run.status != "ok" or combined is None or combined.status != "ok":
+        return None  # the batch ran in the submission's main process, so any failure ends the run
     problems = {
         problem.id: ProblemRun("ok", combined.message,
                                {t.call_id: combined.results[t.call_id] for t in problem.tests if t.call_id in combined.results})

@@ -60,16 +60,19 @@ class Call:
 
 @dataclass(frozen=True)
 class ProblemCalls:
-    """The calls of one problem; they run in their own process with their own time budget.
+    """The calls of one problem, with their own time budget.
 
-    `report_each` sends each call's result as soon as it is made, so a crash keeps the
-    results before it and names the call that was running; False sends them all at the
-    end in one write (much faster; for callers that rerun the calls when it fails).
+    By default they run in a process of their own and each call's result is sent as
+    soon as it is made, so a crash keeps the results before it, names the call that
+    was running, and leaves the other problems running. `batched` runs them in the
+    submission's main process and sends every result in one write at the end: no
+    fork and one message instead of dozens, but all or nothing, since any failure
+    ends the whole run (for callers that then rerun the problems one by one).
     """
 
     problem_id: str
     calls: tuple[Call, ...]
-    report_each: bool = True
+    batched: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,7 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, dict, bytes]:
                     "kwargs": {str(k): arg(v, where) for k, v in call.kwargs.items()},
                 }
             )
-        encoded.append({"id": problem.problem_id, "calls": calls, "report_each": bool(problem.report_each)})
+        encoded.append({"id": problem.problem_id, "calls": calls, "batched": bool(problem.batched)})
     layout, chunks, offset = {}, [], 0
     for key, value in arrays.items():
         data = np.ascontiguousarray(value).tobytes()
