@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,9 +45,16 @@ class GradedTest:
     output: Literal["all", "first", "second"] = "all"
     mutant_outputs: dict[str, Outputs] = field(default_factory=dict)
 
-    @property
+    # cached: a class of 1,000 asks each test for these once per student
+    @cached_property
     def call_id(self) -> str:
         return f"{self.problem_id}::{self.name}"
+
+    @cached_property
+    def input_shapes(self) -> str:
+        shapes = [str(tuple(a.shape)) for a in self.args if isinstance(a, np.ndarray)]
+        shapes += [f"{k}={tuple(v.shape)}" for k, v in self.kwargs.items() if isinstance(v, np.ndarray)]
+        return ", ".join(shapes)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from autograder.grade import GRADEBOOK_FILE, grade_class
+from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import discover, safe_student_id
 from solutions import misconceptions
 from conftest import key_module, key_notebook, replace_function
@@ -150,6 +151,10 @@ def test_unchanged_submissions_are_not_regraded(graded, built_numpy):
     assert float(rows(out)["stub"]["total"]) == pytest.approx(run.bundle.max_points)
     again = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0, regrade=True)
     assert again.graded_now == 14
+    # this run's results are reported from memory, not read back: they must be what the gradebook holds
+    with Gradebook(out / GRADEBOOK_FILE) as gradebook:
+        stored = [json.dumps(r.to_json()) for r, _ in gradebook.results()]
+    assert [json.dumps(r.to_json()) for r in again.results] == stored
 
 
 def test_student_ids_are_made_safe(tmp_path):

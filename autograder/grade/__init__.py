@@ -145,19 +145,16 @@ def grade_class(
         skipped = len(submissions) - len(todo)
         runnable = [s for s in todo if s.source is not None]
         total = len(todo)
-        finished = 0
 
-        written: set[str] = set()
+        graded_now: dict[str, SubmissionResult] = {}  # their pages are written already
 
         def record(submission: Submission, result: SubmissionResult, iso: str) -> None:
-            nonlocal finished
             gradebook.record(result, iso)
             # pages are written while the sandbox workers grade the next submissions, not after
             write_student_reports(out, bundle, result, iso)
-            written.add(result.student)
-            finished += 1
+            graded_now[result.student] = result
             if progress:
-                progress(finished, total, submission.student)
+                progress(len(graded_now), total, submission.student)
 
         with routing as route:
             for submission in todo:
@@ -166,6 +163,6 @@ def grade_class(
             for submission, result, iso in route.grade(runnable):
                 record(submission, result, iso)
             used_isolation = route.isolation
-        rows = gradebook.results()
-    export_reports(out, bundle, rows, written)
+        rows = gradebook.results(known=graded_now)
+    export_reports(out, bundle, rows, set(graded_now))
     return GradeRun(bundle, out, [r for r, _ in rows], used_isolation, total, skipped, notes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from autograder.grade.score import SubmissionResult
@@ -93,9 +94,12 @@ class Gradebook:
                 [(result.student, p.problem_id, t.name, t.score, t.max_score) for p in result.problems for t in p.tests],
             )
 
-    def results(self) -> list[tuple[SubmissionResult, str]]:
-        rows = self.db.execute("SELECT result, isolation FROM submissions ORDER BY student").fetchall()
-        return [(SubmissionResult.from_json(json.loads(r)), isolation) for r, isolation in rows]
+    def results(self, known: Mapping[str, SubmissionResult] = {}) -> list[tuple[SubmissionResult, str]]:
+        """Every stored result with its isolation, by student; those in `known` (just recorded) are not decoded again."""
+        rows = self.db.execute("SELECT student, isolation FROM submissions ORDER BY student").fetchall()
+        stored = dict(self.db.execute("SELECT student, result FROM submissions").fetchall()) if len(known) < len(rows) else {}
+        return [(known[student] if student in known else SubmissionResult.from_json(json.loads(stored[student])), isolation)
+                for student, isolation in rows]
 
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]

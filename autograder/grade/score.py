@@ -88,12 +88,6 @@ def _excerpt(array: np.ndarray | None, limit: int = 6) -> str:
     return f"shape {tuple(np.shape(array))}: [{body}{more}]"
 
 
-def _shapes(test: GradedTest) -> str:
-    shapes = [str(tuple(a.shape)) for a in test.args if isinstance(a, np.ndarray)]
-    shapes += [f"{k}={tuple(v.shape)}" for k, v in test.kwargs.items() if isinstance(v, np.ndarray)]
-    return ", ".join(shapes)
-
-
 def _weights_heatmap(got: np.ndarray, want: np.ndarray) -> dict[str, list] | None:
     """The first (n_q x n_k) slice of attention weights, when the expected output looks like weights."""
     if want.ndim < 2 or got.shape != want.shape or want.dtype.kind != "f":
@@ -121,7 +115,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
 
     def result(passed: bool, message: str, **extra: Any) -> TestResult:
         return TestResult(problem.id, test.name, test.visibility, max_score if passed else 0.0, max_score,
-                          passed, message, input_shapes=_shapes(test), **extra)
+                          passed, message, input_shapes=test.input_shapes, **extra)
 
     call = run.results.get(test.call_id) if run else None
     if call is None:

@@ -481,8 +481,8 @@ class SandboxPool:
 
     def run(self, source: str, problems: Sequence[ProblemCalls]) -> SubmissionRun:
         """Load `source` in a fresh process and run every problem's calls; blocks."""
+        job = encode_job(source, problems, self.limits)  # before the copy: the encoding is cached per call list
         problems = tuple(problems)
-        job = encode_job(source, problems, self.limits)
         self.start()
         worker = self._idle.get()
         try:
