@@ -2,8 +2,11 @@
 
 Writes benchmarks/results/grade.json and prints a Markdown table for the README.
 Figures: wall seconds and peak memory (RSS of the whole process tree, sampled)
-for 1,000 .py submissions and 1,000 notebooks of attention-numpy, and, in the
-same run, the same 100 notebooks graded by `nbgrader autograde` and by
+for 1,000 .py submissions and 1,000 notebooks of attention-numpy (copies of the
+answer key), 1,000 .py files of a mixed class (the bundled samples in turn:
+perfect, classic mistakes, a syntax error, the untouched stub; not the hostile
+one, whose endless loop would make this a benchmark of the time limit), and,
+in the same run, the same 100 notebooks graded by `nbgrader autograde` and by
 `qkv grade`, as a ratio. Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N]`.
 """
 
@@ -32,6 +35,8 @@ from conftest import key_module, key_notebook  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
+SAMPLES = ROOT / "examples" / "submissions" / "attention-numpy"
+HOSTILE_SAMPLE = "fox.py"
 
 
 class PeakMemory:
@@ -125,6 +130,12 @@ def main() -> None:
             (py / f"s{i:04d}.py").write_text(f"{key}\n# student {i}\n")
             (nb / f"s{i:04d}.ipynb").write_text(notebook)
         figures["qkv_py"] = timed_grade(bundle_dir, py, work / "out-py")
+        samples = [p.read_text() for p in sorted(SAMPLES.glob("*.py")) if p.name != HOSTILE_SAMPLE]
+        mixed = work / "mixed"
+        mixed.mkdir()
+        for i in range(args.class_size):
+            (mixed / f"s{i:04d}.py").write_text(f"{samples[i % len(samples)]}\n# student {i}\n")
+        figures["qkv_py_mixed"] = timed_grade(bundle_dir, mixed, work / "out-mixed")
         figures["qkv_notebooks"] = timed_grade(bundle_dir, nb, work / "out-nb")
 
         name = "attention-numpy"
@@ -141,6 +152,7 @@ def main() -> None:
     (RESULTS / "grade.json").write_text(json.dumps(figures, indent=1) + "\n")
     rows = [
         ("qkv grade, .py files", figures["qkv_py"]),
+        ("qkv grade, .py files, mixed class", figures["qkv_py_mixed"]),
         ("qkv grade, notebooks", figures["qkv_notebooks"]),
         ("qkv grade, nbgrader notebooks", figures["qkv_same_notebooks"]),
         ("nbgrader autograde, same notebooks", figures["nbgrader_autograde"]),
