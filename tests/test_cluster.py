@@ -18,7 +18,7 @@ from distributed import Client, LocalCluster, WorkerPlugin
 
 from autograder.grade import GRADEBOOK_FILE, grade_class
 from solutions import misconceptions
-from conftest import key_module, key_notebook, replace_function
+from conftest import graded_so_far, key_module, key_notebook, replace_function
 
 QKV = Path(sys.executable).with_name("qkv")
 
@@ -163,9 +163,7 @@ def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_num
     graded_before_kill = 0
     while time.time() < deadline and graded_before_kill < 3:
         time.sleep(0.2)
-        if (out / GRADEBOOK_FILE).exists():
-            with sqlite3.connect(out / GRADEBOOK_FILE) as db:
-                graded_before_kill = db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+        graded_before_kill = graded_so_far(out / GRADEBOOK_FILE)
     os.killpg(process.pid, signal.SIGKILL)  # the client, its scheduler and its workers
     process.wait()
     assert 3 <= graded_before_kill < 16, "the run must be killed part-way"

@@ -19,7 +19,7 @@ from autograder.grade import GRADEBOOK_FILE, grade_class
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import discover, safe_student_id
 from solutions import misconceptions
-from conftest import key_module, key_notebook, replace_function
+from conftest import graded_so_far, key_module, key_notebook, replace_function
 
 QKV = Path(sys.executable).with_name("qkv")
 
@@ -188,11 +188,9 @@ def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_pa
     graded_before_kill = 0
     while time.time() < deadline:
         time.sleep(0.2)
-        if (out / GRADEBOOK_FILE).exists():
-            with sqlite3.connect(out / GRADEBOOK_FILE) as db:
-                graded_before_kill = db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
-            if graded_before_kill >= 5:
-                break
+        graded_before_kill = graded_so_far(out / GRADEBOOK_FILE)
+        if graded_before_kill >= 5:
+            break
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert 5 <= graded_before_kill < 30, "the run must be killed part-way"
