@@ -55,13 +55,17 @@ def combined_calls(bundle: GradingBundle) -> list[ProblemCalls]:
 
 def split_combined(run: SubmissionRun, bundle: GradingBundle) -> SubmissionRun | None:
     """The combined run as per-problem results, or None when it must be run again problem by problem."""
+    if not bundle.code:
+        return run
     combined = run.problems.get(ALL_PROBLEMS)
-    if not bundle.code or (run.status != "ok" and (combined is None or combined.status == "not_run")):
-        return run  # loading failed: running the problems apart cannot help
-    if run.status != "ok" or combined is None or combined.status != "ok":
+    if combined is None:
+        return None
+    if combined.status == "not_run" and run.status != "ok":
+        pass  # loading failed: running the problems apart cannot help, and each problem is "not run" alike
+    elif run.status != "ok" or combined.status != "ok":
         return None  # the batch ran in the submission's main process, so any failure ends the run
     problems = {
-        problem.id: ProblemRun("ok", combined.message,
+        problem.id: ProblemRun(combined.status, combined.message,
                                {t.call_id: combined.results[t.call_id] for t in problem.tests if t.call_id in combined.results})
         for problem in bundle.code
     }
