@@ -20,6 +20,12 @@ system-deps:
 
 $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)"; exit 1; }
+	@# Debian's own Python makes no venv without its -venv package (ensurepip)
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(notdir $(PYTHON))-venv >/dev/null; fi; \
+	  $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
+	    echo "error: $(PYTHON) cannot make a virtual environment (no ensurepip: apt-get install $(notdir $(PYTHON))-venv)"; exit 1; }; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -c requirements.lock -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null

@@ -2,18 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import inspect
+import os
 import pprint
 import sqlite3
+import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from autograder.bank.load import Bank, load_bank_strict
 from autograder.build import BuildResult, build
 from autograder.build.manifest import Assignment
 from autograder.build.solution_key import key_answer, key_function, key_module
+from autograder.sandbox import Call, Limits, ProblemCalls, isolation_available
+
+ROOT = Path(__file__).resolve().parents[1]
+QKV = Path(sys.executable).with_name("qkv")  # the installed command, run as a user would
+
+# The hostile and broken submissions (one attack per file) each define softmax_rows(S) and
+# double(x); CORE calls both, under limits small enough to keep their loops short.
+HOSTILE = ROOT / "tests" / "fixtures" / "submissions"
+S = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 5.0, 2.0]])
+X = np.arange(4.0)
+CORE = (
+    ProblemCalls("softmax", (Call("s1", "softmax_rows", (S,)), Call("s2", "softmax_rows", (10 * S,)))),
+    ProblemCalls("double", (Call("d1", "double", (X,)), Call("d2", "double", (), {"x": 3}))),
+)
+SANDBOX_LIMITS = Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10, memory_bytes=512 * 1024**2,
+                        max_processes=16, max_output_bytes=100_000, max_file_bytes=1_000_000)
 
 @pytest.fixture(scope="session")
 def bank() -> Bank:
@@ -56,10 +77,34 @@ def graded_so_far(gradebook: Path) -> int:
     if not gradebook.exists():
         return 0
     try:
-        with sqlite3.connect(gradebook) as db:
+        with contextlib.closing(sqlite3.connect(gradebook)) as db:
             return db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
-    except sqlite3.OperationalError:  # the grader has created the file but not yet its tables
-        return 0
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):  # the grader has created the file but not yet its tables
+            return 0
+        raise
 
 
-__all__ = ["graded_so_far", "key_module", "key_notebook", "replace_function"]  # what test modules import from here
+def gradebook_rows(out: Path) -> dict[str, dict[str, str]]:
+    """gradebook.csv of a grading output folder, by student."""
+    with open(out / "gradebook.csv", newline="") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def require_bwrap() -> None:
+    """Skip a test that needs bubblewrap on a machine without it; in CI, which installs it, fail instead."""
+    if isolation_available() != "bwrap":
+        if os.environ.get("CI"):
+            pytest.fail("bubblewrap does not work on this CI machine, and the sandbox tests need it")
+        pytest.skip("bubblewrap does not work here")
+
+
+@pytest.fixture(scope="session")
+def bwrap_required() -> None:
+    require_bwrap()
+
+
+needs_bwrap = pytest.mark.usefixtures("bwrap_required")
+
+__all__ = ["CORE", "HOSTILE", "QKV", "ROOT", "S", "SANDBOX_LIMITS", "X", "graded_so_far", "gradebook_rows",
+           "key_module", "key_notebook", "needs_bwrap", "replace_function", "require_bwrap"]  # what test modules import from here

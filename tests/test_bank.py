@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,8 +38,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
 from autograder.bank.variants import draw_variant, lecture_variant
 from solutions import numpy_ref
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,10 @@ from autograder.build.manifest import find_manifest, resolve_assignment
 from autograder.build.reference_source import solution_body
 from autograder.bundle import read_bundle
 from autograder.errors import QkvError
+from conftest import QKV, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
-QKV = Path(sys.executable).with_name("qkv")
 
 
 @pytest.fixture(scope="module")

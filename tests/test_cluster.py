@@ -3,12 +3,10 @@ as a local run, a worker killed mid-run, a submission whose grading keeps killin
 
 from __future__ import annotations
 
-import csv
 import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,15 +16,7 @@ from distributed import Client, LocalCluster, WorkerPlugin
 
 from autograder.grade import GRADEBOOK_FILE, grade_class
 from solutions import misconceptions
-from conftest import graded_so_far, key_module, key_notebook, replace_function
-
-QKV = Path(sys.executable).with_name("qkv")
-
-
-def rows(out: Path) -> dict[str, dict[str, str]]:
-    with open(out / "gradebook.csv", newline="") as handle:
-        return {row["student"]: row for row in csv.DictReader(handle)}
-
+from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function
 
 def sleepy_class(folder: Path, key: str, count: int, seconds: float) -> list[str]:
     """`count` perfect submissions that each take at least `seconds` to load, so workers are busy when killed."""
@@ -107,7 +97,7 @@ def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_onc
                       cluster=cluster.scheduler_address, progress=progress)
     assert len(interrupted) == 1, "the worker must die while grading a submission"
     assert sorted(recorded) == students, "every submission recorded exactly once"
-    table = rows(tmp_path / "out")
+    table = gradebook_rows(tmp_path / "out")
     assert sorted(table) == students and run.graded_now == 12
     assert all(r["status"] == "graded" and float(r["total"]) == float(r["max"]) for r in table.values())
     client.wait_for_workers(2)
@@ -144,7 +134,7 @@ def test_a_submission_that_keeps_killing_its_worker_is_marked_and_the_batch_fini
                           cluster=cluster.scheduler_address)
     finally:
         client.unregister_worker_plugin(DieWhenGrading.name)
-    table = rows(tmp_path / "out")
+    table = gradebook_rows(tmp_path / "out")
     assert len(table) == 6 and run.graded_now == 6
     assert table["poison"]["status"] == "worker_lost" and float(table["poison"]["total"]) == 0
     lost = next(r for r in run.results if r.student == "poison")
@@ -176,7 +166,7 @@ def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_num
         final = dict(db.execute("SELECT student, graded_at FROM submissions"))
     assert sorted(final) == students
     assert all(final[s] == t for s, t in survived.items()), "a submission was graded twice"
-    assert all(float(r["total"]) == float(r["max"]) for r in rows(out).values())
+    assert all(float(r["total"]) == float(r["max"]) for r in gradebook_rows(out).values())
 
 
 @pytest.mark.parametrize("extra, expected", [

@@ -5,8 +5,6 @@ the drill prints read back (verdicts, misconceptions, worked solutions, score, t
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pexpect
 import pytest
@@ -18,8 +16,7 @@ from autograder.bank.resolve import resolve
 from autograder.exam.drill import run_drill
 from autograder.exam.key import part_answer
 from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
-
-QKV = Path(sys.executable).with_name("qkv")
+from conftest import QKV
 
 
 def right_answers(item: ExamItem) -> list[str]:

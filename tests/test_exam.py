@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 
 from autograder.bank.answers import check_part, close
 from autograder.bank.model import KINDS, ChoiceParam, ImplementProblem, IntParam, NumericProblem
@@ -334,8 +335,6 @@ def test_every_formula_of_the_bank_renders_in_chromium(bank, tmp_path):
 
 
 def test_pdf_is_printed_reproducibly_and_page_one_is_not_blank(bank, tmp_path):
-    from PIL import Image
-
     spec = ExamSpec(count=3, seed=8, topics=("attention",), kinds=("numeric",))
     first = exam_files(draw_exam(bank, spec), "pdf")
     again = exam_files(draw_exam(bank, spec), "pdf")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +11,8 @@ import pytest
 from autograder.bank.model import Tolerance
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, read_bundle
 from autograder.grade.execute import ALL_PROBLEMS, combined_calls, isolated_calls, run_many, split_combined
-from autograder.sandbox import Limits, SandboxPool, SubmissionRun, isolation_available
-from conftest import key_module, replace_function
+from autograder.sandbox import SandboxPool, SubmissionRun
+from conftest import CORE, HOSTILE, SANDBOX_LIMITS, key_module, needs_bwrap, replace_function
 from solutions import misconceptions
 
 
@@ -82,23 +80,20 @@ def test_a_function_that_breaks_the_batch_is_rerun_problem_by_problem(setting, b
 
 # ------------------------------------------- the fast path against hostile code
 
-HOSTILE = Path(__file__).parent / "fixtures" / "submissions"
-S = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 5.0, 2.0]])
-X = np.arange(4.0)
-SHORT = Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10, memory_bytes=512 * 1024**2,
-               max_processes=16, max_output_bytes=100_000, max_file_bytes=1_000_000)
+# The attacks that end the submission's own process, and so the batch: they are rerun problem by problem.
+BREAK_THE_BATCH = {"exit_in_function.py", "fd_garbage.py", "fork_bomb.py", "fork_exit.py", "ignore_sigterm.py",
+                   "loop_in_function.py", "memory_bomb.py", "segfault.py", "stdout_flood.py"}
 
 
 def toy_bundle() -> GradingBundle:
-    """softmax_rows(S) and double(x), the two functions every submission in tests/fixtures/submissions/ defines."""
-    def test(problem: str, name: str, args: tuple, kwargs: dict | None = None) -> GradedTest:
-        return GradedTest(problem, name, "hidden", 1.0, Tolerance(), args, kwargs or {}, (np.zeros(1),))
-
-    code = (
-        CodeProblem("softmax", "softmax", 1.0, "softmax_rows", (test("softmax", "s1", (S,)), test("softmax", "s2", (10 * S,))), {}),
-        CodeProblem("double", "double", 1.0, "double", (test("double", "d1", (X,)), test("double", "d2", (), {"x": 3})), {}),
+    """CORE's softmax_rows(S) and double(x) as a grading bundle (the expected values do not matter here)."""
+    code = tuple(
+        CodeProblem(p.problem_id, p.problem_id, 1.0, p.calls[0].function, tuple(
+            GradedTest(p.problem_id, c.call_id, "hidden", 1.0, Tolerance(), c.args, dict(c.kwargs), (np.zeros(1),))
+            for c in p.calls), {})
+        for p in CORE
     )
-    return GradingBundle("toy", "toy", "numpy", 0, "same", None, code, (), ("softmax", "double"))
+    return GradingBundle("toy", "toy", "numpy", 0, "same", None, code, (), tuple(p.id for p in code))
 
 
 def answers(run: SubmissionRun) -> str:
@@ -106,17 +101,20 @@ def answers(run: SubmissionRun) -> str:
     return re.sub(r" at 0x[0-9a-f]+", "", json.dumps(run.answers, sort_keys=True))
 
 
-@pytest.mark.skipif(isolation_available() != "bwrap" and not os.environ.get("CI"), reason="bubblewrap does not work here")
+@needs_bwrap
 def test_hostile_submissions_earn_on_the_fast_path_what_they_earn_problem_by_problem():
     bundle = toy_bundle()
     sources = {p.name: p.read_bytes().decode("utf-8", "surrogateescape")
                for p in sorted(HOSTILE.glob("*.py")) if p.name != "good_torch.py"}
-    with SandboxPool("numpy", jobs=2, limits=SHORT) as pool:
-        fast = dict(run_many(pool, bundle, sources.items()))
+    with SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+        batched = dict(pool.map((name, source, combined_calls(bundle)) for name, source in sources.items()))
         apart = dict(pool.map((name, source, isolated_calls(bundle)) for name, source in sources.items()))
-    assert fast.keys() == apart.keys() == sources.keys()
-    for name in sources:
-        f, a = fast[name], apart[name]
+    split = {name: split_combined(run, bundle) for name, run in batched.items()}
+    assert {name for name, run in split.items() if run is None} == BREAK_THE_BATCH
+    for name, f in split.items():
+        if f is None:
+            continue
+        a = apart[name]
         assert (f.status, f.defined, answers(f)) == (a.status, a.defined, answers(a)), name
         assert {p: r.status for p, r in f.problems.items()} == {p: r.status for p, r in a.problems.items()}, name
         assert same(f.problems, a.problems), name

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,15 +18,7 @@ from autograder.grade import GRADEBOOK_FILE, grade_class
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import discover, safe_student_id
 from solutions import misconceptions
-from conftest import graded_so_far, key_module, key_notebook, replace_function
-
-QKV = Path(sys.executable).with_name("qkv")
-
-
-def rows(out: Path) -> dict[str, dict[str, str]]:
-    with open(out / "gradebook.csv", newline="") as handle:
-        return {row["student"]: row for row in csv.DictReader(handle)}
-
+from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function
 
 def results(out: Path, student: str) -> dict:
     return json.loads((out / "feedback" / student / "results.json").read_text())
@@ -63,7 +54,7 @@ def graded(built_numpy, tmp_path_factory):
 
 def test_perfect_submissions_get_full_marks(graded):
     run, out, _ = graded
-    table = rows(out)
+    table = gradebook_rows(out)
     for student in ("perfect", "notebook", "folder-student"):
         assert table[student]["status"] == "graded", table[student]
         assert float(table[student]["total"]) == pytest.approx(run.bundle.max_points), results(out, student)
@@ -71,7 +62,7 @@ def test_perfect_submissions_get_full_marks(graded):
 
 def test_stub_gets_zero_and_says_not_implemented(graded):
     _, out, _ = graded
-    assert float(rows(out)["stub"]["total"]) == 0
+    assert float(gradebook_rows(out)["stub"]["total"]) == 0
     outputs = [t["output"] for t in results(out, "stub")["tests"] if t["name"].startswith("softmax-rows")]
     assert outputs and all("NotImplementedError" in o for o in outputs)
 
@@ -80,10 +71,10 @@ def test_stub_gets_zero_and_says_not_implemented(graded):
 def test_feedback_names_the_mistake(graded, student, mistake):
     run, out, _ = graded
     problem = next(p for p in run.bundle.code if p.id == "softmax-rows")
-    table = rows(out)
+    table = gradebook_rows(out)
     assert float(table[student]["softmax-rows"]) < problem.points
     others = [pid for pid in run.bundle.problem_order if pid != "softmax-rows"]
-    assert all(float(table[student][pid]) == float(rows(out)["perfect"][pid]) for pid in others)
+    assert all(float(table[student][pid]) == float(gradebook_rows(out)["perfect"][pid]) for pid in others)
     messages = [t["output"] for t in results(out, student)["tests"] if t["score"] == 0]
     assert any(problem.misconceptions[mistake] in m for m in messages)
     html = (out / "feedback" / student / "feedback.html").read_text()
@@ -102,7 +93,7 @@ def test_attention_feedback_draws_heatmaps(graded):
 ])
 def test_broken_files_get_a_row_with_a_clear_status(graded, student, status):
     _, out, _ = graded
-    row = rows(out)[student]
+    row = gradebook_rows(out)[student]
     assert row["status"] == status
     assert float(row["total"]) == 0
     assert results(out, student)["output"].startswith(f"status: {status}")
@@ -110,8 +101,8 @@ def test_broken_files_get_a_row_with_a_clear_status(graded, student, status):
 
 def test_a_looping_module_does_not_stop_the_batch(graded):
     run, out, _ = graded
-    assert rows(out)["looping"]["status"] == "timeout"
-    assert len(rows(out)) == 14
+    assert gradebook_rows(out)["looping"]["status"] == "timeout"
+    assert len(gradebook_rows(out)) == 14
 
 
 def test_results_json_follows_gradescope_schema(graded):
@@ -137,8 +128,11 @@ def test_gradebook_is_sqlite_with_one_row_per_student_and_test_scores(graded):
         assert {r[0] for r in db.execute("SELECT isolation FROM submissions")} == {run.isolation}
 
 
-def test_unchanged_submissions_are_not_regraded(graded, built_numpy):
-    _, out, subs = graded
+def test_unchanged_submissions_are_not_regraded(graded, built_numpy, tmp_path):
+    # on copies: the other tests read the class as the fixture graded it
+    out, subs = tmp_path / "out", tmp_path / "subs"
+    shutil.copytree(graded[1], out)
+    shutil.copytree(graded[2], subs)
     with sqlite3.connect(out / GRADEBOOK_FILE) as db:
         before = dict(db.execute("SELECT student, graded_at FROM submissions"))
     (subs / "stub.py").write_text(key_module(built_numpy.assignment))
@@ -148,7 +142,7 @@ def test_unchanged_submissions_are_not_regraded(graded, built_numpy):
         after = dict(db.execute("SELECT student, graded_at FROM submissions"))
     assert after["stub"] > before["stub"]
     assert all(after[s] == before[s] for s in before if s != "stub")
-    assert float(rows(out)["stub"]["total"]) == pytest.approx(run.bundle.max_points)
+    assert float(gradebook_rows(out)["stub"]["total"]) == pytest.approx(run.bundle.max_points)
     again = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0, regrade=True)
     assert again.graded_now == 14
     # this run's results are reported from memory, not read back: they must be what the gradebook holds
@@ -203,7 +197,7 @@ def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_pa
         final = dict(db.execute("SELECT student, graded_at FROM submissions"))
         assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == 30
     assert all(final[s] == t for s, t in survived.items()), "a submission was graded twice"
-    table = rows(out)
+    table = gradebook_rows(out)
     assert len(table) == 30
     assert all(float(r["total"]) == pytest.approx(float(r["max"])) for r in table.values())
 

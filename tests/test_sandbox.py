@@ -21,33 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.sandbox import (
-    Call,
-    Limits,
-    ProblemCalls,
-    SandboxPool,
-    SubmissionRun,
-    isolation_available,
-)
+from autograder.sandbox import Call, ProblemCalls, SandboxPool, SubmissionRun
 from autograder.sandbox.protocol import ProtocolError, decode_outputs
+from conftest import CORE, HOSTILE, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
 
-FIXTURES = Path(__file__).parent / "fixtures" / "submissions"
-PROJECT = Path(__file__).resolve().parents[1]
-LIMITS = Limits(
-    load_seconds=3.0,
-    problem_seconds=2.0,
-    cpu_seconds=10,
-    memory_bytes=512 * 1024**2,
-    max_processes=16,
-    max_output_bytes=100_000,
-    max_file_bytes=1_000_000,
-)
-S = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, 5.0, 2.0]])
-X = np.arange(4.0)
 SECRET_VARIABLE = "QKV_TEST_GRADER_SECRET"
-# Outside CI a machine without bubblewrap skips these; in CI (which installs it) they must run.
-BWRAP_MISSING = isolation_available() != "bwrap" and not os.environ.get("CI")
-needs_bwrap = pytest.mark.skipif(BWRAP_MISSING, reason="bubblewrap does not work here")
 
 
 def softmax(a: np.ndarray) -> np.ndarray:
@@ -55,10 +33,6 @@ def softmax(a: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-CORE = (
-    ProblemCalls("softmax", (Call("s1", "softmax_rows", (S,)), Call("s2", "softmax_rows", (10 * S,)))),
-    ProblemCalls("double", (Call("d1", "double", (X,)), Call("d2", "double", (), {"x": 3}))),
-)
 
 
 def probe(function: str, *args: object) -> ProblemCalls:
@@ -66,7 +40,7 @@ def probe(function: str, *args: object) -> ProblemCalls:
 
 
 def source(name: str) -> str:
-    return (FIXTURES / name).read_text()
+    return (HOSTILE / name).read_text()
 
 
 def assert_good(run: SubmissionRun) -> None:
@@ -89,7 +63,7 @@ def batch_jobs(host_tmp: Path, port: int) -> list[tuple[str, str, tuple[ProblemC
         [
             str(host_tmp / "escaped-to-host-tmp.txt"),
             f"/tmp/qkv-escaped-{os.getpid()}.txt",
-            str(PROJECT / "escaped-into-project.txt"),
+            str(ROOT / "escaped-into-project.txt"),
             "/etc/qkv-escaped.txt",
         ]
     )
@@ -112,13 +86,13 @@ def batch_jobs(host_tmp: Path, port: int) -> list[tuple[str, str, tuple[ProblemC
             )
         ),
         "file_escape.py": (probe("escape", escape_targets), probe("write_own", 0)),
-        "snoop.py": (probe("snoop", f"{PROJECT}|{secret}|{os.environ[SECRET_VARIABLE]}"),),
+        "snoop.py": (probe("snoop", f"{ROOT}|{secret}|{os.environ[SECRET_VARIABLE]}"),),
         "network.py": (probe("connect", port),),
     }
-    names = sorted(p.name for p in FIXTURES.glob("*.py") if p.name != "good_torch.py")
+    names = sorted(p.name for p in HOSTILE.glob("*.py") if p.name != "good_torch.py")
     jobs = []
     for i, name in enumerate(names):
-        text = (FIXTURES / name).read_bytes().decode("utf-8", "surrogateescape")
+        text = (HOSTILE / name).read_bytes().decode("utf-8", "surrogateescape")
         jobs.append((name, text, CORE + extra.get(name, ())))
         if i % 4 == 0:  # honest submissions spread through the batch
             jobs.append((f"good#{i}", source("good.py"), CORE))
@@ -127,26 +101,21 @@ def batch_jobs(host_tmp: Path, port: int) -> list[tuple[str, str, tuple[ProblemC
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    if BWRAP_MISSING:
-        pytest.skip("bubblewrap does not work here")
+    require_bwrap()
     host_tmp = tmp_path_factory.mktemp("sandbox-host")
     with pytest.MonkeyPatch.context() as monkeypatch, socket.create_server(("127.0.0.1", 0)) as listener:
         monkeypatch.setenv(SECRET_VARIABLE, f"grader-secret-{os.getpid()}")
         listener.setblocking(False)
         jobs = batch_jobs(host_tmp, listener.getsockname()[1])
-        started = time.monotonic()
-        with SandboxPool("numpy", jobs=2, limits=LIMITS) as pool:
-            assert pool.isolation == "bwrap"
+        with SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
             runs = dict(pool.map(jobs))
-        elapsed = time.monotonic() - started
-        print(f"\nbatch of {len(jobs)} submissions (hostile + honest) took {elapsed:.1f} s")
         try:
             listener.accept()[0].close()
             connected = True
         except BlockingIOError:
             connected = False
-    yield {"runs": runs, "jobs": jobs, "host_tmp": host_tmp, "connected": connected, "elapsed": elapsed}
-    (PROJECT / "escaped-into-project.txt").unlink(missing_ok=True)
+    yield {"runs": runs, "jobs": jobs, "host_tmp": host_tmp, "connected": connected}
+    (ROOT / "escaped-into-project.txt").unlink(missing_ok=True)
     Path(f"/tmp/qkv-escaped-{os.getpid()}.txt").unlink(missing_ok=True)
 
 
@@ -162,7 +131,6 @@ def test_batch_finishes_and_honest_submissions_are_unaffected(batch: dict) -> No
         assert_good(run)
         assert run.stdout == "loading good submission\n"
         assert run.defined == ("double", "softmax_rows")
-    assert batch["elapsed"] < 40
 
 
 def test_answers_come_back_as_plain_json(batch: dict) -> None:
@@ -340,7 +308,7 @@ def test_files_outside_the_sandbox_are_not_written(batch: dict) -> None:
     assert run.problems["write_own"].results["write_own"].outputs[0].tolist() == [True]
     assert not (batch["host_tmp"] / "escaped-to-host-tmp.txt").exists()
     assert not Path(f"/tmp/qkv-escaped-{os.getpid()}.txt").exists()
-    assert not (PROJECT / "escaped-into-project.txt").exists()
+    assert not (ROOT / "escaped-into-project.txt").exists()
     assert not Path("/etc/qkv-escaped.txt").exists()
 
 
@@ -418,7 +386,7 @@ def test_missing_functions_are_not_defined(batch: dict) -> None:
 
 @needs_bwrap
 def test_source_with_nul_bytes_is_a_load_error() -> None:
-    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         run = pool.run("def double(x):\n    return 2 * x\n\x00\n", CORE)
     assert run.status == "load_error"
     assert "null bytes" in run.message
@@ -426,7 +394,7 @@ def test_source_with_nul_bytes_is_a_load_error() -> None:
 
 @needs_bwrap
 def test_killed_worker_is_restarted() -> None:
-    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         assert_good(pool.run(source("good.py"), CORE))
         os.kill(only_worker_process(), signal.SIGKILL)
         time.sleep(0.2)
@@ -447,7 +415,7 @@ def test_killed_worker_is_restarted() -> None:
 
 @needs_bwrap
 def test_nothing_survives_into_the_next_submission() -> None:
-    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         planted = pool.run(source("leave_traces.py"), (probe("leave", 0),))
         found = pool.run(source("leave_traces.py"), (probe("find", 0),))
     assert planted.problems["leave"].results["leave"].ok
@@ -472,7 +440,7 @@ def only_worker_process() -> int:
 
 
 def test_rlimits_only_isolation() -> None:
-    with SandboxPool("numpy", jobs=1, limits=LIMITS, isolation="rlimits") as pool:
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits") as pool:
         assert pool.isolation == "rlimits-only"
         runs = {
             name: pool.run(source(name), CORE)
@@ -504,7 +472,7 @@ with warnings.catch_warnings(record=True) as caught:
 assert pool.isolation == "rlimits-only"
 assert any("resource limits ONLY" in str(w.message) for w in caught)
 """
-    env = {**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(PROJECT)}
+    env = {**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
@@ -514,19 +482,19 @@ def test_a_batched_problem_runs_in_the_submissions_own_process() -> None:
     source = ("import os\nimport numpy as np\nLOADED_IN = os.getpid()\n\n"
               "def where(x):\n    return np.array([LOADED_IN, os.getpid()])\n")
     calls = (Call("w1", "where", (X,)), Call("w2", "where", (X,)))
-    with SandboxPool("numpy", jobs=1, limits=LIMITS) as pool:
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         apart = pool.run(source, (ProblemCalls("p", calls),)).problems["p"]
         batched = pool.run(source, (ProblemCalls("p", calls, batched=True),)).problems["p"]
     assert apart.status == batched.status == "ok"
+    assert apart.results.keys() == batched.results.keys() == {"w1", "w2"}
     assert all(r.outputs[0][0] != r.outputs[0][1] for r in apart.results.values())
     assert all(r.outputs[0][0] == r.outputs[0][1] for r in batched.results.values())
-    assert batched.results.keys() == {"w1", "w2"}
 
 
 @needs_bwrap
 def test_torch_track() -> None:
     calls = CORE + (probe("split_heads", X),)
-    with SandboxPool("torch", jobs=1, limits=LIMITS) as pool:
+    with SandboxPool("torch", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         good = pool.run(source("good_torch.py"), calls)
         bomb = pool.run(source("memory_bomb.py"), CORE)
     assert_good(good)
@@ -536,23 +504,6 @@ def test_torch_track() -> None:
     assert pair.outputs[1] == np.array(4)
     assert bomb.problems["softmax"].status == "memory"
     assert_double_ok(bomb)
-
-
-@needs_bwrap
-def test_throughput_of_trivial_submissions() -> None:
-    trivial = "def double(x):\n    return 2 * x\n"
-    calls = (ProblemCalls("double", (Call("d1", "double", (X,)),)),)
-    with SandboxPool("numpy", jobs=2, limits=LIMITS) as pool:
-        started = time.monotonic()
-        runs = list(pool.map((i, trivial, calls) for i in range(200)))
-        elapsed = time.monotonic() - started
-        single = time.monotonic()
-        for _ in range(20):
-            pool.run(trivial, calls)
-        latency = (time.monotonic() - single) / 20
-    assert len(runs) == 200 and all(run.status == "ok" for _, run in runs)
-    print(f"\n200 trivial submissions, 2 workers: {200 / elapsed:.0f} submissions/s")
-    print(f"one at a time: {latency * 1000:.1f} ms each")
 
 
 # ---------------------------------------------------------------- the wire format

@@ -23,6 +23,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import nbclient
 import nbformat
 import numpy as np
 import pytest
@@ -48,11 +49,10 @@ from autograder.build.student import numeric_part_data
 from autograder.build.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
+from conftest import QKV, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "selfcheck"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
-QKV = Path(sys.executable).with_name("qkv")
 NETWORK_MARK = "QKV-NETWORK-ATTEMPT"
 
 
@@ -62,7 +62,6 @@ NETWORK_MARK = "QKV-NETWORK-ATTEMPT"
 @functools.lru_cache(maxsize=None)
 def read_bundle(folder: Path):
     return _read_bundle(folder)
-
 
 
 def typed_numbers(values: np.ndarray, part: AnswerPart) -> object:
@@ -436,7 +435,6 @@ def test_readme_tells_how_to_check_a_file_and_a_notebook(numpy_release):
 
 
 def test_a_real_jupyter_kernel_runs_the_self_check_cells(numpy_release, tmp_path):
-    nbclient = pytest.importorskip("nbclient")
     folder = tmp_path / "release"
     shutil.copytree(numpy_release.out / "student", folder)
     nb = nbformat.reads(filled_notebook(numpy_release), as_version=4)

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from autograder.cli import main
+from conftest import QKV, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "bank"
-QKV = Path(sys.executable).with_name("qkv")
 
 # case folder -> (file the error names, pattern the error line must match after "path: ")
 CASES: dict[str, tuple[str, str]] = {
@@ -63,14 +60,11 @@ def test_every_fixture_folder_is_a_case() -> None:
 
 
 def test_bundled_bank_is_valid_in_a_subprocess() -> None:
-    start = time.perf_counter()
     run = subprocess.run([str(QKV), "validate"], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    elapsed = time.perf_counter() - start
     assert run.returncode == 0, run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     assert _error_lines(run.stderr) == []
     assert re.search(r"\b\d+ problems valid", run.stdout)
-    assert elapsed < 60, f"validate took {elapsed:.1f}s; keep the bank's arrays small"
 
 
 def test_all_broken_fixtures_in_one_subprocess() -> None:

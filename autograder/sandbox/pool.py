@@ -84,6 +84,11 @@ def _project_root() -> Path | None:
     return root if (root / "pyproject.toml").exists() else None
 
 
+def _python() -> str:
+    """This interpreter with any `..` collapsed: inside bwrap the folders such a path goes through may not exist."""
+    return os.path.abspath(sys.executable)
+
+
 def _site_dirs() -> list[str]:
     return [p for p in dict.fromkeys(site.getsitepackages()) if os.path.isdir(p)]
 
@@ -178,7 +183,7 @@ def _bwrap_args(scratch_bytes: int) -> list[str]:
 def _bwrap_problem() -> str | None:
     """Why bwrap cannot be used here, or None when a sandboxed Python starts fine."""
     try:
-        command = _bwrap_args(64 << 20) + [sys.executable, "-I", "-S", "-c", "pass"]
+        command = _bwrap_args(64 << 20) + [_python(), "-I", "-S", "-c", "pass"]
         done = subprocess.run(command, capture_output=True, timeout=60)
     except (OSError, RuntimeError, subprocess.TimeoutExpired) as exc:
         return str(exc)
@@ -261,7 +266,7 @@ class _Worker:
                 os.chown(scratch, self.uid, self.uid)
         config = {"track": pool.track, "site": _site_dirs(), "scratch": scratch, "uid": self.uid}
         worker = WORKER_INSIDE if pool.isolation == "bwrap" else str(WORKER_SOURCE)
-        command = [sys.executable, "-I", "-S", "-B", worker, json.dumps(config)]
+        command = [_python(), "-I", "-S", "-B", worker, json.dumps(config)]
         if pool.isolation == "bwrap":
             command = _bwrap_args(pool._scratch_bytes) + command
         self.process = pool._spawner.call(
