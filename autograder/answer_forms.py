@@ -46,7 +46,7 @@ def parse_numbers(value: Any) -> np.ndarray:
         if not text:
             raise AnswerFormatError(f"the answer is empty: expected {_NUMBER_HINT}")
         if ";" in text:  # "1 2; 3 4" is a matrix, row by row
-            rows = [parse_numbers(r).reshape(-1) for r in text.strip("[]() ").split(";") if r.strip()]
+            rows = [parse_numbers(r.strip("[]() ")).reshape(-1) for r in text.split(";") if r.strip("[]() ")]
             if len({row.size for row in rows}) > 1:
                 raise AnswerFormatError("the rows of the matrix have different lengths")
             return np.array(rows, dtype=float)
@@ -60,6 +60,8 @@ def parse_numbers(value: Any) -> np.ndarray:
                 value = [t for t in re.split(r"[\s,]+", text.strip("[]() ")) if t]
         else:
             tokens = [t for t in re.split(r"[\s,]+", text) if t]
+            if not tokens:
+                raise AnswerFormatError(f"no number in {text[:40]!r}: expected {_NUMBER_HINT}")
             value = tokens if len(tokens) > 1 else tokens[0]
     try:
         if isinstance(value, str):

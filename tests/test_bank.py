@@ -7,6 +7,7 @@ Lecture 16 notes), so nothing reads the notes at test time.
 from __future__ import annotations
 
 import re
+import warnings
 from collections import Counter
 
 import numpy as np
@@ -31,8 +32,10 @@ from autograder.bank.model import (
     MultipleChoiceProblem,
     NumericProblem,
     ShapeProblem,
+    Tolerance,
     TrueFalseProblem,
 )
+from autograder.bank.outputs import compare
 from autograder.bank.render import render_prompt, render_solution
 from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
@@ -480,3 +483,36 @@ def test_a_shape_answer_cannot_make_the_grader_compute_for_ever() -> None:
 def test_thousands_separators_and_times_sign() -> None:
     assert float(parse_numbers("1,050,624")) == 1_050_624
     assert parse_shape("n×d") == ("n", "d")
+
+
+@pytest.mark.parametrize("typed", [",", ",;", ", ,", "[1, 2]; ,"])
+def test_separators_without_numbers_name_the_format(typed) -> None:
+    with pytest.raises(AnswerFormatError, match="a number such as 0.0634"):
+        parse_numbers(typed)
+
+
+@pytest.mark.parametrize("typed", ["(1, 2); (3, 4)", "[1, 2]; [3, 4]", "[1 2; 3 4]"])
+def test_matrix_rows_may_carry_their_own_brackets(typed) -> None:
+    assert parse_numbers(typed).tolist() == [[1, 2], [3, 4]]
+
+
+def test_an_integer_answer_with_zero_absolute_tolerance_is_exact(bank) -> None:
+    part = next(p for p in bank.get("mha-parameter-count").parts if p.name == "total")
+    assert (part.tolerance.abs, part.tolerance.rel) == (0, 0)
+    assert check_part(part, np.array(1_050_624.0), "1050624").correct
+    assert not check_part(part, np.array(1_050_624.0), "1050625").correct
+
+
+@pytest.mark.parametrize("got, want, mismatch", [
+    ([0.1, 0.2], [0.1, 0.2 + 5e-7], None),
+    ([-np.inf, 1.0], [-np.inf, 1.0], None),  # a fully masked score stays -inf
+    ([np.inf, 1.0], [-np.inf, 1.0], "1 of 2 entries differ"),
+    ([5.0, 1.0], [np.inf, 1.0], "1 of 2 entries differ"),
+    ([np.nan, 1.0], [0.0, 1.0], "contains NaN"),
+    ([0.1, 0.3], [0.1, 0.2], "1 of 2 entries differ, largest error 0.1"),
+])
+def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from inf - inf reaches the grader's output
+        found = compare((np.array(got),), (np.array(want),), Tolerance())
+    assert (found is None) if mismatch is None else mismatch in found.reason

@@ -118,3 +118,18 @@ def test_hostile_submissions_earn_on_the_fast_path_what_they_earn_problem_by_pro
         assert (f.status, f.defined, answers(f)) == (a.status, a.defined, answers(a)), name
         assert {p: r.status for p, r in f.problems.items()} == {p: r.status for p, r in a.problems.items()}, name
         assert same(f.problems, a.problems), name
+
+
+@needs_bwrap
+def test_a_function_that_makes_numpy_raise_does_not_change_how_later_calls_score():
+    bundle = toy_bundle()
+    source = ("import numpy as np\n\n"
+              "def softmax_rows(S):\n    np.seterr(all='raise')\n    e = np.exp(S - S.max(axis=1, keepdims=True))\n"
+              "    return e / e.sum(axis=1, keepdims=True)\n\n"
+              "def double(x):\n    np.exp(np.array(1000.0))  # overflows: a warning, unless the float errors raise\n"
+              "    return 2 * x\n")
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+        batch = split_combined(pool.run(source, combined_calls(bundle)), bundle)
+        apart = pool.run(source, isolated_calls(bundle))
+    assert batch is not None and same(batch.problems, apart.problems)
+    assert all(result.ok for result in batch.problems["double"].results.values())

@@ -14,9 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autograder.bank.model import Tolerance
+from autograder.bundle import CodeProblem, GradedTest
 from autograder.grade import GRADEBOOK_FILE, grade_class
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import discover, safe_student_id
+from autograder.grade.score import score_test
+from autograder.sandbox import CallResult, ProblemRun
 from solutions import misconceptions
 from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function
 
@@ -219,3 +223,17 @@ def test_weights_heatmap_only_for_weight_like_outputs():
     weights = np.full((3, 3), 1 / 3)
     assert _weights_heatmap(weights * 0, weights) is not None
     assert _weights_heatmap(weights, np.arange(9.0).reshape(3, 3)) is None
+
+
+@pytest.mark.parametrize("error, passed", [
+    ("ValueError: number of heads h=3 must divide d=8 (line 4)", True),
+    ("ValueError (line 2)", True),  # `raise ValueError` with no message
+    ("ValueError", True),
+    ("TypeError: bad operand (line 2)", False),
+    ("ValueErrorX: close but not it", False),
+])
+def test_a_required_exception_is_recognised_by_its_type(error, passed):
+    test = GradedTest("split-heads", "bad width", "hidden", 1.0, Tolerance(), (), {}, None, expect_error="ValueError")
+    problem = CodeProblem("split-heads", "split heads", 2.0, "split_heads", (test,), {})
+    run = ProblemRun("ok", "ran 1 call", {test.call_id: CallResult(ok=False, error=error)})
+    assert score_test(problem, test, run).passed is passed

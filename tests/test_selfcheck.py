@@ -33,6 +33,7 @@ from autograder.answer_forms import evaluate_dim
 from autograder.bank.answers import check_choice, check_part, check_shape, check_true_false, close, expected_shape
 from autograder.bank.model import (
     AnswerPart,
+    AnswerTolerance,
     ImplementProblem,
     MultipleChoiceProblem,
     NumericProblem,
@@ -539,14 +540,14 @@ def test_numbers_are_accepted_exactly_where_the_grader_accepts_them_give_or_take
     """Sweep typed numbers across the tolerance edge: never rejected inside it, never accepted one step beyond."""
     rng = np.random.default_rng(5)
     cases = [
-        (AnswerPart(name="w", label="w", decimals=4, tolerance=Tolerance(abs=5e-4, rel=0)), rng.uniform(0, 1, 1)),
-        (AnswerPart(name="v", label="v", decimals=4, tolerance=Tolerance(abs=2e-3, rel=0)), rng.uniform(-9, 9, 3)),
-        (AnswerPart(name="r", label="r", decimals=2, tolerance=Tolerance(abs=0, rel=1e-2)), rng.uniform(50, 900, 2)),
-        (AnswerPart(name="m", label="m", decimals=3, tolerance=Tolerance(abs=1e-3, rel=0)), rng.uniform(-1, 1, (2, 4))),
-        (AnswerPart(name="s", label="s", decimals=0, tolerance=Tolerance(abs=0, rel=1e-6)), np.array([2.0, -4.0, 0.0])),
-        (AnswerPart(name="q", label="q", decimals=2, tolerance=Tolerance(abs=5e-3, rel=0)), np.array([0.25, -1.5])),
-        (AnswerPart(name="c", label="c", tolerance=Tolerance(abs=0, rel=1e-6)), np.array(12_582_912.0)),
-        (AnswerPart(name="g", label="g", tolerance=Tolerance(abs=0, rel=1e-6)), np.array(3_221_225_472.0)),
+        (AnswerPart(name="w", label="w", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), rng.uniform(0, 1, 1)),
+        (AnswerPart(name="v", label="v", decimals=4, tolerance=AnswerTolerance(abs=2e-3, rel=0)), rng.uniform(-9, 9, 3)),
+        (AnswerPart(name="r", label="r", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), rng.uniform(50, 900, 2)),
+        (AnswerPart(name="m", label="m", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)), rng.uniform(-1, 1, (2, 4))),
+        (AnswerPart(name="s", label="s", decimals=0, tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array([2.0, -4.0, 0.0])),
+        (AnswerPart(name="q", label="q", decimals=2, tolerance=AnswerTolerance(abs=5e-3, rel=0)), np.array([0.25, -1.5])),
+        (AnswerPart(name="c", label="c", tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array(12_582_912.0)),
+        (AnswerPart(name="g", label="g", tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array(3_221_225_472.0)),
     ]
     for part, want in cases:
         data, entry = _synthetic(part, want)
@@ -594,7 +595,7 @@ def _written_entry(data: dict, kind: str) -> dict:
 
 
 def test_answers_typed_the_usual_ways_are_understood(numpy_release):
-    weight = AnswerPart(name="a", label="weight", decimals=4, tolerance=Tolerance(abs=5e-4, rel=0))
+    weight = AnswerPart(name="a", label="weight", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0))
     data, entry = _synthetic(weight, 0.06337, misconception=0.1667)
     for typed in ("0.0634", "6.34e-2", 0.0634, " 0.0634 ", [0.0634], "[0.0634]", "0.06337"):
         assert qkv_check.check_written(data, entry, typed)[0].passed, typed
@@ -603,7 +604,7 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
     mistake = qkv_check.check_written(data, entry, "0.1667")[0]
     assert not mistake.passed and "you forgot the exponential" in " ".join(mistake.details)
 
-    weights = AnswerPart(name="w", label="weights", form="vector", decimals=4, tolerance=Tolerance(abs=5e-4, rel=0))
+    weights = AnswerPart(name="w", label="weights", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0))
     data, entry = _synthetic(weights, [0.06337, 0.46831, 0.46831])
     for typed in ([0.0634, 0.4683, 0.4683], "[0.0634, 0.4683, 0.4683]", "0.0634, 0.4683, 0.4683",
                   "(0.0634 0.4683 0.4683)", "6.34e-2 0.4683 0.4683", {"w": [0.0634, 0.4683, 0.4683]}):
@@ -849,3 +850,20 @@ def test_broken_notebooks_and_files_are_reported_not_fatal(numpy_release, tmp_pa
         source.write_text(f"import numpy as np\n\ndef {problem.function}(*args, **kwargs):\n    {body}\n")
         outcome = qkv_check.public_checks(data)[0].run(qkv_check.load_submission(source))
         assert not outcome.passed and needle in outcome.message, (body, outcome.message)
+
+
+@pytest.mark.parametrize("got, want", [
+    ([0.1, 0.2], [0.1, 0.2 + 5e-7]),
+    ([0.1, 0.3], [0.1, 0.2]),
+    ([-np.inf, 1.0], [-np.inf, 1.0]),
+    ([np.inf, 1.0], [-np.inf, 1.0]),
+    ([5.0, 1.0], [np.inf, 1.0]),
+    ([np.nan, 1.0], [0.0, 1.0]),
+    ([np.nan, 1.0], [np.nan, 1.0]),
+    ([[1.0, 2.0]], [1.0, 2.0]),
+])
+@pytest.mark.parametrize("tolerance", [Tolerance(), Tolerance(abs=0, rel=0), Tolerance(abs=0, rel=1e-2)])
+def test_the_self_check_compares_outputs_by_the_graders_rule(got, want, tolerance):
+    ours = qkv_check.compare([np.array(got)], [np.array(want)], tolerance.abs, tolerance.rel)
+    graders = compare((np.array(got),), (np.array(want),), tolerance)
+    assert (ours and ours[0]) == (graders and graders.reason)

@@ -55,7 +55,8 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
         return Verdict(False, f"{part.label}: expected {want.size} number(s), got {got.size}")
     if close(got, want, part.tolerance):
         return Verdict(True, f"{part.label}: correct")
-    return Verdict(False, f"{part.label}: not within {part.tolerance.abs:g} of the answer")
+    window = f"{part.tolerance.abs:g}" + (f" + {part.tolerance.rel:g} x |answer|" if part.tolerance.rel else "")
+    return Verdict(False, f"{part.label}: not within {window} of the answer")
 
 
 # ------------------------------------------------------------------- shapes

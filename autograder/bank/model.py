@@ -29,6 +29,13 @@ class Tolerance(Strict):
     rel: float = Field(default=1e-6, ge=0)
 
 
+class AnswerTolerance(Tolerance):
+    """A hand-calculated answer's window: 5e-4 either side, and relative only when the problem asks for it."""
+
+    abs: float = Field(default=5e-4, ge=0)
+    rel: float = Field(default=0.0, ge=0)
+
+
 # ---------------------------------------------------------------- test inputs
 
 
@@ -163,7 +170,7 @@ class AnswerPart(Strict):
     label: str
     form: Literal["scalar", "vector", "matrix", "integer"] = "scalar"
     decimals: int | None = Field(default=None, ge=0, le=8, description="how the answer is rounded when shown")
-    tolerance: Tolerance = Tolerance(abs=5e-4, rel=0)
+    tolerance: AnswerTolerance = AnswerTolerance()
 
 
 class LectureExample(Strict):

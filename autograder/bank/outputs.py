@@ -59,12 +59,16 @@ def compare(got: Outputs, want: Outputs, tolerance: Tolerance) -> Mismatch | Non
         if g.shape != w.shape:
             return Mismatch(f"{which}shape {tuple(g.shape)}, expected {tuple(w.shape)}")
         g64, w64 = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
-        err = np.abs(g64 - w64)
-        if (err <= tolerance.abs + tolerance.rel * np.abs(w64)).all():
-            continue  # the usual case, and NaN never compares true, so no NaN or inf is hiding
+        # An infinite expected entry (a fully masked score) must be met exactly: its window would
+        # be infinite. inf - inf and 0 * inf are NaN, which never compares true.
+        with np.errstate(invalid="ignore"):
+            err = np.abs(g64 - w64)
+            ok = (g64 == w64) | ((err <= tolerance.abs + tolerance.rel * np.abs(w64)) & np.isfinite(w64))
+        if ok.all():
+            continue
         if np.isnan(g64).any() and not np.isnan(w64).any():
             return Mismatch(f"{which}contains NaN", float("nan"))
-        bad = ~(err <= tolerance.abs + tolerance.rel * np.abs(w64))
+        bad = ~ok
         bad &= ~(np.isnan(g64) & np.isnan(w64))
         if bad.any():
             worst = float(np.nanmax(np.where(bad, err, 0.0)))

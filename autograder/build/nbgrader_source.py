@@ -279,8 +279,9 @@ def _qkv_compare(got, want, tol_abs, tol_rel):
         g64, w64 = g.astype(_qkv_np.float64), w.astype(_qkv_np.float64)
         if _qkv_np.isnan(g64).any() and not _qkv_np.isnan(w64).any():
             return f"{{which}}contains NaN"
-        err = _qkv_np.abs(g64 - w64)
-        bad = ~(err <= tol_abs + tol_rel * _qkv_np.abs(w64))
+        with _qkv_np.errstate(invalid="ignore", over="ignore"):  # an infinite expected entry must be met exactly
+            err = _qkv_np.abs(g64 - w64)
+            bad = ~((g64 == w64) | ((err <= tol_abs + tol_rel * _qkv_np.abs(w64)) & _qkv_np.isfinite(w64)))
         bad &= ~(_qkv_np.isnan(g64) & _qkv_np.isnan(w64))
         if bad.any():
             worst = float(_qkv_np.nanmax(_qkv_np.where(bad, err, 0.0)))

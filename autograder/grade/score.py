@@ -8,6 +8,7 @@ are judged against the student's own variant.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,12 @@ def _excerpt(array: np.ndarray | None, limit: int = 6) -> str:
     return f"shape {tuple(np.shape(array))}: [{body}{more}]"
 
 
+def _raised(error: str) -> str:
+    """The exception's type in the sandbox's error text: "ValueError: ... (line 3)" or a bare "ValueError (line 3)"."""
+    match = re.match(r"[A-Za-z_]\w*", error)
+    return match.group(0) if match else ""
+
+
 def _weights_heatmap(got: np.ndarray, want: np.ndarray) -> dict[str, list] | None:
     """The first (n_q x n_k) slice of attention weights, when the expected output looks like weights."""
     if want.ndim < 2 or got.shape != want.shape or want.dtype.kind != "f":
@@ -122,7 +129,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
         reason = run.message if run and run.status != "ok" else "not run"
         return result(False, f"no result: {reason}")
     if test.expect_error:
-        if not call.ok and call.error and call.error.split(":")[0].strip() == test.expect_error:
+        if not call.ok and call.error and _raised(call.error) == test.expect_error:
             return result(True, f"raised {test.expect_error} as required")
         return result(False, f"should raise {test.expect_error}" + (f", but raised {call.error}" if call.error else ""))
     if not call.ok:

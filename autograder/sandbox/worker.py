@@ -1016,6 +1016,11 @@ def run_calls(job: Job, namespace: dict, problem: dict, write_fd: int) -> None:
             write_all(write_fd, b"".join(pending))
             pending.clear()
 
+    # Every call starts with the float error handling and default dtype the module left after
+    # loading: a function that changes them (np.seterr(all="raise")) must not change how the
+    # calls after it score, whether they share its process (a batch) or not.
+    float_errors = np.geterr()
+    default_dtype = torch.get_default_dtype() if torch is not None else None
     for call in problem["calls"]:
         if not batched:  # it only names the call a crash interrupted; batched runs are rerun for that
             emit({"kind": "begin", "call_id": call["id"]})
@@ -1024,6 +1029,9 @@ def run_calls(job: Job, namespace: dict, problem: dict, write_fd: int) -> None:
             emit({"kind": "call", "call_id": call["id"], "ok": False, "error": f"{call['fn']} is not defined"})
             continue
         try:
+            np.seterr(**float_errors)
+            if torch is not None:
+                torch.set_default_dtype(default_dtype)
             args = [argument(a, job) for a in call["args"]]
             kwargs = {k: argument(v, job) for k, v in call["kwargs"].items()}
             value = function(*args, **kwargs)
