@@ -175,8 +175,18 @@ def read_bundle(folder: Path) -> GradingBundle:
         raise QkvError(str(folder), "no grading bundle here: run `qkv build` for this assignment first") from None
     except (ValueError, OSError) as err:
         raise QkvError(str(folder), f"damaged grading bundle: {err}") from None
-    if meta.get("format") != FORMAT_VERSION:
-        raise QkvError(str(meta_path), f"bundle format {meta.get('format')} is not {FORMAT_VERSION}: rebuild it")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_VERSION:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise QkvError(str(meta_path), f"bundle format {found} is not {FORMAT_VERSION}: rebuild it")
+    try:
+        return _decode_bundle(folder, meta, arrays)
+    except QkvError:
+        raise
+    except (KeyError, TypeError, ValueError, OSError) as err:
+        raise QkvError(str(folder), f"damaged grading bundle ({type(err).__name__}: {err}): rebuild it") from None
+
+
+def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> GradingBundle:
     code = []
     for p in meta["code"]:
         tests = tuple(

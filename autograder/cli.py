@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from autograder.errors import QkvError
@@ -21,7 +22,8 @@ err_console = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escaped: messages quote user input and patterns such as [a-z0-9], which rich would read as markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(1)
 
 
@@ -49,7 +51,7 @@ def validate(path: Path | None) -> None:
 
     bank, findings = validate_path(path)
     for finding in findings:
-        err_console.print(f"[red]{finding}[/]", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]{escape(str(finding))}[/]", highlight=False, soft_wrap=True)
     table = Table(title=f"Question bank: {bank.root}")
     kinds = ["implement", "numeric", "shape", "true_false", "multiple_choice"]
     table.add_column("topic")
@@ -88,7 +90,8 @@ def build(name: str, out: Path | None) -> None:
     for part, sizes in parts.items():
         table.add_row(part, str(len(sizes)), f"{sum(sizes):,}")
     console.print(table)
-    console.print(f"students get [bold]{result.out}/student/[/]; keep [bold]{result.out}/autograder/[/] private")
+    out = escape(str(result.out))
+    console.print(f"students get [bold]{out}/student/[/]; keep [bold]{out}/autograder/[/] private")
 
 
 @main.command()
@@ -125,14 +128,15 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=student))
     for note in run.notes:
-        err_console.print(f"[yellow]note:[/] {note}")
+        err_console.print(f"[yellow]note:[/] {escape(note)}")
     if run.isolation != "bwrap":
         err_console.print("[bold red]WARNING: bubblewrap is not available: student code ran under rlimits only, "
                           "without namespace isolation. Install bubblewrap (apt-get install bubblewrap).[/]")
     console.print(gradebook_table(run.results))
     console.print(summary_table(run.results, run.bundle.title, run.isolation))
     console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "
-                  f"gradebook: [bold]{run.out}/gradebook.csv[/], feedback: [bold]{run.out}/feedback/<student>/feedback.html[/]")
+                  f"gradebook: [bold]{escape(str(run.out))}/gradebook.csv[/], "
+                  f"feedback: [bold]{escape(str(run.out))}/feedback/<student>/feedback.html[/]")
 
 
 @main.command()
@@ -176,7 +180,7 @@ def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: 
     console.print(f"{len(result.exam.items)} problems, {result.exam.points:g} points, difficulty "
                   + ", ".join(f"{d}: {levels[d]}" for d in (1, 2, 3)))
     for name, size in result.files.items():
-        console.print(f"  {result.out / name}  ({size:,} bytes)")
+        console.print(f"  {escape(str(result.out / name))}  ({size:,} bytes)")
     console.print(f"give students [bold]exam.{fmt}[/]; keep [bold]answer-key.{fmt}[/] for yourself")
 
 
@@ -227,6 +231,6 @@ def export(name: str, fmt: str, variants: int, seed: int | None, out: Path | Non
     result = export_quiz(name, fmt, variants, seed)
     path = write_export(result, out)
     questions = sum(len(g.questions) for g in result.quiz.groups)
-    console.print(f"{len(result.quiz.groups)} question groups, {questions} questions: [bold]{path}[/] ({len(result.data):,} bytes)")
+    console.print(f"{len(result.quiz.groups)} question groups, {questions} questions: [bold]{escape(str(path))}[/] ({len(result.data):,} bytes)")
     if result.skipped_code:
         console.print(f"left out {result.skipped_code} code problem(s): platforms cannot grade them (use `qkv build`)")

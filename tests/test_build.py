@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,28 @@ def test_assignment_points_override_the_bank(fixture_bank, tmp_path):
     assignment = resolve_assignment(manifest, fixture_bank)
     assert assignment.max_points == 10
     assert find_manifest(str(manifest)) == manifest
+
+
+@pytest.mark.parametrize("broken, what", [
+    (("solutions.numpy_ref.softmax_rows", "solutions.numpy_ref.no_such_function"), "unknown reference"),
+    (("expect: [[0.6666667, 0.3333333, 0.0]]", "expect: [[0.5, 0.5, 0.0]]"), "expect: the reference gives other numbers"),
+])
+def test_a_broken_problem_of_the_assignment_is_named_and_nothing_is_written(broken, what, tmp_path):
+    bank_root = tmp_path / "bank"
+    shutil.copytree(ROOT / "question_bank", bank_root)
+    problem_file = bank_root / "attention" / "softmax-rows.yaml"
+    problem_file.write_text(problem_file.read_text().replace(*broken, 1))
+    out = tmp_path / "out"
+    with pytest.raises(QkvError) as err:
+        build("attention-numpy", out, bank=load_bank(bank_root).bank)
+    assert str(err.value).startswith(str(problem_file)) and what in str(err.value) and "\n" not in str(err.value)
+    assert not out.exists()
+
+
+def test_an_unwritable_output_folder_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    run = subprocess.run([str(QKV), "build", "attention-numpy", "--out", str(blocker / "release")],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"{blocker / 'release'}: cannot write the release" in run.stderr

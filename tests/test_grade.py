@@ -206,15 +206,35 @@ def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_pa
     assert all(float(r["total"]) == pytest.approx(float(r["max"])) for r in table.values())
 
 
-def test_cli_errors_are_one_line(built_numpy, tmp_path):
-    for args, expected in (
-        (["grade", "no-such-assignment", str(tmp_path)], "unknown assignment"),
-        (["grade", "attention-numpy", str(tmp_path / "missing"), "--dist", str(built_numpy.out)], "no such folder"),
+def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "ada.py").write_text("x = 1\n")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    damaged_gradebook = tmp_path / "damaged"
+    damaged_gradebook.mkdir()
+    (damaged_gradebook / GRADEBOOK_FILE).write_text("not sqlite")
+    damaged_bundle = tmp_path / "dist"
+    shutil.copytree(built_numpy.out, damaged_bundle)
+    next((damaged_bundle / "autograder" / "problems").glob("*.yaml")).unlink()
+    dist = ["--dist", str(built_numpy.out)]
+    no_bwrap = {**os.environ, "PATH": "/nonexistent"}
+    for args, expected, env in (
+        (["no-such-assignment", str(tmp_path)], "unknown assignment", None),
+        (["attention-numpy", str(tmp_path / "missing"), *dist], "no such folder", None),
+        (["attention-numpy", str(a_file), *dist], "is a file, not a folder of submissions", None),
+        (["attention-numpy", str(subs), *dist, "--out", str(a_file)], f"{a_file}: exists and is not a folder", None),
+        (["attention-numpy", str(subs), *dist, "--out", str(damaged_gradebook)], "not a gradebook qkv can use", None),
+        (["attention-numpy", str(subs), "--dist", str(damaged_bundle)], "damaged grading bundle", None),
+        (["attention-numpy", str(subs), *dist, "--out", str(tmp_path / "new"), "--isolation", "bwrap"],
+         "--isolation: bwrap isolation was requested but is not usable here", no_bwrap),
     ):
-        run = subprocess.run([str(QKV), *args], capture_output=True, text=True)
-        assert run.returncode == 1
-        assert expected in run.stderr and "Traceback" not in run.stderr
-        assert len([line for line in run.stderr.splitlines() if line.strip()]) == 1
+        run = subprocess.run([str(QKV), "grade", *args], capture_output=True, text=True, env=env)
+        assert run.returncode == 1, args
+        assert expected in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert len([line for line in run.stderr.splitlines() if line.strip()]) == 1, run.stderr
+    assert not (tmp_path / "new").exists(), "a refused option must leave no gradebook behind"
 
 
 def test_weights_heatmap_only_for_weight_like_outputs():

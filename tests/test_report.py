@@ -11,11 +11,13 @@ import subprocess
 import numpy as np
 import pytest
 from matplotlib import image
+from rich.console import Console
 
 from autograder.grade.score import ProblemResult, SubmissionResult, TestResult
 from autograder.report.csv import gradebook_csv
 from autograder.report.feedback import feedback_html
 from autograder.report.results_json import results_json
+from autograder.report.summary import gradebook_table
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WEIGHTS = np.array([[2 / 3, 1 / 3, 0.0], [0.2, 0.3, 0.5], [0.0, 0.0, 1.0]])
@@ -88,3 +90,12 @@ def test_feedback_page_renders_in_a_real_browser(tmp_path):
     # the heatmaps are the only strongly coloured area: viridis yellow (1.0) and purple (0.0) both appear
     rgb = pixels[..., :3]
     assert ((rgb[..., 0] > 0.9) & (rgb[..., 1] > 0.85) & (rgb[..., 2] < 0.3)).sum() > 500
+
+
+def test_the_terminal_gradebook_prints_student_text_as_it_is():
+    message = "SyntaxError: '[bold]' was never closed [a-z0-9] (line 1)"
+    result = SubmissionResult("[red]mallory[/red]", "d", "load_error", message, 0.0, 80.0)
+    console = Console(record=True, width=400)
+    console.print(gradebook_table([result]))
+    text = console.export_text()
+    assert "[red]mallory[/red]" in text and message in text

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.sandbox import Call, ProblemCalls, SandboxPool, SubmissionRun
+from autograder.sandbox import Call, ProblemCalls, SandboxError, SandboxPool, SubmissionRun
+from autograder.sandbox import pool as pool_module
 from autograder.sandbox.protocol import ProtocolError, decode_outputs
 from conftest import CORE, HOSTILE, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
 
@@ -529,3 +530,19 @@ def test_outputs_refuse_odd_dtypes_and_forged_sizes() -> None:
         decode_outputs(b"\0" * 8, [["<f8", [-1]]])
     with pytest.raises(ProtocolError):
         decode_outputs(b"", "not a layout")
+
+
+def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypatch):
+    broken = tmp_path / "worker.py"
+    broken.write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(pool_module, "WORKER_SOURCE", broken)
+    pool = SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="rlimits")
+    for _ in range(2):  # the second try used to wait for ever for a worker that never came
+        errors: list[BaseException] = []
+        attempt = threading.Thread(target=lambda: errors.append(pytest.raises(SandboxError, pool.run, "x = 1\n", CORE).value),
+                                   daemon=True)
+        attempt.start()
+        attempt.join(60)
+        assert not attempt.is_alive(), "pool.run hangs after a failed start"
+        assert errors and "did not start" in str(errors[0])
+    pool.close()

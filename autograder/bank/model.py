@@ -8,6 +8,7 @@ documents every field with an example of each kind.
 
 from __future__ import annotations
 
+import ast
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -117,7 +118,7 @@ class ImplementProblem(ProblemBase):
     signature: str
     returns: str
     example: str = ""
-    references: dict[Track, DottedRef]
+    references: dict[Track, DottedRef] = Field(min_length=1, description="one or both tracks")
     stub: DottedRef = Field(
         default="solutions.stubs.not_implemented",
         description="what the stub does: validate checks that it fails every test",
@@ -132,6 +133,10 @@ class ImplementProblem(ProblemBase):
         function = info.data.get("function")
         if function and not value.startswith(f"{function}("):
             raise ValueError(f"must start with '{function}('")
+        try:  # stubs, notebooks and keys are written from it: it must be a Python def line
+            ast.parse(f"def {value}:\n    pass\n")
+        except SyntaxError as err:
+            raise ValueError(f"is not a Python signature ({err.msg})") from None
         return value
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.bank.load import Bank, load_bank_strict
+from autograder.bank.validate import check_problem
 from autograder.build.gradescope import gradescope_zip
 from autograder.build.grading import grading_bundle
 from autograder.build.manifest import Assignment, find_manifest, resolve_assignment
@@ -74,6 +75,15 @@ def build(name: str, out: Path | None = None, bank: Bank | None = None, assignme
     out = out or Path("dist") / assignment.name
     if out.exists() and not out.is_dir():
         raise QkvError(str(out), "output path exists and is not a folder")
+    # the checks of `qkv validate`, so that a broken problem is named here instead of failing deep in a writer
+    for item in assignment.problems:
+        findings = check_problem(item.problem)
+        if findings:
+            raise QkvError(str(assignment.problem_files[item.problem.id]), f"{findings[0]} (qkv validate lists all)")
     files = release_files(assignment)
-    write_atomically(out, files)
+    try:
+        write_atomically(out, files)
+    except OSError as err:
+        where = f" ({err.filename})" if err.filename else ""
+        raise QkvError(str(out), f"cannot write the release: {err.strerror or err}{where}") from None
     return BuildResult(assignment, out, {p: len(b) for p, b in sorted(files.items())})

@@ -27,7 +27,7 @@ from autograder.grade.score import SubmissionResult, grade_submission
 from autograder.report.csv import write_gradebook_csv
 from autograder.report.feedback import write_feedback
 from autograder.report.results_json import write_results_json
-from autograder.sandbox import Limits, SandboxPool
+from autograder.sandbox import Limits, SandboxError, SandboxPool
 
 GRADEBOOK_FILE = "gradebook.sqlite"
 
@@ -92,9 +92,17 @@ class LocalRoute:
             yield submission, grade_submission(self.bundle, submission, run), self.isolation
 
 
+def local_route(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str) -> AbstractContextManager[LocalRoute]:
+    try:  # made now, not on entry: it starts nothing, but refuses an isolation this machine cannot give
+        pool = SandboxPool(bundle.track, jobs=jobs, limits=limits, isolation=isolation)
+    except SandboxError as err:
+        raise QkvError("--isolation", str(err)) from None
+    return _pool_route(bundle, pool)
+
+
 @contextmanager
-def local_route(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str) -> Iterator[LocalRoute]:
-    with SandboxPool(bundle.track, jobs=jobs, limits=limits, isolation=isolation) as pool:
+def _pool_route(bundle: GradingBundle, pool: SandboxPool) -> Iterator[LocalRoute]:
+    with pool:
         yield LocalRoute(bundle, pool)
 
 
@@ -125,7 +133,8 @@ def grade_class(
 
     `cluster` (tcp://HOST:PORT or local:N) grades on Dask workers instead of a local pool."""
     if not submissions_dir.is_dir():
-        raise QkvError(str(submissions_dir), "no such folder of submissions")
+        what = "is a file, not a folder of submissions" if submissions_dir.exists() else "no such folder of submissions"
+        raise QkvError(str(submissions_dir), what)
     bundle = read_bundle(bundle_dir)
     limits = Limits(load_seconds=timeout, problem_seconds=timeout)
     # checked before the gradebook exists, so bad options leave no file behind; starts nothing yet
@@ -156,13 +165,17 @@ def grade_class(
             if progress:
                 progress(len(graded_now), total, submission.student)
 
-        with routing as route:
-            for submission in todo:
-                if submission.source is None:
-                    record(submission, grade_submission(bundle, submission, None), route.isolation)
-            for submission, result, iso in route.grade(runnable):
-                record(submission, result, iso)
-            used_isolation = route.isolation
+        try:
+            with routing as route:
+                for submission in todo:
+                    if submission.source is None:
+                        record(submission, grade_submission(bundle, submission, None), route.isolation)
+                for submission, result, iso in route.grade(runnable):
+                    record(submission, result, iso)
+                used_isolation = route.isolation
+        except SandboxError as err:
+            raise QkvError("sandbox", f"{err}; {len(graded_now)} submission(s) graded before it are kept, "
+                                      "and running the same command again grades the rest") from None
         rows = gradebook.results(known=graded_now)
     export_reports(out, bundle, rows, set(graded_now))
     return GradeRun(bundle, out, [r for r, _ in rows], used_isolation, total, skipped, notes)

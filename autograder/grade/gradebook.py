@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from autograder.errors import QkvError
 from autograder.grade.score import SubmissionResult
 
 SCHEMA = """
@@ -41,13 +42,22 @@ CREATE TABLE IF NOT EXISTS test_scores (
 
 class Gradebook:
     def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            blocked = path.parent.exists() and not path.parent.is_dir()
+            what = "exists and is not a folder" if blocked else f"cannot make the output folder: {err.strerror or err}"
+            raise QkvError(str(path.parent), what) from None
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+        except sqlite3.Error as err:
+            self.db.close()
+            raise QkvError(str(path), f"not a gradebook qkv can use ({err}); choose another --out") from None
 
     def close(self) -> None:
         self.db.close()

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from autograder.grade.score import SubmissionResult
 
@@ -49,8 +50,9 @@ def gradebook_table(results: Sequence[SubmissionResult], limit: int = 40) -> Tab
             lost_text = "everything" + (f": {result.message}" if result.message else "")
         else:
             lost_text = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        table.add_row(result.student, f"{points(result.score)}/{points(result.max_score)}", result.status,
-                      lost_text or "-", ", ".join(mistakes) or "-")
+        # Text, not markup: ids and messages come from students' files and code
+        table.add_row(Text(result.student), f"{points(result.score)}/{points(result.max_score)}", result.status,
+                      Text(lost_text or "-"), ", ".join(mistakes) or "-")
     if len(results) > limit:
         table.caption = f"first {limit} of {len(results)} students; all are in gradebook.csv"
     return table

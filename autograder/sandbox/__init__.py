@@ -6,7 +6,7 @@ arrays, or a status and a message a student can read. Expected values never
 enter the sandbox: comparing is the grader's job, in its own process.
 """
 
-from autograder.sandbox.pool import SandboxPool, isolation_available
+from autograder.sandbox.pool import SandboxError, SandboxPool, isolation_available
 from autograder.sandbox.protocol import (
     ArgValue,
     Call,
@@ -24,6 +24,7 @@ __all__ = [
     "Limits",
     "ProblemCalls",
     "ProblemRun",
+    "SandboxError",
     "SandboxPool",
     "SubmissionRun",
     "isolation_available",

@@ -197,6 +197,10 @@ def isolation_available() -> str:
     return "bwrap" if _bwrap_problem() is None else "rlimits-only"
 
 
+class SandboxError(RuntimeError):
+    """The sandbox itself cannot run here (no usable bwrap when asked for, workers that do not start)."""
+
+
 class _Spawner:
     """Starts processes from one long-lived thread.
 
@@ -285,10 +289,10 @@ class _Worker:
             header, _ = self.reader.read(time.monotonic() + READY_SECONDS)
         except (EOFError, TimeoutError, ProtocolError) as exc:
             self.kill()
-            raise RuntimeError(f"sandbox worker {self.slot} did not start ({type(exc).__name__})") from None
+            raise SandboxError(f"sandbox worker {self.slot} did not start ({type(exc).__name__})") from None
         if header.get("kind") != "ready":
             self.kill()
-            raise RuntimeError(f"sandbox worker {self.slot} sent {header.get('kind')!r} instead of ready")
+            raise SandboxError(f"sandbox worker {self.slot} sent {header.get('kind')!r} instead of ready")
 
     def kill(self) -> None:
         if self.process is None:
@@ -446,7 +450,7 @@ class SandboxPool:
             if problem is None:
                 self.isolation = "bwrap"
             elif isolation == "bwrap":
-                raise RuntimeError(f"bwrap isolation was requested but is not usable here: {problem}")
+                raise SandboxError(f"bwrap isolation was requested but is not usable here: {problem}")
             else:
                 self.isolation = "rlimits-only"
                 text = (
@@ -479,8 +483,12 @@ class SandboxPool:
                 self._scratch_base = tempfile.mkdtemp(prefix="qkv-sandbox-")
                 os.chmod(self._scratch_base, 0o711)
             self._workers = [_Worker(self, slot) for slot in range(self.jobs)]
-            with concurrent.futures.ThreadPoolExecutor(self.jobs) as starter:
-                list(starter.map(_Worker.start, self._workers))
+            try:
+                with concurrent.futures.ThreadPoolExecutor(self.jobs) as starter:
+                    list(starter.map(_Worker.start, self._workers))
+            except BaseException:
+                self._stop_workers()  # and forget them, so that the next start begins afresh
+                raise
             for worker in self._workers:
                 self._idle.put(worker)
 
@@ -502,7 +510,7 @@ class SandboxPool:
                 except _WorkerLost as lost:
                     logger.warning("sandbox worker %d lost: %s", worker.slot, lost.run.message)
                     return lost.run
-            raise RuntimeError("the sandbox worker keeps dying before it takes a job")
+            raise SandboxError("the sandbox worker keeps dying before it takes a job")
         finally:
             self._idle.put(worker)
 
@@ -524,14 +532,16 @@ class SandboxPool:
     def close(self) -> None:
         """Stop the workers and remove their files; the pool can be started again."""
         with self._lock:
-            if self._spawner is None:
-                return
-            for worker in self._workers:
-                worker.stop(timeout=5.0)
-            self._spawner.stop()
-            self._spawner = None
-            self._workers = []
-            self._idle = queue.Queue()
-            if self._scratch_base:
-                shutil.rmtree(self._scratch_base, ignore_errors=True)
-                self._scratch_base = ""
+            if self._spawner is not None:
+                self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        for worker in self._workers:
+            worker.stop(timeout=5.0)
+        self._spawner.stop()
+        self._spawner = None
+        self._workers = []
+        self._idle = queue.Queue()
+        if self._scratch_base:
+            shutil.rmtree(self._scratch_base, ignore_errors=True)
+            self._scratch_base = ""
