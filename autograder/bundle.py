@@ -66,7 +66,7 @@ class CodeProblem:
     tests: tuple[GradedTest, ...]
     misconceptions: dict[str, str]  # id -> message for the student
 
-    @property
+    @cached_property
     def total_weight(self) -> float:
         return sum(t.weight for t in self.tests) or 1.0
 
@@ -96,9 +96,6 @@ class GradingBundle:
     @property
     def max_points(self) -> float:
         return sum(p.points for p in self.code) + sum(p.points for p in self.written)
-
-    def points_of(self, problem_id: str) -> float:
-        return next(p.points for p in (*self.code, *self.written) if p.id == problem_id)
 
 
 # -------------------------------------------------------------------- writing

@@ -5,7 +5,7 @@ tolerances, worked solutions, common mistakes), paper.py (exam and key documents
 markup.py (Markdown + LaTeX for pages, platforms, terminals), katex.py (offline
 formula rendering), pdf.py (printing through headless Chromium), drill.py
 (`qkv practice`), lms/ (`qkv export`: QTI, Moodle XML, GIFT).
-This module does the exam's only I/O: writing `exam.EXT` and `answer-key.EXT`.
+This module writes `exam.EXT` and `answer-key.EXT`; pdf.py's Chromium works in a temporary folder.
 """
 
 from __future__ import annotations

@@ -40,10 +40,6 @@ def split_math(text: str) -> tuple[str, list[Math]]:
     return _SEGMENT.sub(cut, text), found
 
 
-def formulas(text: str) -> list[Math]:
-    return split_math(text)[1]
-
-
 def _markdown_with(text: str, render_math) -> str:
     stripped, found = split_math(text)
     body = _MARKDOWN.render(stripped)

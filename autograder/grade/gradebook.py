@@ -106,10 +106,6 @@ class Gradebook:
 
     def results(self, known: Mapping[str, SubmissionResult] = {}) -> list[tuple[SubmissionResult, str]]:
         """Every stored result with its isolation, by student; those in `known` (just recorded) are not decoded again."""
-        rows = self.db.execute("SELECT student, isolation FROM submissions ORDER BY student").fetchall()
-        stored = dict(self.db.execute("SELECT student, result FROM submissions").fetchall()) if len(known) < len(rows) else {}
-        return [(known[student] if student in known else SubmissionResult.from_json(json.loads(stored[student])), isolation)
-                for student, isolation in rows]
-
-    def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
+        rows = self.db.execute("SELECT student, isolation, result FROM submissions ORDER BY student").fetchall()
+        return [(known[student] if student in known else SubmissionResult.from_json(json.loads(result)), isolation)
+                for student, isolation, result in rows]

@@ -109,7 +109,7 @@ def _weights_heatmap(got: np.ndarray, want: np.ndarray) -> dict[str, list] | Non
     return {"want": rows.tolist(), "got": np.nan_to_num(student.astype(float)).tolist()}
 
 
-def diagnose(problem: CodeProblem, test: GradedTest, got: tuple[np.ndarray, ...]) -> str | None:
+def diagnose(test: GradedTest, got: tuple[np.ndarray, ...]) -> str | None:
     """The id of the misconception whose output this student's output matches, if any."""
     for mistake, outputs in test.mutant_outputs.items():
         if compare(got, outputs, test.tolerance) is None:
@@ -139,7 +139,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
     mismatch = compare(got, test.expected, test.tolerance)
     if mismatch is None:
         return result(True, "passed")
-    mistake = diagnose(problem, test, got)
+    mistake = diagnose(test, got)
     message = mismatch.reason
     if mistake:
         message = f"{problem.misconceptions[mistake]} ({mismatch.reason})"

@@ -262,7 +262,7 @@ def decode_outputs(blob: bytes, layout: object) -> tuple[np.ndarray, ...]:
     """
     if not isinstance(layout, list) or not 0 <= len(layout) <= MAX_OUTPUTS_PER_CALL:
         raise ProtocolError("bad output layout")
-    if len(blob) > MAX_CALL_OUTPUT_BYTES + 4096 * len(layout):
+    if len(blob) > MAX_CALL_OUTPUT_BYTES:
         raise ProtocolError("outputs too large")
     outputs, offset = [], 0
     for index, entry in enumerate(layout):

@@ -485,17 +485,16 @@ class Supervisor:
 
     def end_problem(self, signum: object, exit_code: object) -> None:
         current = self.current
-        where = WHERE
         if current["verdict"]:
             verdict = current["verdict"]
         elif current["memory"]:
-            verdict = ("memory", f"ran out of memory{where} (limit {fmt_bytes(self.limits['memory_bytes'])})")
+            verdict = ("memory", f"ran out of memory{WHERE} (limit {fmt_bytes(self.limits['memory_bytes'])})")
         elif current["sysexit"] is not None:
-            verdict = ("exited", f"called sys.exit({current['sysexit']}){where}")
+            verdict = ("exited", f"called sys.exit({current['sysexit']}){WHERE}")
         elif isinstance(signum, int):
-            verdict = self.signal_verdict(signum, where)
+            verdict = self.signal_verdict(signum)
         elif exit_code != 0 or not current["done"]:
-            verdict = ("exited", f"exited with code {exit_code}{where} (os._exit?)")
+            verdict = ("exited", f"exited with code {exit_code}{WHERE} (os._exit?)")
         else:
             n = len(current["seen"])
             verdict = ("ok", f"ran {n} call{'s' if n != 1 else ''}")
@@ -504,13 +503,13 @@ class Supervisor:
         self.next_problem += 1
         self.enter_between()
 
-    def signal_verdict(self, signum: int, where: str) -> tuple[str, str]:
+    def signal_verdict(self, signum: int) -> tuple[str, str]:
         if signum == signal.SIGXCPU:
-            return ("timeout", f"used more than {self.limits['cpu_seconds']} s of CPU time{where} (CPU limit)")
+            return ("timeout", f"used more than {self.limits['cpu_seconds']} s of CPU time{WHERE} (CPU limit)")
         if signum == signal.SIGXFSZ:
             size = fmt_bytes(self.limits["max_file_bytes"])
-            return ("crashed", f"wrote a file larger than {size}{where} (file size limit)")
-        return ("crashed", f"crashed with {signal_text(signum)}{where}")
+            return ("crashed", f"wrote a file larger than {size}{WHERE} (file size limit)")
+        return ("crashed", f"crashed with {signal_text(signum)}{WHERE}")
 
     def where(self) -> str:
         call = self.current["call"] if self.current else None
@@ -1052,10 +1051,9 @@ def run_calls(job: Job, namespace: dict, problem: dict, write_fd: int) -> None:
             emit({"kind": "call", "call_id": call["id"], "ok": False, "error": outputs})
             continue
         # raw bytes plus (dtype, shape): the grader decodes them without a zip or a header parser
-        arrays = [np.ascontiguousarray(array) for array in outputs]
-        layout = [[array.dtype.str, list(array.shape)] for array in arrays]
+        layout = [[array.dtype.str, list(array.shape)] for array in outputs]
         emit({"kind": "call", "call_id": call["id"], "ok": True, "arrays": layout},
-             b"".join(array.tobytes() for array in arrays))
+             b"".join(array.tobytes() for array in outputs))
     emit({"kind": "done"})
 
 

@@ -2,7 +2,7 @@
 Canvas QTI zip, Moodle XML or GIFT text (bytes) out.
 
 quiz.py builds the neutral quiz (groups of variants); qti.py, moodle.py and
-gift.py write it. The file is written by the CLI.
+gift.py write it; `write_export` here writes the file.
 """
 
 from __future__ import annotations

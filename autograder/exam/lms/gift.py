@@ -9,7 +9,7 @@ first, are escaped, and newlines written as `\\n`, because a blank line ends a q
 
 from __future__ import annotations
 
-from autograder.exam.lms.quiz import Question, Quiz
+from autograder.exam.lms.quiz import Question, Quiz, number_text
 from autograder.exam.markup import lms_html
 
 _SPECIAL = "~=#{}:"
@@ -26,15 +26,11 @@ def _html(markdown: str) -> str:
     return escape(lms_html(markdown))
 
 
-def _number(x: float) -> str:
-    return f"{float(x):.10g}"
-
-
 def answer_block(question: Question) -> str:
     general = f"####{_html(question.feedback)}"
     if question.kind == "numerical":
         blank = question.blanks[0]
-        return f"{{#{_number(blank.value)}:{_number(blank.tolerance)}{general}}}"
+        return f"{{#{number_text(blank.value)}:{number_text(blank.tolerance)}{general}}}"
     if question.kind == "truefalse":
         return f"{{{'TRUE' if question.truth else 'FALSE'}{general}}}"
     if question.kind == "shortanswer":

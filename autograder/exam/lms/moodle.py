@@ -13,27 +13,17 @@ from __future__ import annotations
 import html
 import xml.etree.ElementTree as ET
 
-from autograder.exam.lms.quiz import Question, Quiz, cloze_weights
+from autograder.exam.lms.quiz import Question, Quiz, cloze_weights, number_text
+from autograder.exam.lms.xml_elements import sub_element
 from autograder.exam.markup import lms_html
 
 PENALTY = "0.3333333"  # Moodle's default for a wrong try in adaptive mode
 
 
-def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
-    element = ET.SubElement(parent, tag, attrs)
-    if text is not None:
-        element.text = text
-    return element
-
-
 def _text(parent: ET.Element, tag: str, text: str, html: bool = True) -> ET.Element:
-    element = _sub(parent, tag, format="html") if html else _sub(parent, tag)
-    _sub(element, "text", text)
+    element = sub_element(parent, tag, format="html") if html else sub_element(parent, tag)
+    sub_element(element, "text", text)
     return element
-
-
-def _number(x: float) -> str:
-    return f"{float(x):.10g}"
 
 
 def category(path: str, info: str) -> ET.Element:
@@ -47,7 +37,7 @@ def cloze_text(question: Question) -> str:
     """The prompt, then each part's label with a NUMERICAL blank per entry: {weight:NUMERICAL:=value:tolerance}."""
     fields: dict[int, list[str]] = {}
     for blank, part, weight in zip(question.blanks, question.part_of_blank, cloze_weights(question)):
-        fields.setdefault(part, []).append(f"{{{weight}:NUMERICAL:={_number(blank.value)}:{_number(blank.tolerance)}}}")
+        fields.setdefault(part, []).append(f"{{{weight}:NUMERICAL:={number_text(blank.value)}:{number_text(blank.tolerance)}}}")
     answers = "".join(f"<p>{html.escape(question.part_labels[part], quote=False)}: {' '.join(blanks)}</p>"
                       for part, blanks in fields.items())
     return lms_html(question.text) + answers
@@ -59,38 +49,38 @@ def moodle_question(question: Question) -> ET.Element:
     _text(element, "name", question.title, html=False)
     _text(element, "questiontext", cloze_text(question) if question.kind == "cloze" else lms_html(question.text))
     _text(element, "generalfeedback", lms_html(question.feedback))
-    _sub(element, "defaultgrade", f"{question.points:g}")
-    _sub(element, "penalty", PENALTY)
-    _sub(element, "hidden", "0")
-    _sub(element, "idnumber", question.ident)
+    sub_element(element, "defaultgrade", f"{question.points:g}")
+    sub_element(element, "penalty", PENALTY)
+    sub_element(element, "hidden", "0")
+    sub_element(element, "idnumber", question.ident)
     if question.kind == "numerical":
         blank = question.blanks[0]
-        answer = _sub(element, "answer", fraction="100")
-        _sub(answer, "text", _number(blank.value))
-        _sub(answer, "tolerance", _number(blank.tolerance))
+        answer = sub_element(element, "answer", fraction="100")
+        sub_element(answer, "text", number_text(blank.value))
+        sub_element(answer, "tolerance", number_text(blank.tolerance))
         _text(answer, "feedback", "")
-        _sub(element, "unitgradingtype", "0")
-        _sub(element, "unitpenalty", "0")
-        _sub(element, "showunits", "3")  # no units asked for
-        _sub(element, "unitsleft", "0")
+        sub_element(element, "unitgradingtype", "0")
+        sub_element(element, "unitpenalty", "0")
+        sub_element(element, "showunits", "3")  # no units asked for
+        sub_element(element, "unitsleft", "0")
     elif question.kind == "multichoice":
-        _sub(element, "single", "true")
-        _sub(element, "shuffleanswers", "false")  # the choices' letters are quoted in the solutions
-        _sub(element, "answernumbering", "ABCD")
+        sub_element(element, "single", "true")
+        sub_element(element, "shuffleanswers", "false")  # the choices' letters are quoted in the solutions
+        sub_element(element, "answernumbering", "ABCD")
         for choice in question.choices:
             answer = _text(element, "answer", lms_html(choice.text))
             answer.set("fraction", "100" if choice.correct else "0")
             _text(answer, "feedback", lms_html(choice.feedback) if choice.feedback else "")
     elif question.kind == "truefalse":
         for value in (True, False):
-            answer = _sub(element, "answer", fraction="100" if question.truth is value else "0", format="moodle_auto_format")
-            _sub(answer, "text", "true" if value else "false")
+            answer = sub_element(element, "answer", fraction="100" if question.truth is value else "0", format="moodle_auto_format")
+            sub_element(answer, "text", "true" if value else "false")
             _text(answer, "feedback", "")
     elif question.kind == "shortanswer":
-        _sub(element, "usecase", "0")
+        sub_element(element, "usecase", "0")
         for text in question.accepted:
-            answer = _sub(element, "answer", fraction="100", format="moodle_auto_format")
-            _sub(answer, "text", text.replace("*", "\\*"))  # * is Moodle's wildcard
+            answer = sub_element(element, "answer", fraction="100", format="moodle_auto_format")
+            sub_element(answer, "text", text.replace("*", "\\*"))  # * is Moodle's wildcard
             _text(answer, "feedback", "")
     return element
 

@@ -193,3 +193,8 @@ def cloze_weights(question: Question) -> list[int]:
         counts[part] = counts.get(part, 0) + 1
     common = math.lcm(*counts.values())
     return [common // counts[part] for part in question.part_of_blank]
+
+
+def number_text(x: float) -> str:
+    """A number as the platforms' files write it: up to 10 significant digits, no trailing zeros."""
+    return f"{float(x):.10g}"
