@@ -46,7 +46,7 @@ def one_query_attention_feasible(params, answers):
     return None
 
 
-def one_query_attention_wrong_no_shift(q, K, V):
+def one_query_attention_wrong_no_exp(q, K, V):
     """Weights taken as scores divided by their sum (no exponential)."""
     answers = one_query_attention(q, K, V)
     s = answers["scores"]
@@ -365,12 +365,6 @@ def pe_entry(p, d, j):
         return {"pair": i, "angle": math.nan, "value": math.nan}
     pe = ref.sinusoidal_positional_encoding(p + 1, d)
     return {"pair": i, "angle": p / 10000.0 ** (2 * i / d), "value": pe[p, j]}
-
-
-def pe_entry_feasible(params, answers):
-    if params["j"] >= params["d"]:
-        return "column index j is not below d"
-    return None
 
 
 def pe_entry_wrong_swapped(p, d, j):
