@@ -148,6 +148,8 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
     """Self-check FILE (.py or .ipynb) as a student would, offline, with NAME's student release."""
     from autograder.selfcheck import qkv_check
 
+    if not file.is_file():
+        raise QkvError(str(file), "no such file to check")
     dist = dist or Path("dist") / name
     data = next((p for p in (dist / "student" / "selfcheck.json", dist / name / "student" / "selfcheck.json")
                  if p.is_file()), None)
