@@ -30,7 +30,7 @@ from autograder.errors import QkvError
 from autograder.exam import exam_files, write_exam
 from autograder.exam.key import problem_key
 from autograder.exam.pdf import find_browser, fixed_dates, headless_command
-from autograder.exam.select import DEFAULT_KINDS, ExamSpec, difficulty_quota, draw_exam, instantiate
+from autograder.exam.select import DEFAULT_KINDS, ExamSpec, difficulty_quota, draw_exam, instantiate, topic_groups
 from solutions import numpy_ref as ref
 
 VARIANTS = 200
@@ -367,3 +367,12 @@ def test_missing_renderers_are_named_in_one_line(tmp_path, monkeypatch):
     result = runner.invoke(main, ["exam", "--count", "2", "--format", "html", "--out", str(tmp_path / "h")])
     assert result.exit_code == 1 and "libjs-katex" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_nested_topics_each_get_their_own_problems(bank):
+    groups = topic_groups(bank, ("masking", "masking/causal"), DEFAULT_KINDS + ("implement",))
+    assert groups["masking/causal"] and all(p.topic == "masking/causal" for p in groups["masking/causal"])
+    assert groups["masking"] and not any(p.topic == "masking/causal" for p in groups["masking"])
+    with pytest.raises(QkvError, match="'masking' has no problem of the kinds .* outside masking/causal"):
+        topic_groups(bank, ("masking", "masking/causal", "masking/fully-masked", "masking/renormalise"),
+                     DEFAULT_KINDS + ("implement",))

@@ -67,21 +67,27 @@ def _in_topic(problem: Problem, prefix: str) -> bool:
 
 
 def topic_groups(bank: Bank, topics: tuple[str, ...], kinds: tuple[str, ...]) -> dict[str, list[Problem]]:
-    """The pool, grouped by the topics asked for (a problem goes to the first prefix it matches)."""
+    """The pool, grouped by the topics asked for (a problem goes to the most specific prefix it matches)."""
     check_kinds(kinds)
     pool = sorted((p for p in bank.problems.values() if p.kind in kinds), key=lambda p: (p.topic, p.id))
     if not topics:
         topics = tuple(sorted({p.topic.split("/")[0] for p in pool}))
     groups: dict[str, list[Problem]] = {t: [] for t in topics}
     for problem in pool:
-        group = next((t for t in topics if _in_topic(problem, t)), None)
+        group = max((t for t in topics if _in_topic(problem, t)), key=len, default=None)
         if group is not None:
             groups[group].append(problem)
     known = sorted({p.topic.split("/")[0] for p in bank.problems.values()})
     for topic, members in groups.items():
         if not members:
             has_any = any(_in_topic(p, topic) for p in bank.problems.values())
-            why = f"has no problem of the kinds {', '.join(kinds)}" if has_any else f"is not a topic (topics: {', '.join(known)})"
+            inner = [t for t in topics if t != topic and t.startswith(topic.rstrip("/") + "/")]
+            if inner and any(_in_topic(p, topic) for p in pool):
+                why = f"has no problem of the kinds {', '.join(kinds)} outside {', '.join(inner)}"
+            elif has_any:
+                why = f"has no problem of the kinds {', '.join(kinds)}"
+            else:
+                why = f"is not a topic (topics: {', '.join(known)})"
             raise QkvError("--topics", f"'{topic}' {why}")
     return groups
 
