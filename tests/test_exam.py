@@ -23,12 +23,12 @@ from click.testing import CliRunner
 from PIL import Image
 
 from autograder.bank.answers import check_part, close
-from autograder.bank.model import KINDS, ChoiceParam, ImplementProblem, IntParam, NumericProblem
+from autograder.bank.model import KINDS, ChoiceParam, ImplementProblem, IntParam, NumericProblem, Tolerance
 from autograder.bank.resolve import resolve
 from autograder.cli import main
 from autograder.errors import QkvError
 from autograder.exam import exam_files, write_exam
-from autograder.exam.key import problem_key
+from autograder.exam.key import problem_key, tolerance_text
 from autograder.exam.pdf import find_browser, fixed_dates, headless_command
 from autograder.exam.select import DEFAULT_KINDS, ExamSpec, difficulty_quota, draw_exam, instantiate, topic_groups
 from solutions import numpy_ref as ref
@@ -376,3 +376,12 @@ def test_nested_topics_each_get_their_own_problems(bank):
     with pytest.raises(QkvError, match="'masking' has no problem of the kinds .* outside masking/causal"):
         topic_groups(bank, ("masking", "masking/causal", "masking/fully-masked", "masking/renormalise"),
                      DEFAULT_KINDS + ("implement",))
+
+
+@pytest.mark.parametrize("tolerance, value, text", [
+    (Tolerance(abs=0, rel=0), np.array(1_050_624.0), "exact"),
+    (Tolerance(abs=5e-4, rel=0), np.array([0.3, 0.7, 0.1]), "accepted within ±0.0005 for each entry"),
+    (Tolerance(abs=0, rel=1e-2), np.array([100.0, 300.0]), "accepted within ±(0 + 0.01 × |answer|) for each entry"),
+])
+def test_the_key_states_the_window_as_it_prints(tolerance, value, text):
+    assert tolerance_text(tolerance, value) == text
