@@ -24,6 +24,7 @@ CASES: dict[str, tuple[str, str]] = {
     "bad-yaml": ("bad-yaml.yaml", r"^:\d+:\d+: bad YAML: .+"),
     "missing-field": ("missing-field.yaml", r"^(:\d+)?: solution: Field required"),
     "wrong-type": ("wrong-type.yaml", r"^:5: points: Input should be a valid number"),
+    "repeated-key": ("repeated-key.yaml", r"^:6: points: given twice in the same mapping"),
     # the pattern is printed as it is, not eaten as terminal markup
     "bad-topic": ("bad-topic.yaml", r"^:4: topic: String should match pattern '\^\[a-z0-9-\]\+\(/\[a-z0-9-\]\+\)\*\$'"),
     "unknown-kind": ("unknown-kind.yaml", r"^:3: kind: must be one of implement, .*got 'essay'"),

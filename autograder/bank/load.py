@@ -74,16 +74,43 @@ def _data_loc(loc: tuple[Any, ...]) -> list[Any]:
     return [p for p in loc if str(p) not in KINDS and not str(p)[:1].isupper() and "[" not in str(p)]
 
 
+def _repeated_key(node: yaml.Node | None) -> yaml.ScalarNode | None:
+    """The first key a mapping of the document gives twice."""
+    if isinstance(node, yaml.MappingNode):
+        seen = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if key.value in seen:
+                    return key
+                seen.add(key.value)
+            found = _repeated_key(value)
+            if found is not None:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            found = _repeated_key(item)
+            if found is not None:
+                return found
+    return None
+
+
 def parse_problem(text: str, where: str) -> Problem:
     """Parse one problem file's text; raise QkvError naming `where`, the line and the field."""
-    try:
-        data = yaml.safe_load(text)
-        tree = yaml.compose(text)
+    loader = yaml.SafeLoader(text)
+    try:  # what yaml.safe_load does, keeping the node tree for line numbers: one parse, not two
+        tree = loader.get_single_node()
+        data = loader.construct_document(tree) if tree is not None else None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         reason = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise QkvError(f"{where}{at}", f"bad YAML: {reason}") from None
+    finally:
+        loader.dispose()
+    repeated = _repeated_key(tree)
+    if repeated is not None:
+        raise QkvError(f"{where}:{repeated.start_mark.line + 1}",
+                       f"{repeated.value}: given twice in the same mapping (YAML would silently keep the last)")
     if not isinstance(data, dict):
         raise QkvError(where, "a problem file must be a YAML mapping (key: value lines)")
     if data.get("kind") not in KINDS:
