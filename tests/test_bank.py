@@ -40,6 +40,7 @@ from autograder.bank.render import render_prompt, render_solution
 from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
 from autograder.bank.variants import draw_variant, lecture_variant
+from autograder.errors import QkvError
 from solutions import numpy_ref
 from conftest import ROOT
 
@@ -516,3 +517,18 @@ def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
         warnings.simplefilter("error")  # no RuntimeWarning from inf - inf reaches the grader's output
         found = compare((np.array(got),), (np.array(want),), Tolerance())
     assert (found is None) if mismatch is None else mismatch in found.reason
+
+
+@pytest.mark.parametrize("file, old, new, message", [
+    ("positional/pe-entry.yaml", "range: [1, 6]", "range: [8, -4]", ":9: parameters.p: range must be [low, high]"),
+    ("positional/pe-entry.yaml", "{ints: [], range", "{intz: [], range", ":9: parameters.p: a parameter is {ints"),
+    ("attention/softmax-rows.yaml", "{causal_mask: 6}", "{causal_mask: 0}",
+     ":44: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
+    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":35: public_tests[0].kwargs.mask.dtype: Input should be"),
+])
+def test_a_wrong_input_or_parameter_spec_names_its_own_field(file, old, new, message) -> None:
+    text = (ROOT / "question_bank" / file).read_text()
+    assert old in text
+    with pytest.raises(QkvError) as err:
+        parse_problem(text.replace(old, new, 1), "f.yaml")
+    assert str(err.value).startswith(f"f.yaml{message}")

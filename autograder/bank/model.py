@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 ProblemId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*[a-z0-9]$", max_length=80)]
 DottedRef = Annotated[str, Field(pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")]
@@ -21,6 +21,20 @@ TRACKS: tuple[Track, ...] = ("numpy", "torch")
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def by_key(tags: dict[str, str], otherwise: str | None = None) -> Any:
+    """Pick a union member by the key a mapping has, so an error names that member's field, not another's.
+
+    Tags are class names: the loader leaves capitalised parts out of the field path it reports.
+    """
+    def pick(value: Any) -> str | None:
+        keys = value.keys() if isinstance(value, dict) else type(value).model_fields if isinstance(value, BaseModel) else None
+        if keys is None:
+            return otherwise
+        return next((tag for key, tag in tags.items() if key in keys), None)
+
+    return pick
 
 
 class Tolerance(Strict):
@@ -66,7 +80,19 @@ class ArrayLiteral(Strict):
     dtype: Literal["float64", "float32", "bool", "int64"] = "float64"
 
 
-ArgSpec = Union[RandomArray, CausalMask, ArrayLiteral, bool, int, float, str, None]
+ArgSpec = Annotated[
+    Union[
+        Annotated[RandomArray, Tag("RandomArray")],
+        Annotated[CausalMask, Tag("CausalMask")],
+        Annotated[ArrayLiteral, Tag("ArrayLiteral")],
+        Annotated[Union[bool, int, float, str, None], Tag("Scalar")],
+    ],
+    Discriminator(
+        by_key({"random": "RandomArray", "causal_mask": "CausalMask", "array": "ArrayLiteral"}, otherwise="Scalar"),
+        custom_error_type="input_spec",
+        custom_error_message="an input is {random: ...}, {causal_mask: n}, {array: [...]}, a number, a string, true/false or null",
+    ),
+]
 
 
 class TestCase(Strict):
@@ -165,7 +191,11 @@ class ChoiceParam(Strict):
     choice: list[Any] = Field(min_length=1)
 
 
-ParamSpec = Union[IntParam, ChoiceParam]
+ParamSpec = Annotated[
+    Union[Annotated[IntParam, Tag("IntParam")], Annotated[ChoiceParam, Tag("ChoiceParam")]],
+    Discriminator(by_key({"ints": "IntParam", "choice": "ChoiceParam"}), custom_error_type="parameter_spec",
+                  custom_error_message="a parameter is {ints: [...], range: [low, high]} or {choice: [...]}"),
+]
 
 
 class AnswerPart(Strict):
