@@ -45,6 +45,7 @@ from autograder.bank.variants import variant_for
 from autograder.build.manifest import AssignedProblem, Assignment
 from autograder.build.notebook import KERNELSPEC
 from autograder.build.reference_source import reference_body, reference_source
+from autograder.build.solution_key import written_answer
 from autograder.build.student_text import TRACK_IMPORTS, docstring, placeholder, problem_markdown
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle
 
@@ -511,18 +512,7 @@ def _class_variant(problem: NumericProblem, assignment: Assignment):
 def right_answer(assigned: AssignedProblem, assignment: Assignment) -> Any:
     """What a student who is right writes in ANSWERS (the class-wide numbers for hand calculations)."""
     problem = assigned.problem
-    if isinstance(problem, NumericProblem):
-        answers = _class_variant(problem, assignment).answers
-        if len(problem.parts) == 1:
-            return answers[problem.parts[0].name]
-        return {p.name: answers[p.name] for p in problem.parts}
-    if isinstance(problem, ShapeProblem):
-        return " x ".join(expected_shape(problem))
-    if isinstance(problem, TrueFalseProblem):
-        return {"answer": problem.answer, "correction": problem.correction or ""}
-    if isinstance(problem, MultipleChoiceProblem):
-        return problem.answer
-    raise TypeError(f"no answer for {problem.kind}")
+    return written_answer(problem, _class_variant(problem, assignment) if isinstance(problem, NumericProblem) else None)
 
 
 def _written_solution_source(assigned: AssignedProblem, assignment: Assignment) -> str:

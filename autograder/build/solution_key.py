@@ -17,15 +17,15 @@ import numpy as np
 from autograder.bank.answers import expected_shape
 from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
 from autograder.bank.resolve import resolve
-from autograder.bank.variants import variant_for
+from autograder.bank.variants import Variant, variant_for
 from autograder.build.manifest import Assignment
 from autograder.build.reference_source import reference_body
 from autograder.build.student_text import TRACK_IMPORTS
 
 
-def key_answer(problem, assignment: Assignment, student: str | None) -> object:
+def written_answer(problem, variant: Variant | None) -> object:
+    """What a right student writes in ANSWERS for a written problem; `variant` holds a numeric one's numbers."""
     if isinstance(problem, NumericProblem):
-        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, student)
         values = {p.name: np.round(variant.answers[p.name], 10).tolist() for p in problem.parts}
         return next(iter(values.values())) if len(values) == 1 else values
     if isinstance(problem, ShapeProblem):
@@ -34,6 +34,13 @@ def key_answer(problem, assignment: Assignment, student: str | None) -> object:
         return {"answer": problem.answer, "correction": problem.correction or ""}
     assert isinstance(problem, MultipleChoiceProblem)
     return problem.answer
+
+
+def key_answer(problem, assignment: Assignment, student: str | None) -> object:
+    """The right answer for the assignment's variant of `problem` (the class's, or `student`'s own)."""
+    numeric = isinstance(problem, NumericProblem)
+    manifest = assignment.manifest
+    return written_answer(problem, variant_for(problem, manifest.seed, manifest.variants, student) if numeric else None)
 
 
 def key_function(problem: ImplementProblem, track: str) -> str:
