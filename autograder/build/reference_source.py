@@ -8,9 +8,22 @@ imports.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 from typing import Callable
+
+
+@functools.lru_cache(maxsize=None)
+def _module_syntax(module_name: str) -> tuple[str, ast.Module]:
+    """A module's source and its syntax tree, read once per build (a build asks for each many times)."""
+    text = inspect.getsource(sys.modules[module_name])
+    return text, ast.parse(text)
+
+
+def _function_node(function: Callable) -> ast.FunctionDef:
+    tree = _module_syntax(function.__module__)[1]
+    return next(s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == function.__name__)
 
 
 def _names_used(node: ast.AST) -> set[str]:
@@ -19,9 +32,7 @@ def _names_used(node: ast.AST) -> set[str]:
 
 def reference_source(function: Callable, include_self: bool = True) -> tuple[str, str]:
     """(imports, definitions) needed to define `function` on its own (without it: its helpers only)."""
-    module = sys.modules[function.__module__]
-    tree = ast.parse(inspect.getsource(module))
-    text = inspect.getsource(module)
+    text, tree = _module_syntax(function.__module__)
     definitions: dict[str, ast.stmt] = {}
     imports: list[str] = []
     for stmt in tree.body:
@@ -54,9 +65,8 @@ def solution_body(function: Callable) -> str:
     """The function's body (docstring dropped) preceded by the imports and helpers it needs,
     unindented; it runs as the body of a function with the same signature."""
     imports, helpers = reference_source(function, include_self=False)
-    module_text = inspect.getsource(sys.modules[function.__module__])
-    fn_node = next(s for s in ast.parse(module_text).body
-                   if isinstance(s, ast.FunctionDef) and s.name == function.__name__)
+    module_text = _module_syntax(function.__module__)[0]
+    fn_node = _function_node(function)
     body = fn_node.body[1:] if ast.get_docstring(fn_node) is not None else fn_node.body
     lines = module_text.splitlines()
     indent = len(lines[body[0].lineno - 1]) - len(lines[body[0].lineno - 1].lstrip())
@@ -74,9 +84,8 @@ def reference_body(signature: str, reference: Callable) -> str:
     reference has and the problem has not (torch's `dtype=torch.float64`) is bound to its default,
     after the imports and helpers and before the body."""
     body = solution_body(reference)
-    module_text = inspect.getsource(sys.modules[reference.__module__])
-    node = next(s for s in ast.parse(module_text).body
-                if isinstance(s, ast.FunctionDef) and s.name == reference.__name__)
+    module_text = _module_syntax(reference.__module__)[0]
+    node = _function_node(reference)
     positional = node.args.posonlyargs + node.args.args
     defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
     ours = set(_parameter_names(signature))
