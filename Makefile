@@ -10,7 +10,11 @@ STAMP := $(VENV)/.installed
 # turns PDF pages into images for the tests, libjs-katex renders formulas in exam pages offline. Installed when we
 # may (root, apt), with one apt-get update, so the isolated mode and the exam formats are what runs.
 SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex
+# The sandbox and grading tests run a second time as this unprivileged user (tests/test_as_user.py).
+TEST_USER := qkv-tester
 system-deps:
+	@if [ "$$(id -u)" = 0 ] && ! id -u $(TEST_USER) >/dev/null 2>&1; then \
+	  useradd --create-home --shell /usr/sbin/nologin $(TEST_USER) 2>/dev/null || echo "warning: could not create the user $(TEST_USER); the unprivileged test run needs it"; fi
 	@missing=""; for entry in $(SYSTEM_PACKAGES); do probe=$${entry%%:*}; package=$${entry#*:}; \
 	  if [ -e "$$probe" ] || command -v "$$probe" >/dev/null 2>&1; then :; else missing="$$missing $$package"; fi; done; \
 	[ -z "$$missing" ] || { \
@@ -27,7 +31,7 @@ $(STAMP): pyproject.toml requirements.lock
 	  $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
 	    echo "error: $(PYTHON) cannot make a virtual environment (no ensurepip: apt-get install $(notdir $(PYTHON))-venv)"; exit 1; }; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c requirements.lock -e .
+	$(BIN)/pip install -q -c requirements.lock -e '.[test]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

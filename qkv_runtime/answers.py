@@ -1,0 +1,211 @@
+"""Answer forms: what a student types (a number, a list, a shape, true/false, a letter) in, canonical values out.
+
+The grader, the self-check and the nbgrader cells read answers with these
+functions, so one answer means one thing everywhere. Every reader is bounded
+(length, count, nesting) and never evaluates the text: a malformed or hostile
+answer raises `AnswerFormatError`, whose message says what format is expected.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+# CPython 3.11 keeps the ast module's recursion counter per interpreter: threads that parse at
+# once (a Dask worker scoring several submissions) can corrupt it, so parsing takes turns.
+_AST_LOCK = threading.Lock()
+
+class AnswerFormatError(ValueError):
+    """The answer could not be read; the message says what format is expected."""
+
+
+
+_NUMBER_HINT = "a number such as 0.0634 or 6.34e-2, or a list such as [0.0634, 0.4683, 0.4683]"
+MAX_NUMBERS_TEXT = 10_000  # characters of one typed answer
+MAX_NUMBERS = 10_000  # numbers in one answer
+MAX_NESTING = 4  # brackets inside brackets: a matrix needs 2
+_TOKEN = re.compile(
+    r"\s*(?:(?P<open>[\[(])|(?P<close>[\])])|(?P<comma>,)"
+    r"|(?P<number>(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?:\s*/\s*\d+)?|[-+]?(?:infinity|inf|nan))"
+    r"(?=[\s,\[\]()]|$)))",
+    re.IGNORECASE)
+
+
+def _number(token: str) -> float:
+    token = token.strip()
+    if "/" in token:
+        return float(Fraction(token.replace(" ", "")))
+    return float(token)
+
+
+def _nested_numbers(text: str) -> Any:
+    """Numbers in brackets, read without recursion or eval: "[[1, 2], [3, 4]]", "(1 2 3)", "1/2"."""
+    stack: list = [[]]
+    position, count = 0, 0
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            rest = text[position:].strip()
+            if not rest:
+                break
+            raise AnswerFormatError(f"could not read {rest[:40]!r} as {_NUMBER_HINT}")
+        position = match.end()
+        if match.group("open"):
+            if len(stack) > MAX_NESTING:
+                raise AnswerFormatError(f"brackets nest deeper than {MAX_NESTING}: expected {_NUMBER_HINT}")
+            stack.append([])
+        elif match.group("close"):
+            if len(stack) == 1:
+                raise AnswerFormatError("a closing bracket has no opening one")
+            inner = stack.pop()
+            stack[-1].append(inner)
+        elif match.group("number"):
+            count += 1
+            if count > MAX_NUMBERS:
+                raise AnswerFormatError(f"more than {MAX_NUMBERS:,} numbers in one answer")
+            try:
+                stack[-1].append(_number(match.group("number")))
+            except (ValueError, ZeroDivisionError, OverflowError):
+                raise AnswerFormatError(f"could not read {match.group('number')[:40]!r} as {_NUMBER_HINT}") from None
+    if len(stack) != 1:
+        raise AnswerFormatError("an opening bracket is never closed")
+    top = stack[0]
+    if not top:
+        raise AnswerFormatError(f"no number in {text[:40]!r}: expected {_NUMBER_HINT}")
+    return top[0] if len(top) == 1 else top
+
+
+def _rectangular(value: Any, depth: int = 0) -> np.ndarray:
+    if depth > MAX_NESTING:
+        raise AnswerFormatError(f"lists nest deeper than {MAX_NESTING}: expected {_NUMBER_HINT}")
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_NUMBERS:
+            raise AnswerFormatError(f"more than {MAX_NUMBERS:,} numbers in one answer")
+        items = [_rectangular(v, depth + 1) for v in value]
+        if len({item.shape for item in items}) > 1:
+            raise AnswerFormatError(f"the rows of the matrix have different lengths: expected {_NUMBER_HINT}")
+        return np.asarray(items, dtype=float) if items else np.zeros(0)
+    if isinstance(value, bool):
+        raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
+    if isinstance(value, str):
+        return parse_numbers(value)
+    try:
+        return np.asarray(float(value))
+    except (ValueError, TypeError, OverflowError):
+        raise AnswerFormatError(f"could not read {str(value)[:40]!r} as {_NUMBER_HINT}") from None
+
+
+def parse_numbers(value: Any) -> np.ndarray:
+    """A scalar, vector or matrix typed as a number, a string or nested lists."""
+    if isinstance(value, bool):
+        raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
+    if not isinstance(value, str):
+        return _rectangular(value)
+    text = value.strip()
+    if not text:
+        raise AnswerFormatError(f"the answer is empty: expected {_NUMBER_HINT}")
+    if len(text) > MAX_NUMBERS_TEXT:
+        raise AnswerFormatError(f"the answer is longer than {MAX_NUMBERS_TEXT:,} characters")
+    if ";" in text:  # "1 2; 3 4" is a matrix, row by row
+        rows = [parse_numbers(r.strip("[]() ")).reshape(-1) for r in text.split(";") if r.strip("[]() ")]
+        if len({row.size for row in rows}) > 1:
+            raise AnswerFormatError("the rows of the matrix have different lengths")
+        return np.array(rows, dtype=float)
+    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", text):  # 1,050,624 is one number, not three
+        text = text.replace(",", "")
+    return _rectangular(_nested_numbers(text))
+
+
+_SHAPE_HINT = "a shape such as (3, 4), 3x4 or n x d_v"
+
+
+def _canonical_dim(dim: str) -> str:
+    dim = dim.strip().lower().replace(" ", "").replace("_", "").replace("·", "*")
+    return dim.replace("{", "").replace("}", "").replace("\\", "")
+
+
+def parse_shape(value: Any) -> tuple[str, ...]:
+    """A shape as a tuple of canonical dims: '(n, d_v)' and 'n x dv' both give ('n', 'dv')."""
+    if isinstance(value, (list, tuple)):
+        dims = [str(v) for v in value]
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        dims = [str(value)]
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().strip("()[]")
+        text = text.replace("×", " x ").replace("\\times", " x ")
+        dims = re.split(r"\s*,\s*|\s+x\s+|(?<=[\w)])x(?=[\d(])", text) if text else []
+    else:
+        raise AnswerFormatError(f"expected {_SHAPE_HINT}")
+    dims = [_canonical_dim(d) for d in dims if d.strip()]
+    if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) for d in dims):
+        raise AnswerFormatError(f"could not read {str(value)[:40]!r} as {_SHAPE_HINT}")
+    return tuple(dims)
+
+
+def _arithmetic(node: ast.AST) -> Fraction:
+    """+, -, * and / on integers, nothing else: a typed shape can never run code or take long."""
+    if isinstance(node, ast.Expression):
+        return _arithmetic(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        if node.value > 10**12:
+            raise AnswerFormatError("a dimension that large is not a shape")
+        return Fraction(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _arithmetic(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        left, right = _arithmetic(node.left), _arithmetic(node.right)
+        if isinstance(node.op, ast.Div):
+            if right == 0:
+                raise AnswerFormatError("a dimension divides by zero")
+            return left / right
+        result = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
+        if abs(result) > 10**12:
+            raise AnswerFormatError("a dimension that large is not a shape")
+        return result
+    raise AnswerFormatError(f"expected {_SHAPE_HINT}")
+
+
+def evaluate_dim(dim: str, symbols: dict[str, int]) -> str:
+    """A dim such as 'd/h' with numbers for its symbols, as a canonical string ('4')."""
+    dim = _canonical_dim(dim)
+    if not symbols:
+        return dim
+    names = {_canonical_dim(k): v for k, v in symbols.items()}
+    expr = re.sub(r"[a-z][a-z0-9]*", lambda m: str(names.get(m.group(0), m.group(0))), dim)
+    if len(expr) <= 60 and re.fullmatch(r"[\d/()+*-]+", expr):
+        try:
+            with _AST_LOCK:
+                tree = ast.parse(expr, mode="eval")
+        except SyntaxError:
+            raise AnswerFormatError(f"could not read the dimension {dim!r}: expected {_SHAPE_HINT}") from None
+        return str(_arithmetic(tree))
+    return dim
+
+
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0"}
+
+
+def parse_bool(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise AnswerFormatError("expected True or False (also accepted: true/false, T/F, yes/no)")
+
+
+def parse_choice(value: Any, n_choices: int) -> str:
+    letters = "ABCDEFGH"[:n_choices]
+    if isinstance(value, str):
+        letter = value.strip().strip("().").upper()
+        if len(letter) == 1 and letter in letters:
+            return letter
+    raise AnswerFormatError(f"expected one letter from {', '.join(letters)}")

@@ -1,0 +1,234 @@
+"""What the nbgrader test cells run: the tests of one function, or the check of one written answer.
+
+`qkv build` embeds this runtime in a locked cell of the nbgrader source notebook; each
+test cell then builds a `CodeTests` or a `WrittenAnswer` over the notebook's globals
+and ends with `score()`, whose value nbgrader reads as the points earned. Outputs are
+judged with `compare`, answers read with `answers`, return values made plain with
+`values`: the rules of `qkv grade`, not a copy of them.
+
+Student calls run with warnings, NumPy floating-point warnings and stderr (Python and
+file-descriptor level) captured, because nbgrader gives 0 to a test cell that writes
+to stderr, and a warning is not a mistake.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import warnings
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import answers
+from .compare import compare, select
+from .values import exception_text, to_arrays
+
+
+def array(dtype: str, shape: Sequence[int], data: str) -> np.ndarray:
+    """An array of a test: its exact bytes, base64-encoded."""
+    return np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(tuple(shape)).copy()
+
+
+@contextlib.contextmanager
+def _fd_stderr():
+    """Send what is written straight to file descriptor 2 (C code, sys.__stderr__) to a scratch file."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            try:
+                if sys.__stderr__ is not None:
+                    sys.__stderr__.flush()
+            except Exception:  # noqa: BLE001 - a closed or replaced stream
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+@contextlib.contextmanager
+def _quiet(notes: List[str]):
+    """Warnings and stderr of the code inside become notes (shown on stdout), never stderr output."""
+    captured = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"), \
+            contextlib.redirect_stderr(captured), _fd_stderr():
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            notes.extend(f"{w.category.__name__}: {w.message}" for w in caught)
+            if captured.getvalue().strip():
+                notes.append("wrote to stderr: " + captured.getvalue().strip()[:200])
+
+
+def _result(points: float) -> float:
+    """The value of a test cell, which nbgrader reads as the points earned. A cell that shows no value
+    would get full marks, so switched-off display is an error (0 points), not a silent pass."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return points
+    shell = get_ipython()
+    plain = shell.display_formatter.formatters.get("text/plain") if shell is not None else None
+    if shell is not None and (shell.ast_node_interactivity == "none" or plain is None or not plain.enabled
+                              or "text/plain" not in shell.display_formatter.active_types):
+        raise RuntimeError("this cell's result cannot be shown (display is switched off), so it cannot be graded")
+    return points
+
+
+def _print_notes(notes: List[str]) -> None:
+    unique = list(dict.fromkeys(notes))
+    if unique:
+        print("  (ignored for grading) " + "; ".join(unique[:4]) + (" ..." if len(unique) > 4 else ""))
+
+
+def _to_track(value: Any, track: str) -> Any:
+    if isinstance(value, np.ndarray):
+        value = value.copy()  # each call gets inputs no earlier call has touched
+        if track == "torch":
+            import torch
+
+            return torch.from_numpy(value)
+    return value
+
+
+class CodeTests:
+    """The tests of one function; score() is the points earned (each test: points * weight / total weight)."""
+
+    def __init__(self, namespace: Dict[str, Any], problem: str, function: str, points: float, tests: int,
+                 total_weight: float, track: str = "numpy", mistakes: Optional[Dict[str, str]] = None) -> None:
+        self.namespace, self.problem, self.function, self.points = namespace, problem, function, points
+        self.tests, self.total_weight, self.track = tests, total_weight, track
+        self.mistakes = mistakes or {}
+        self.run, self.passed, self.earned = 0, 0, 0.0
+        self.failures: List[str] = []
+        self.notes: List[str] = []
+
+    def check(self, name: str, weight: float, args: list, kwargs: dict, want: Optional[list] = None,
+              error: Optional[str] = None, tol: Sequence[float] = (1e-6, 1e-6), output: str = "all",
+              mutants: Optional[Dict[str, list]] = None) -> None:
+        self.run += 1
+        reason = self._judge(args, kwargs, want, error, tol, output, mutants or {})
+        if reason is None:
+            self.passed += 1
+            self.earned += self.points * weight / self.total_weight
+        else:
+            self.failures.append(f"{name}: {reason}")
+
+    def _judge(self, args, kwargs, want, error, tol, output, mutants) -> Optional[str]:
+        function = self.namespace.get(self.function)
+        if not callable(function):
+            return f"{self.function} is not defined: run its cell first"
+        with _quiet(self.notes):
+            try:
+                value = function(*[_to_track(a, self.track) for a in args],
+                                 **{k: _to_track(v, self.track) for k, v in kwargs.items()})
+            except Exception as err:  # noqa: BLE001 - the student's exception is the test's result
+                if error is not None and type(err).__name__ == error:
+                    return None
+                text = exception_text(err, limit=200)
+                return f"should raise {error}, but raised {text}" if error else text
+            if error is not None:
+                return f"should raise {error}"
+            outputs = to_arrays(value)
+            if isinstance(outputs, str):
+                return outputs
+            got = select(outputs, output)
+            mismatch = compare(got, want, tol[0], tol[1])
+            if mismatch is None:
+                return None
+            for mistake, mutant in mutants.items():
+                if compare(got, mutant, tol[0], tol[1]) is None:
+                    return f"{self.mistakes.get(mistake, mistake)} ({mismatch.reason})"
+            return mismatch.reason
+
+    def score(self) -> float:
+        earned = min(self.points, round(self.earned, 4))
+        print(f"{self.function}: {self.passed} of {self.run} tests passed")
+        for failure in self.failures:
+            print("  failed " + failure)
+        _print_notes(self.notes)
+        if self.run < self.tests:
+            print(f"  {self.tests - self.run} hidden test(s) run when this is graded")
+        return _result(earned)
+
+
+class WrittenAnswer:
+    """A written answer, ANSWERS[problem], read with the rules of `qkv grade`; score() is the points earned."""
+
+    def __init__(self, namespace: Dict[str, Any], problem: str, points: float) -> None:
+        given = namespace.get("ANSWERS")
+        self.answer = given.get(problem) if isinstance(given, dict) else None
+        self.problem, self.points = problem, points
+        self.checks, self.right = 0, 0
+        self.messages: List[str] = []
+        self.notes: List[str] = []
+        if self._unanswered():
+            print(f"ANSWERS[{problem!r}] is not set yet")
+
+    def _unanswered(self) -> bool:
+        a = self.answer
+        return a is None or a == "" or (isinstance(a, dict) and all(v is None or v == "" for v in a.values()))
+
+    def _judge(self, label: str, check) -> None:
+        self.checks += 1
+        if self._unanswered():
+            return
+        with _quiet(self.notes):
+            try:
+                ok = check()
+            except answers.AnswerFormatError as err:
+                self.messages.append(f"{label}: {err}")
+                return
+        if ok:
+            self.right += 1
+        else:
+            self.messages.append(f"{label}: not the answer")
+
+    def number(self, part: str, want: Any, tol_abs: float, tol_rel: float, single: bool = False) -> None:
+        def check() -> bool:
+            typed = self.answer if single and not isinstance(self.answer, dict) else (
+                self.answer.get(part) if isinstance(self.answer, dict) else None)
+            if typed is None:
+                raise answers.AnswerFormatError("not answered")
+            got = answers.parse_numbers(typed)
+            w = np.asarray(want, dtype=float)
+            if got.size == w.size and got.shape != w.shape:
+                got = got.reshape(w.shape)
+            return got.shape == w.shape and bool(np.all(np.abs(got - w) <= tol_abs + tol_rel * np.abs(w)))
+        self._judge(part, check)
+
+    def shape(self, want: Sequence[str], symbols: Dict[str, int]) -> None:
+        def check() -> bool:
+            return tuple(answers.evaluate_dim(d, symbols) for d in answers.parse_shape(self.answer)) == tuple(want)
+        self._judge("shape", check)
+
+    def truth(self, want: bool) -> None:
+        typed = self.answer.get("answer") if isinstance(self.answer, dict) else self.answer
+        self._judge("answer", lambda: answers.parse_bool(typed) == want)
+
+    def choice(self, want: str, choices: int) -> None:
+        self._judge("answer", lambda: answers.parse_choice(self.answer, choices) == want)
+
+    def score(self) -> float:
+        _print_notes(self.notes)
+        if self.checks == 0:
+            print("checked when this is graded")
+            return _result(0.0)
+        if self._unanswered():
+            print(f"ANSWERS[{self.problem!r}] is not set")
+            return _result(0.0)
+        print(f"{self.problem}: {self.right} of {self.checks} correct")
+        for message in self.messages:
+            print("  " + message)
+        return _result(min(self.points, round(self.points * self.right / self.checks, 4)))
