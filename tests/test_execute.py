@@ -81,8 +81,8 @@ def test_a_function_that_breaks_the_batch_is_rerun_problem_by_problem(setting, b
 # ------------------------------------------- the fast path against hostile code
 
 # The attacks that end the submission's own process, and so the batch: they are rerun problem by problem.
-BREAK_THE_BATCH = {"exit_in_function.py", "fd_garbage.py", "fork_bomb.py", "fork_exit.py", "ignore_sigterm.py",
-                   "loop_in_function.py", "memory_bomb.py", "segfault.py", "stdout_flood.py"}
+BREAK_THE_BATCH = {"exit_in_function.py", "fd_garbage.py", "forged_layout.py", "fork_bomb.py", "fork_exit.py",
+                   "ignore_sigterm.py", "loop_in_function.py", "memory_bomb.py", "segfault.py", "stdout_flood.py"}
 
 
 def toy_bundle() -> GradingBundle:

@@ -23,7 +23,6 @@ import pytest
 
 from autograder.sandbox import Call, ProblemCalls, SandboxError, SandboxPool, SubmissionRun
 from autograder.sandbox import pool as pool_module
-from autograder.sandbox.protocol import ProtocolError, decode_outputs
 from conftest import CORE, HOSTILE, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
 
 SECRET_VARIABLE = "QKV_TEST_GRADER_SECRET"
@@ -434,7 +433,7 @@ def only_worker_process() -> int:
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"worker.py" in cmdline:
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"qkv_worker.zygote" in cmdline:
                 mine.append(int(entry))
     assert len(mine) == 1, mine
     return mine[0]
@@ -458,7 +457,7 @@ def test_rlimits_only_isolation() -> None:
 
 def test_isolation_choice_without_bwrap() -> None:
     script = """
-import warnings
+import os, warnings
 from autograder.sandbox import SandboxPool, isolation_available
 assert isolation_available() == "rlimits-only"
 try:
@@ -469,9 +468,17 @@ else:
     raise AssertionError("isolation='bwrap' must fail without bwrap")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    pool = SandboxPool("numpy", isolation="auto")
-assert pool.isolation == "rlimits-only"
-assert any("resource limits ONLY" in str(w.message) for w in caught)
+    pool = SandboxPool("numpy", isolation="allow-rlimits")
+# the checkout is readable by everyone, so not even a uid of its own would keep student code from it
+assert pool.isolation == "rlimits-only", pool.isolation
+why = "readable by other users" if os.geteuid() == 0 else "runs as a normal user"
+assert any("resource limits ONLY" in str(w.message) and why in str(w.message) for w in caught)
+try:
+    SandboxPool("numpy", isolation="require")
+except RuntimeError as exc:
+    assert "requires isolation" in str(exc), exc
+else:
+    raise AssertionError("isolation='require' must refuse rlimits-only")
 """
     env = {**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
@@ -507,35 +514,12 @@ def test_torch_track() -> None:
     assert_double_ok(bomb)
 
 
-# ---------------------------------------------------------------- the wire format
-
-
-def raw(*arrays: np.ndarray) -> tuple[bytes, list]:
-    return b"".join(a.tobytes() for a in arrays), [[a.dtype.str, list(a.shape)] for a in arrays]
-
-
-def test_outputs_refuse_odd_dtypes_and_forged_sizes() -> None:
-    blob, layout = raw(X, np.array([True, False]))
-    first, second = decode_outputs(blob, layout)
-    np.testing.assert_array_equal(first, X)
-    assert second.dtype == bool and second.tolist() == [True, False]
-    for dtype in ("|O", "<U4", "|V8", "<M8[s]", "object", "<f8 "):
-        with pytest.raises(ProtocolError):
-            decode_outputs(b"\0" * 8, [[dtype, [1]]])
-    with pytest.raises(ProtocolError):
-        decode_outputs(blob + b"\0", layout)  # bytes that no array declares
-    with pytest.raises(ProtocolError):
-        decode_outputs(b"\0" * 16, [["<f8", [1_000_000_000_000]]])  # a forged shape allocates nothing
-    with pytest.raises(ProtocolError):
-        decode_outputs(b"\0" * 8, [["<f8", [-1]]])
-    with pytest.raises(ProtocolError):
-        decode_outputs(b"", "not a layout")
-
-
 def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypatch):
-    broken = tmp_path / "worker.py"
-    broken.write_text("raise SystemExit(3)\n")
-    monkeypatch.setattr(pool_module, "WORKER_SOURCE", broken)
+    broken = tmp_path / "worker"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("")
+    (broken / "zygote.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(pool_module, "WORKER_DIR", broken)
     pool = SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="rlimits")
     for _ in range(2):  # the second try used to wait for ever for a worker that never came
         errors: list[BaseException] = []
@@ -546,3 +530,79 @@ def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypat
         assert not attempt.is_alive(), "pool.run hangs after a failed start"
         assert errors and "did not start" in str(errors[0])
     pool.close()
+
+
+# ------------------------------------------- the sandbox's own processes, and what crosses between jobs
+# Each attack runs with jobs=1, so the submission after it is on the same slot, with the same uid.
+
+
+def one_slot(*names_and_calls: tuple[str, tuple]) -> list[SubmissionRun]:
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+        return [pool.run(source(name), calls) for name, calls in names_and_calls]
+
+
+def assert_honest(run: SubmissionRun) -> None:
+    assert_good(run)
+    assert "forged" not in run.answers and run.defined == ("double", "softmax_rows") and "forged" not in run.stdout
+
+
+@needs_bwrap
+def test_the_grader_pipes_are_out_of_reach_of_student_code() -> None:
+    attack, victim, later = one_slot(("forge_via_pid1.py", CORE), ("good.py", CORE), ("good.py", CORE))
+    assert attack.status == "ok", attack.message
+    opened = attack.problems["softmax"].results["s1"].outputs[0]
+    assert not opened.any(), "a pipe of the sandbox's own processes was opened"
+    assert attack.problems["softmax"].message != "forged" and attack.answers == {}
+    assert_honest(victim)
+    assert_honest(later)
+
+
+@needs_bwrap
+def test_the_sandbox_processes_cannot_be_traced() -> None:
+    (run,) = one_slot(("trace_supervisor.py", CORE))
+    traced = run.problems["softmax"].results["s1"].outputs[0]
+    assert traced.size == 12 and not traced.any(), traced
+    assert_double_ok(run)
+
+
+@needs_bwrap
+def test_a_submission_cannot_stop_its_supervisor() -> None:
+    attack, victim = one_slot(("stop_supervisor.py", CORE), ("good.py", CORE))
+    assert attack.status == "ok", attack.message
+    accepted = attack.problems["softmax"].results["s1"].outputs[0]
+    assert accepted.size == 5 and not accepted.any(), accepted
+    assert_double_ok(attack)
+    assert_honest(victim)
+
+
+@needs_bwrap
+def test_nothing_crosses_to_the_next_job_through_ipc_or_keyrings() -> None:
+    planted, found = one_slot(("ipc_traces.py", (probe("plant", X),)), ("ipc_traces.py", (probe("find", X),)))
+    assert planted.problems["plant"].status == "ok" and found.problems["find"].status == "ok"
+    assert not found.problems["find"].results["find"].outputs[0].any()
+    assert not planted.problems["plant"].results["plant"].outputs[0].any(), "an IPC object or key was made"
+
+
+@needs_bwrap
+def test_the_graders_session_keyring_is_out_of_reach() -> None:
+    import ctypes
+    import platform
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    add_key = {"x86_64": 248, "aarch64": 217}[platform.machine()]
+    marker = f"grader-session-secret-{os.getpid()}".encode()
+    # like pam_keyinit's session keyring of a login: a key this process (and so the pool) possesses
+    if libc.syscall(add_key, b"user", b"qkv-test-secret", marker, len(marker), -3) <= 0:
+        pytest.fail(f"cannot add a key to this session keyring (errno {ctypes.get_errno()})")
+    (run,) = one_slot(("read_grader_keys.py", CORE))
+    found = run.problems["softmax"].results["s1"].outputs[0].astype(np.uint8).tobytes()
+    assert marker not in found
+
+
+@needs_bwrap
+def test_a_deep_tree_left_in_the_scratch_folder_retires_the_worker_cleanly(capfd) -> None:
+    attack, victim = one_slot(("deep_scratch.py", CORE), ("good.py", CORE))
+    assert attack.status == "ok", attack.message
+    assert_double_ok(attack)
+    assert_honest(victim)
+    assert "Traceback" not in capfd.readouterr().err

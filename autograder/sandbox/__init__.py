@@ -1,12 +1,17 @@
 """Runs untrusted student code in isolation and hands back plain arrays.
 
-Takes a submission's Python source and the calls to make (plain arrays and
-scalars); gives a `SubmissionRun` with each call's outputs as numeric numpy
-arrays, or a status and a message a student can read. Expected values never
-enter the sandbox: comparing is the grader's job, in its own process.
+Takes a submission's program (a module's source or a notebook's steps) and the
+calls to make (plain arrays and scalars); gives a `SubmissionRun` with each call's
+outputs as numeric numpy arrays, or a status and a message a student can read.
+Expected values never enter the sandbox: comparing is the grader's job, in its
+own process.
+
+`pool.py` (trusted) keeps warm workers; `policy.py` says, as data, what a worker
+sees; `protocol.py` encodes jobs and checks answers; `worker/` is what runs inside.
 """
 
-from autograder.sandbox.pool import SandboxError, SandboxPool, isolation_available
+from autograder.sandbox.isolation import SandboxError
+from autograder.sandbox.pool import SandboxPool, isolation_available
 from autograder.sandbox.protocol import (
     ArgValue,
     Call,
@@ -14,6 +19,7 @@ from autograder.sandbox.protocol import (
     Limits,
     ProblemCalls,
     ProblemRun,
+    Program,
     SubmissionRun,
 )
 
@@ -24,6 +30,7 @@ __all__ = [
     "Limits",
     "ProblemCalls",
     "ProblemRun",
+    "Program",
     "SandboxError",
     "SandboxPool",
     "SubmissionRun",

@@ -1,51 +1,56 @@
-"""Data types and wire format between the trusted grader and the sandbox worker.
+"""The trusted side of the wire: the grader's calls in, one job frame out; the worker's frames in, a `SubmissionRun` out.
 
-Takes the grader's calls (plain arrays and scalars) and turns them into one job
-frame for `worker.py`; takes the frames the worker sends back and turns them into
-`SubmissionRun` values, refusing anything malformed, oversized, or executable
-(arrays travel as raw bytes with a [dtype, shape] layout in the JSON header; only
-numeric/bool dtype strings pass, declared sizes must match the bytes, nothing is
-unpickled). No student code runs here.
-
-A frame is ``struct ">II"`` (header length, blob length), a UTF-8 JSON header, and
-an optional blob of raw array bytes. `worker.py` is standalone and carries its own
-copy of this framing; keep the two in step.
+Arrays travel as raw bytes plus a [dtype, shape] layout (`qkv_runtime.wire`); only
+numeric dtypes pass, declared sizes must match the bytes, nothing is unpickled.
+Everything the worker says is checked against the job: an unknown call, a second
+result for one call, a status that does not exist, is a `ProtocolError`; strings
+are cut and made valid UTF-8; ANSWERS are made plain data again. No student code
+runs here.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import re
-import select
-import struct
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Optional, Union
 
 import numpy as np
 
-ArgValue = np.ndarray | int | float | bool | str | None
+from qkv_runtime.limits import Limits
+from qkv_runtime.notebook import Step
+from qkv_runtime.values import clean_text, plain_answers, plain_defined
+from qkv_runtime.wire import (
+    NUMERIC_KINDS,
+    PROBLEM_STATUSES,
+    SUBMISSION_STATUSES,
+    ProtocolError,
+    encode_frame,
+    pack_arrays,
+    unpack_arrays,
+)
 
-FRAME_HEAD = struct.Struct(">II")
-MAX_HEADER_BYTES = 4 * 1024 * 1024
-# One call's outputs; Transformer exercises return kilobytes, this leaves room
-# for a generous attention map while keeping a hostile return cheap to refuse.
-MAX_CALL_OUTPUT_BYTES = 32 * 1024 * 1024
-MAX_OUTPUTS_PER_CALL = 64
+ArgValue = Union[np.ndarray, int, float, bool, str, None]
 MAX_ERROR_CHARS = 1000
 MAX_MESSAGE_CHARS = 500
 MAX_STDOUT_CHARS = 2000
-MAX_DEFINED = 1000
-MAX_ANSWER_NODES = 20000
-MAX_ANSWER_DEPTH = 20
-MAX_ANSWER_STR = 10000
+MAX_CELL_ERRORS = 50
 
-SUBMISSION_STATUSES = frozenset({"ok", "load_error", "timeout", "memory", "crashed", "exited"})
-PROBLEM_STATUSES = frozenset({"ok", "timeout", "memory", "crashed", "exited", "output_limit", "not_run"})
-_NUMERIC_KINDS = frozenset("biufc")
+__all__ = ["ArgValue", "Call", "CallResult", "Limits", "ProblemCalls", "ProblemRun", "Program", "ProtocolError",
+           "RunCollector", "SubmissionRun", "encode_job"]
+
+
+@dataclass(frozen=True)
+class Program:
+    """What a submission is to run: a module's source, or a notebook's steps (qkv_runtime.notebook)."""
+
+    source: Optional[str] = None
+    steps: Optional[tuple[Step, ...]] = None
+
+    def to_json(self) -> dict:
+        if self.steps is not None:
+            return {"steps": [s.to_json() for s in self.steps]}
+        return {"source": self.source or ""}
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class ProblemCalls:
 class CallResult:
     ok: bool
     outputs: tuple[np.ndarray, ...] = ()
-    error: str | None = None
+    error: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -97,65 +102,10 @@ class SubmissionRun:
     answers: Mapping[str, object]
     defined: tuple[str, ...]
     stdout: str
+    cell_errors: tuple[str, ...] = ()  # a notebook's cells that failed while it loaded
 
 
-@dataclass(frozen=True)
-class Limits:
-    load_seconds: float = 10.0
-    problem_seconds: float = 10.0
-    cpu_seconds: int = 20
-    memory_bytes: int = 2 * 1024**3
-    max_processes: int = 16
-    max_output_bytes: int = 1_000_000
-    max_file_bytes: int = 10_000_000
-
-
-class ProtocolError(Exception):
-    """The other side sent something that is not a well-formed frame."""
-
-
-def encode_frame(header: Mapping[str, object], blob: bytes = b"") -> bytes:
-    head = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode()
-    return FRAME_HEAD.pack(len(head), len(blob)) + head + blob
-
-
-class FrameReader:
-    """Reads frames from a pipe with a deadline, without trusting the sizes it is told."""
-
-    def __init__(self, fd: int, max_blob_bytes: int) -> None:
-        self._fd = fd
-        self._max_blob = max_blob_bytes
-        self._buf = bytearray()
-
-    def read(self, deadline: float) -> tuple[dict, bytes]:
-        """Next frame; raises EOFError, TimeoutError or ProtocolError."""
-        head = self._take(FRAME_HEAD.size, deadline)
-        head_len, blob_len = FRAME_HEAD.unpack(head)
-        if head_len > MAX_HEADER_BYTES or blob_len > self._max_blob:
-            raise ProtocolError(f"frame too large ({head_len} + {blob_len} bytes)")
-        try:
-            header = json.loads(self._take(head_len, deadline))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ProtocolError(f"frame header is not JSON: {exc}") from None
-        if not isinstance(header, dict) or not isinstance(header.get("kind"), str):
-            raise ProtocolError("frame header has no kind")
-        return header, self._take(blob_len, deadline)
-
-    def _take(self, n: int, deadline: float) -> bytes:
-        while len(self._buf) < n:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            ready, _, _ = select.select([self._fd], [], [], remaining)
-            if not ready:
-                raise TimeoutError
-            chunk = os.read(self._fd, max(65536, n - len(self._buf)))
-            if not chunk:
-                raise EOFError
-            self._buf += chunk
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
-        return out
+# ---------------------------------------------------------------- jobs
 
 
 def _check_value(value: object, where: str) -> object:
@@ -166,12 +116,12 @@ def _check_value(value: object, where: str) -> object:
     raise TypeError(f"{where}: arguments must be numpy arrays, int, float, bool, str or None")
 
 
-_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], list, dict, bytes]] = {}
+_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], list, list, bytes]] = {}
 _ENCODED_LOCK = threading.Lock()
 
 
-def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, dict, bytes]:
-    """The calls as JSON-ready data, and their arrays as raw bytes with a {key: [dtype, shape, offset]} layout.
+def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, list, bytes]:
+    """The calls as JSON-ready data, and their arrays packed as one blob with its layout.
 
     A class sends the same calls with every submission, so the encoding is kept for
     the last few call lists (the list itself is held, so its id cannot be reused).
@@ -180,15 +130,14 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, dict, bytes]:
         cached = _ENCODED_CALLS.get(id(problems))
     if cached is not None and cached[0] is problems:
         return cached[1], cached[2], cached[3]
-    arrays: dict[str, np.ndarray] = {}
+    arrays: list[np.ndarray] = []
 
     def arg(value: ArgValue, where: str) -> dict:
         if isinstance(value, np.ndarray):
-            if value.dtype.kind not in _NUMERIC_KINDS:
+            if value.dtype.kind not in NUMERIC_KINDS:
                 raise TypeError(f"{where}: array dtype {value.dtype} is not numeric")
-            key = f"k{len(arrays)}"
-            arrays[key] = value
-            return {"a": key}
+            arrays.append(value)
+            return {"a": len(arrays) - 1}
         return {"v": _check_value(value, where)}
 
     seen_problems: set[str] = set()
@@ -204,22 +153,10 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, dict, bytes]:
                 raise ValueError(f"duplicate call_id {call.call_id!r}")
             seen_calls.add(call.call_id)
             where = f"call {call.call_id!r}"
-            calls.append(
-                {
-                    "id": call.call_id,
-                    "fn": call.function,
-                    "args": [arg(a, where) for a in call.args],
-                    "kwargs": {str(k): arg(v, where) for k, v in call.kwargs.items()},
-                }
-            )
+            calls.append({"id": call.call_id, "fn": call.function, "args": [arg(a, where) for a in call.args],
+                          "kwargs": {str(k): arg(v, where) for k, v in call.kwargs.items()}})
         encoded.append({"id": problem.problem_id, "calls": calls, "batched": bool(problem.batched)})
-    layout, chunks, offset = {}, [], 0
-    for key, value in arrays.items():
-        data = np.ascontiguousarray(value).tobytes()
-        layout[key] = [value.dtype.str, list(value.shape), offset]
-        chunks.append(data)
-        offset += len(data)
-    blob = b"".join(chunks)
+    layout, blob = pack_arrays(arrays)
     with _ENCODED_LOCK:
         if len(_ENCODED_CALLS) >= 8:
             _ENCODED_CALLS.pop(next(iter(_ENCODED_CALLS)))
@@ -227,103 +164,82 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, dict, bytes]:
     return encoded, layout, blob
 
 
-def encode_job(source: str, problems: Sequence[ProblemCalls], limits: Limits) -> bytes:
-    """One job frame: JSON for the calls, scalars and array layout, raw bytes for the arrays."""
-    if not isinstance(source, str):
-        raise TypeError("source must be str (decode the submission before calling the sandbox)")
+def encode_job(program: Program, problems: Sequence[ProblemCalls], limits: Limits) -> bytes:
+    """One job frame: JSON for the program, the calls, scalars and the array layout; raw bytes for the arrays."""
     encoded, layout, blob = encode_calls(problems)
-    header = {
-        "kind": "job",
-        "source": source,
-        "problems": encoded,
-        "arrays": layout,
-        "limits": {
-            "load_seconds": float(limits.load_seconds),
-            "problem_seconds": float(limits.problem_seconds),
-            "cpu_seconds": int(limits.cpu_seconds),
-            "memory_bytes": int(limits.memory_bytes),
-            "max_processes": int(limits.max_processes),
-            "max_output_bytes": int(limits.max_output_bytes),
-            "max_file_bytes": int(limits.max_file_bytes),
-        },
-    }
+    header = {"kind": "job", "program": program.to_json(), "problems": encoded, "arrays": layout,
+              "limits": limits.to_json()}
     return encode_frame(header, blob)
 
 
-_DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
-MAX_DIMENSIONS = 32
+# ---------------------------------------------------------------- answers
 
 
-def decode_outputs(blob: bytes, layout: object) -> tuple[np.ndarray, ...]:
-    """Arrays from raw bytes and their [[dtype, shape], ...] layout; refuses odd dtypes and forged sizes.
+class RunCollector:
+    """Builds a SubmissionRun from the worker's frames, checking each against the job."""
 
-    No zip, no pickle, no header parser: only numeric dtype strings are accepted, and the
-    declared sizes must add up to the bytes received before anything is allocated.
-    """
-    if not isinstance(layout, list) or not 0 <= len(layout) <= MAX_OUTPUTS_PER_CALL:
-        raise ProtocolError("bad output layout")
-    if len(blob) > MAX_CALL_OUTPUT_BYTES:
-        raise ProtocolError("outputs too large")
-    outputs, offset = [], 0
-    for index, entry in enumerate(layout):
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
-                and _DTYPE.fullmatch(entry[0]) and isinstance(entry[1], list)
-                and len(entry[1]) <= MAX_DIMENSIONS and all(type(n) is int and n >= 0 for n in entry[1])):
-            raise ProtocolError(f"output {index} has a bad layout")
+    def __init__(self, problems: Sequence[ProblemCalls]) -> None:
+        self.problems = problems
+        self.call_ids = {p.problem_id: {c.call_id for c in p.calls} for p in problems}
+        self.results: dict[str, dict[str, CallResult]] = {p.problem_id: {} for p in problems}
+        self.runs: dict[str, ProblemRun] = {}
+        self.retire = False  # the worker ends after this job
+
+    def add(self, header: dict, blob: bytes) -> Optional[SubmissionRun]:
+        """Take one frame; gives the run once its closing frame arrived. Raises ProtocolError."""
+        kind = header["kind"]
+        if kind == "call":
+            self._add_call(header, blob)
+        elif kind == "problem":
+            problem, status = header.get("problem"), header.get("status")
+            status = status if isinstance(status, str) else None
+            if not isinstance(problem, str) or problem not in self.results or status not in PROBLEM_STATUSES:
+                raise ProtocolError(f"bad problem frame for {clean_text(str(problem), 80)!r}")
+            message = clean_text(header.get("message"), MAX_MESSAGE_CHARS)
+            self.runs[problem] = ProblemRun(status, message, self.results[problem])
+        elif kind == "submission":
+            status = header.get("status")
+            if not isinstance(status, str) or status not in SUBMISSION_STATUSES:
+                raise ProtocolError(f"bad submission status {clean_text(str(status), 40)!r}")
+            self.retire = header.get("retire") is True
+            cells = header.get("cell_errors")
+            return SubmissionRun(
+                status=status,
+                message=clean_text(header.get("message"), MAX_MESSAGE_CHARS),
+                problems=self._problem_runs("not run: the sandbox did not report this problem"),
+                answers=plain_answers(header.get("answers")),
+                defined=tuple(plain_defined(header.get("defined"))),
+                stdout=clean_text(header.get("stdout"), MAX_STDOUT_CHARS, mark_cut=False),
+                cell_errors=tuple(clean_text(c, 300) for c in cells[:MAX_CELL_ERRORS]) if isinstance(cells, list) else (),
+            )
+        else:
+            raise ProtocolError(f"unexpected {clean_text(kind, 40)!r} frame")
+        return None
+
+    def _add_call(self, header: dict, blob: bytes) -> None:
+        problem, call_id = header.get("problem"), header.get("call_id")
+        if not isinstance(problem, str) or call_id not in self.call_ids.get(problem, ()) or call_id in self.results[problem]:
+            raise ProtocolError(f"unexpected result for call {clean_text(str(call_id), 80)!r}")
+        if header.get("ok") is not True:
+            error = clean_text(header.get("error"), MAX_ERROR_CHARS) or "failed"
+            self.results[problem][call_id] = CallResult(ok=False, error=error)
+            return
         try:
-            dtype = np.dtype(entry[0])
-        except TypeError:
-            raise ProtocolError(f"output {index} has dtype {entry[0]}") from None
-        if dtype.kind not in _NUMERIC_KINDS:
-            raise ProtocolError(f"output {index} has dtype {dtype}")
-        count = math.prod(entry[1])
-        nbytes = count * dtype.itemsize
-        if offset + nbytes > len(blob):
-            raise ProtocolError(f"output {index} declares more data than it holds")
-        outputs.append(np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(entry[1]).copy())
-        offset += nbytes
-    if offset != len(blob):
-        raise ProtocolError("outputs hold bytes no array declares")
-    return tuple(outputs)
+            outputs = unpack_arrays(blob, header.get("arrays"))
+        except ProtocolError as exc:
+            self.results[problem][call_id] = CallResult(ok=False, error=f"returned data the grader cannot read ({exc})")
+            return
+        self.results[problem][call_id] = CallResult(ok=True, outputs=outputs)
 
+    def _problem_runs(self, missing: str) -> dict[str, ProblemRun]:
+        return {
+            p.problem_id: self.runs.get(p.problem_id) or ProblemRun("not_run", missing, self.results[p.problem_id])
+            for p in self.problems
+        }
 
-def clean_text(value: object, limit: int, mark_cut: bool = True) -> str:
-    """`value` if it is a str, as valid UTF-8 and at most `limit` chars (a cut marked with …); else ""."""
-    if not isinstance(value, str):
-        return ""
-    text = value.encode("utf-8", "replace").decode("utf-8", "replace")
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1] + "\u2026" if mark_cut else text[:limit]
-
-
-def clean_answers(value: object) -> dict[str, object]:
-    """Keep ANSWERS as plain JSON data within size caps; anything else becomes {}."""
-    if not isinstance(value, dict):
-        return {}
-    budget = [MAX_ANSWER_NODES]
-
-    def clean(item: object, depth: int) -> object:
-        budget[0] -= 1
-        if budget[0] < 0 or depth > MAX_ANSWER_DEPTH:
-            return "\u2026"
-        if item is None or isinstance(item, bool) or isinstance(item, int):
-            return item
-        if isinstance(item, float):
-            return item if math.isfinite(item) else repr(item)
-        if isinstance(item, str):
-            return clean_text(item, MAX_ANSWER_STR)
-        if isinstance(item, list):
-            return [clean(v, depth + 1) for v in item]
-        if isinstance(item, dict):
-            return {clean_text(k, 200): clean(v, depth + 1) for k, v in item.items()}
-        return "\u2026"
-
-    return {clean_text(k, 200): clean(v, 1) for k, v in value.items()}
-
-
-def clean_defined(value: object) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        return ()
-    names = [v for v in value[:MAX_DEFINED] if isinstance(v, str) and v.isidentifier()]
-    return tuple(sorted(set(names)))
+    def broken(self, message: str) -> SubmissionRun:
+        runs = self._problem_runs(f"not run: {message}")
+        for problem_id, run in runs.items():
+            if problem_id not in self.runs and run.results:
+                runs[problem_id] = ProblemRun("crashed", message, run.results)
+        return SubmissionRun("crashed", message, runs, {}, (), "")

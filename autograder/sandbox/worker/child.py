@@ -1,0 +1,243 @@
+"""The child: loads the submission and makes its calls. Student code runs here, so all it says is merely checked.
+
+Forked by the handler per job; confines itself (confine.py), loads the module or
+runs the notebook's steps, reports what it defines and its ANSWERS as plain data,
+then per problem either forks a grandchild that makes the calls (a crash, loop or
+exit then costs that problem only) or, for a batched problem, makes them itself.
+Frames go to the handler on fd 3; every result is raw bytes plus a layout.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import select
+import signal
+import sys
+import time
+import types
+from typing import Any, Dict, List
+
+import numpy as np
+
+from qkv_runtime.notebook import run_steps
+from qkv_runtime.values import (
+    SUBMISSION_FILE,
+    exception_text,
+    exit_code_text,
+    is_out_of_memory,
+    plain_answers,
+    to_arrays,
+)
+from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, encode_frame, pack_arrays, write_all
+
+from . import seccomp
+from .confine import MAIN_FD, PR_SET_PDEATHSIG, confine, prctl
+from .job import Job
+from .proctools import kill_group
+
+FORK_TRIES = 50
+
+
+def send(header: Dict[str, Any], blob: bytes = b"") -> None:
+    write_all(MAIN_FD, encode_frame(header, blob))
+
+
+def flush_std() -> None:
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - student code may have replaced or closed the streams
+            pass
+
+
+def load_failure(exc: BaseException) -> Dict[str, Any]:
+    if isinstance(exc, SystemExit):
+        return {"kind": "load_failed", "status": "exited", "message": f"called sys.exit({exit_code_text(exc.code)}) while loading"}
+    if is_out_of_memory(exc):
+        return {"kind": "load_failed", "status": "memory",
+                "message": f"ran out of memory while loading: {exception_text(exc, limit=300)}"}
+    return {"kind": "load_failed", "status": "load_error", "message": exception_text(exc)}
+
+
+def run_child(job: Job, main_w: int, out_w: int) -> None:
+    """Never returns. Everything after the program starts runs beside student code."""
+    try:
+        workdir = confine(job, main_w, out_w)
+    except BaseException as exc:  # noqa: BLE001 - reported, then this process ends
+        send({"kind": "load_failed", "status": "crashed", "message": f"sandbox setup failed: {exc!r}"})
+        os._exit(1)
+    me = os.getpid()
+    module = types.ModuleType("submission")
+    module.__file__ = os.path.join(workdir, SUBMISSION_FILE)
+    module.__builtins__ = builtins
+    sys.modules["submission"] = module
+    namespace = module.__dict__
+    cell_errors: List[str] = []
+    try:
+        if job.program.steps:
+            cell_errors = run_steps(job.program.steps, namespace)
+        else:
+            exec(compile(job.program.source or "", SUBMISSION_FILE, "exec"), namespace)
+    except BaseException as exc:  # noqa: BLE001 - the submission failed to load
+        failure = load_failure(exc)
+        flush_std()
+        if os.getpid() == me:
+            send(failure)
+        os._exit(0)
+    flush_std()
+    if os.getpid() != me:
+        os._exit(0)  # a copy forked at the top level of the module
+    answers = plain_answers(namespace.get("ANSWERS"))
+    try:
+        defined = [k for k, v in list(namespace.items()) if type(k) is str and not k.startswith("__") and callable(v)]
+    except BaseException:  # noqa: BLE001 - a namespace value whose type lies about being callable
+        defined = []
+    send({"kind": "loaded", "answers": answers, "defined": sorted(defined)[:1000], "cell_errors": cell_errors})
+    for index, problem in enumerate(job.problems):
+        run_problem(job, namespace, index, problem, me)
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- problems
+
+
+def run_problem(job: Job, namespace: Dict[str, Any], index: int, problem: Dict[str, Any], me: int) -> None:
+    """Fork the grandchild for one problem and relay its frames to the handler.
+
+    A batched problem runs here instead: the caller reruns everything problem by
+    problem when anything goes wrong, so it needs no process of its own.
+    """
+    if os.getpid() != me:
+        os._exit(0)
+    if problem.get("batched") is True:
+        send({"kind": "start", "index": index, "pid": me})
+        run_calls(job, namespace, problem, MAIN_FD)
+        send({"kind": "end", "index": index, "signal": None, "exit": 0})
+        return
+    read_fd, write_fd = os.pipe()
+    for _ in range(FORK_TRIES):
+        try:
+            pid = os.fork()
+            break
+        except BlockingIOError:
+            # Processes of a killed fork bomb still count against RLIMIT_NPROC
+            # until they are reaped, which takes a moment.
+            time.sleep(0.02)
+    else:
+        os.close(read_fd)
+        os.close(write_fd)
+        send({"kind": "fork_failed", "index": index})
+        return
+    if pid == 0:
+        # Only the child talks to the handler; the problem's own pipe is all a grandchild can spoil,
+        # and it may not stop or kill the child either (a problem fails alone, as in a batch).
+        os.close(read_fd)
+        os.close(MAIN_FD)
+        try:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            os.setpgid(0, 0)
+            if seccomp.supported():
+                seccomp.install([me])
+            run_calls(job, namespace, problem, write_fd)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # already exited, or already its own group
+    send({"kind": "start", "index": index, "pid": pid})
+    relay(pid, read_fd)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    send({"kind": "end", "index": index, "signal": -code if code < 0 else None, "exit": max(code, 0)})
+
+
+def relay(pid: int, read_fd: int) -> None:
+    """Forward whole frames until the grandchild exits; drop a torn last frame."""
+    frames = FrameBuffer(MAX_CHILD_BLOB)
+    exited = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([read_fd, exited], [], [])
+            if exited in ready and read_fd not in ready:
+                break
+            data = os.read(read_fd, 1 << 16)
+            if not data:
+                break
+            for header, blob in frames.feed(data):
+                send(header, blob)
+            if frames.error is not None:
+                kill_group(pid)
+                send({"kind": "garbled"})
+                break
+    finally:
+        os.close(exited)
+
+
+def argument(spec: Dict[str, Any], job: Job) -> Any:
+    if "a" not in spec:
+        return spec["v"]
+    array = job.arrays[spec["a"]].copy()  # each call gets inputs no earlier call has touched
+    if job.track == "torch":
+        import torch
+
+        return torch.from_numpy(array)
+    return array
+
+
+def run_calls(job: Job, namespace: Dict[str, Any], problem: Dict[str, Any], write_fd: int) -> None:
+    me = os.getpid()
+    batched = problem.get("batched") is True
+    pending: List[bytes] = []
+
+    def emit(header: Dict[str, Any], blob: bytes = b"") -> None:
+        if os.getpid() != me:
+            os._exit(0)  # a copy the student forked: only the original reports
+        pending.append(encode_frame(header, blob))
+        # One write per frame wakes three processes per frame; batching them is what makes
+        # a class fast. Endings (done, exit, memory) always flush.
+        if not batched or header.get("kind") in ("done", "sysexit", "memory"):
+            write_all(write_fd, b"".join(pending))
+            pending.clear()
+
+    # Every call starts with the float error handling and default dtype the module left after
+    # loading: a function that changes them (np.seterr(all="raise")) must not change how the
+    # calls after it score, whether they share its process (a batch) or not.
+    float_errors = np.geterr()
+    torch = sys.modules.get("torch") if job.track == "torch" else None
+    default_dtype = torch.get_default_dtype() if torch is not None else None
+    for call in problem["calls"]:
+        if not batched:  # it only names the call a crash interrupted; batched runs are rerun for that
+            emit({"kind": "begin", "call_id": call["id"]})
+        function = namespace.get(call["fn"])
+        if not callable(function):
+            emit({"kind": "call", "call_id": call["id"], "ok": False, "error": f"{call['fn']} is not defined"})
+            continue
+        try:
+            np.seterr(**float_errors)
+            if torch is not None:
+                torch.set_default_dtype(default_dtype)
+            args = [argument(a, job) for a in call["args"]]
+            kwargs = {k: argument(v, job) for k, v in call["kwargs"].items()}
+            outputs = to_arrays(function(*args, **kwargs))
+        except SystemExit as exc:
+            flush_std()
+            emit({"kind": "sysexit", "code": exit_code_text(exc.code)})
+            os._exit(0)
+        except BaseException as exc:  # noqa: BLE001 - the student's exception is this call's result
+            flush_std()
+            emit({"kind": "call", "call_id": call["id"], "ok": False, "error": exception_text(exc)})
+            if is_out_of_memory(exc):
+                emit({"kind": "memory"})
+                os._exit(0)
+            continue
+        flush_std()
+        if isinstance(outputs, str):
+            emit({"kind": "call", "call_id": call["id"], "ok": False, "error": outputs})
+            continue
+        layout, blob = pack_arrays(outputs)
+        emit({"kind": "call", "call_id": call["id"], "ok": True, "arrays": layout}, blob)
+    emit({"kind": "done"})

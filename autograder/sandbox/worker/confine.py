@@ -1,0 +1,118 @@
+"""The child's confinement, set up in this order before any student code runs.
+
+1. file descriptors: 0 is /dev/null, 1 and 2 the output pipe, 3 the result pipe to
+   the handler, nothing else (no grader pipe is inherited);
+2. its own session and process group (the handler kills the group);
+3. resource limits: address space, CPU seconds, processes, file size, open files, no core;
+4. a new session keyring, so no key of the grader's login session is possessed;
+5. the slot's own uid and gid when the worker runs as root (no supplementary groups);
+6. no new privileges, then the seccomp filter (seccomp.py), which protects the
+   handler, the zygote and the pool from signals and traces;
+7. a parent-death signal, an empty working folder of its own, a minimal environment.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import signal
+import sys
+from typing import List
+
+from . import seccomp
+from .job import Job
+from .proctools import group_of, parent_of, processes
+
+MAIN_FD = 3
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+KEYCTL_JOIN_SESSION_KEYRING = 1
+KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(option: int, value: int) -> None:
+    LIBC.prctl(option, value, 0, 0, 0)
+
+
+def vm_size() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+
+
+def join_new_session_keyring() -> None:
+    """Leave the inherited session keyring for a new, empty one (keys of the grader's login stay behind)."""
+    number = KEYCTL_SYSCALL.get(platform.machine())
+    if number is not None:
+        LIBC.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)  # ENOSYS without keyrings: nothing to leave
+
+
+def protected_pids() -> List[int]:
+    """The handler, the zygote, the pool when it is visible, and their process groups."""
+    handler = os.getppid()
+    pids = {handler}
+    zygote = parent_of(handler)
+    if zygote and zygote > 0:
+        pids.add(zygote)
+        above = parent_of(zygote)
+        if above and above > 0:
+            pids.add(above)
+    pids.update(g for g in (group_of(p) for p in list(pids)) if g and g > 0)
+    pids.add(1)
+    return sorted(pids)
+
+
+def confine(job: Job, main_w: int, out_w: int) -> str:
+    """Confine this process (the child) for student code; returns its working folder."""
+    limits = job.limits
+    guarded = protected_pids()  # before setsid, while /proc still shows our parents as ours
+    if main_w != MAIN_FD:
+        os.dup2(main_w, MAIN_FD)
+    os.setsid()
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    os.closerange(MAIN_FD + 1, 65536)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the cap fail with EFBIG instead
+    nproc = limits.max_processes
+    if job.uid is None:
+        # Without a uid of its own the submission shares RLIMIT_NPROC, which
+        # counts threads, with everything else running as this user.
+        uid = os.getuid()
+        nproc += sum(p.threads for p in processes() if p.uid == uid)
+    for which, soft, hard in (
+        (resource.RLIMIT_AS, vm_size() + limits.memory_bytes, None),
+        (resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),
+        (resource.RLIMIT_NPROC, nproc, None),
+        (resource.RLIMIT_FSIZE, limits.max_file_bytes, None),
+        (resource.RLIMIT_NOFILE, 256, None),
+        (resource.RLIMIT_CORE, 0, None),
+    ):
+        resource.setrlimit(which, (soft, soft if hard is None else hard))
+    if job.uid is not None:
+        os.setgroups([])
+        os.setresgid(job.uid, job.uid, job.uid)
+        os.setresuid(job.uid, job.uid, job.uid)
+    join_new_session_keyring()  # as the slot's uid, so the new keyring is the submission's own
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if seccomp.supported():
+        seccomp.install(guarded)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    workdir = os.path.join(job.scratch, f"submission-{os.getpid()}")
+    os.mkdir(workdir, 0o700)
+    os.chdir(workdir)
+    os.environ.clear()
+    os.environ.update({"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+    sys.stderr = sys.stdout
+    sys.argv = ["submission.py"]
+    return workdir

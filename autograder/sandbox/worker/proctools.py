@@ -1,0 +1,221 @@
+"""Process tools of the handler: scan /proc, kill a submission's processes, reap them, empty its folder.
+
+Trusted code (the handler's tier): it never runs student code, and everything it
+reads from /proc about a student's process is only used to kill that process.
+Every walk here is iterative and bounded, so no folder tree or process count a
+submission can make raises RecursionError or runs for ever.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import stat
+import time
+from typing import Iterable, Iterator, NamedTuple, Optional, Set
+
+REAP_SECONDS = 2.0
+MAX_REMOVED_ENTRIES = 200_000  # a scratch folder with more is dropped with its worker, not walked
+
+
+class Process(NamedTuple):
+    pid: int
+    uid: int  # real uid; /proc/PID's owner is root for non-dumpable processes
+    group: int
+    state: str
+    threads: int
+
+
+def processes() -> Iterator[Process]:
+    """Each process we can see in /proc (processes that vanish meanwhile are skipped)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat_file:
+                fields = stat_file.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/status") as status:
+                lines = dict(line.split(":", 1) for line in status if ":" in line)
+            uid, threads = int(lines["Uid"].split()[0]), int(lines["Threads"])
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+        yield Process(int(entry), uid, int(fields[2]), fields[0], threads)
+
+
+def parent_of(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/stat") as stat_file:
+            return int(stat_file.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def group_of(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/stat") as stat_file:
+            return int(stat_file.read().rsplit(")", 1)[1].split()[2])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def group_cpu_seconds(group: int) -> float:
+    """CPU time used by a process group's live members and the children they reaped."""
+    ticks = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat_file:
+                    fields = stat_file.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group:
+                ticks += sum(int(f) for f in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def kill_group(pgid: Optional[int]) -> None:
+    if pgid and pgid > 1:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def kill_processes(uid: int, groups: Optional[Set[int]]) -> None:
+    """SIGKILL every live process of `uid` (in `groups`, if given) until none is left.
+
+    Scanning is not atomic, so a forking process can add one behind the scan;
+    the next round gets it, and a killed process cannot fork any more.
+    """
+    give_up = time.monotonic() + REAP_SECONDS
+    while time.monotonic() < give_up:
+        found = False
+        for process in processes():
+            if process.uid == uid and process.state != "Z" and (groups is None or process.group in groups):
+                found = True
+                try:
+                    os.kill(process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+
+
+def kill_children() -> None:
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and parent_of(int(entry)) == me:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def children_left() -> bool:
+    """Collect exited children; whether any child is still running."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
+    except ChildProcessError:
+        return False
+    return True
+
+
+def reap(uid: Optional[int], groups: Iterable[int]) -> None:
+    """Kill every process the submission left behind and collect them.
+
+    The handler is a child subreaper, so processes orphaned inside the submission
+    end up as its children and are collected here; once it has no child left, no
+    process of the submission is left.
+    """
+    if not children_left():
+        return
+    if uid is not None:
+        kill_processes(uid, None)
+    else:
+        for group in groups:
+            kill_group(group)
+    give_up = time.monotonic() + REAP_SECONDS
+    while time.monotonic() < give_up:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            if uid is None:
+                kill_children()
+            time.sleep(0.002)
+
+
+# ---------------------------------------------------------------- files
+
+
+def _unlink_all(fd: int, budget: list) -> list:
+    """Remove the files of the folder open as `fd`; gives the names of the folders in it."""
+    folders = []
+    for entry in os.scandir(fd):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise OverflowError
+        try:
+            is_folder = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_folder = False
+        if is_folder:
+            folders.append(entry.name)
+        else:
+            try:
+                os.unlink(entry.name, dir_fd=fd)
+            except FileNotFoundError:
+                pass
+    return folders
+
+
+def _open_folder(name: str, dir_fd: Optional[int]) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except PermissionError:
+        # a submission may take the permissions off its own folders; give them back (never via a symlink)
+        if not stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+            raise
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+        return os.open(name, flags, dir_fd=dir_fd)
+
+
+def empty_folder(path: str) -> bool:
+    """Remove everything inside `path` without recursion, at any depth; False when it could not.
+
+    Two folders are open at a time: a folder's sub-folders are moved up into `path`
+    (one rename each) before the folder itself is removed, so a chain a thousand
+    levels deep is undone level by level and no path grows long.
+    """
+    budget = [MAX_REMOVED_ENTRIES]
+    try:
+        top = _open_folder(path, None)
+    except OSError:
+        return False
+    moved, token = 0, secrets.token_hex(8)  # names a submission cannot have made in advance
+    try:
+        pending = _unlink_all(top, budget)
+        while pending:
+            name = pending.pop()
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
+            folder = _open_folder(name, top)
+            try:
+                for inner in _unlink_all(folder, budget):
+                    moved += 1
+                    new_name = f".qkv-{token}-{moved}"
+                    os.rename(inner, new_name, src_dir_fd=folder, dst_dir_fd=top)
+                    pending.append(new_name)
+            finally:
+                os.close(folder)
+            os.rmdir(name, dir_fd=top)
+        return not os.listdir(top)
+    except (OSError, OverflowError):
+        return False
+    finally:
+        os.close(top)

@@ -1,0 +1,227 @@
+"""The supervisor as a state machine, fed fake frames and a fake clock: no processes, no pipes, no bwrap.
+
+Each test plays one sequence a child could send (honest, crashing, lying,
+silent) and checks the frames the grader would get and the kills ordered.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from autograder.sandbox.worker.supervisor import (
+    EXIT_WAIT_SECONDS,
+    GRACE_SECONDS,
+    STARVED_FACTOR,
+    Answer,
+    Kill,
+    Phase,
+    Supervisor,
+)
+from qkv_runtime.limits import Limits
+from qkv_runtime.wire import FrameBuffer, pack_arrays
+
+import numpy as np
+
+CHILD, GRANDCHILD = 100, 200
+LIMITS = Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10)
+PROBLEMS = [
+    {"id": "softmax", "calls": [{"id": "s1", "fn": "softmax_rows"}, {"id": "s2", "fn": "softmax_rows"}]},
+    {"id": "double", "calls": [{"id": "d1", "fn": "double"}]},
+]
+EXITED_OK = 0  # a wait status: exit code 0
+
+
+class Run:
+    """A supervisor with a clock, and everything it answered so far."""
+
+    def __init__(self, cpu: float = 100.0) -> None:
+        self.now = 1000.0
+        self.cpu = cpu
+        self.sup = Supervisor(PROBLEMS, LIMITS, CHILD, self.now, lambda group: self.cpu)
+        self.frames: list[dict] = []
+        self.kills: list[tuple[int, ...]] = []
+
+    def take(self, actions) -> None:
+        buffer = FrameBuffer(1 << 26)
+        for action in actions:
+            if isinstance(action, Answer):
+                self.frames += [h for h, _ in buffer.feed(action.data)]
+            else:
+                assert isinstance(action, Kill)
+                self.kills.append(action.groups)
+
+    def send(self, **header) -> None:
+        blob = header.pop("blob", b"")
+        self.take(self.sup.frame(header, blob, self.now))
+
+    def later(self, seconds: float) -> None:
+        self.now += seconds
+        while self.sup.waiting and self.sup.deadline <= self.now:
+            self.take(self.sup.tick(self.now))
+
+    def exits(self, status: int = EXITED_OK) -> None:
+        self.take(self.sup.child_exited(status, self.now))
+        self.take(self.sup.channel_closed())
+        self.later(EXIT_WAIT_SECONDS)
+
+    def finish(self) -> dict:
+        self.take(self.sup.finish())
+        return self.frames[-1]
+
+    def problems(self) -> dict[str, tuple[str, str]]:
+        return {f["problem"]: (f["status"], f["message"]) for f in self.frames if f["kind"] == "problem"}
+
+
+def call(call_id: str, value: np.ndarray) -> dict:
+    layout, blob = pack_arrays([value])
+    return {"kind": "call", "call_id": call_id, "ok": True, "arrays": layout, "blob": blob}
+
+
+def honest_problem(run: Run, index: int, pid: int) -> None:
+    run.send(kind="start", index=index, pid=pid)
+    for c in PROBLEMS[index]["calls"]:
+        run.send(kind="begin", call_id=c["id"])
+        run.send(**call(c["id"], np.ones(2)))
+    run.send(kind="done")
+    run.send(kind="end", index=index, signal=None, exit=0)
+
+
+def test_an_honest_child_gets_every_result_through_in_order():
+    run = Run()
+    run.send(kind="loaded", answers={"q": 1}, defined=["double", "softmax_rows"], cell_errors=[])
+    honest_problem(run, 0, GRANDCHILD)
+    honest_problem(run, 1, GRANDCHILD + 1)
+    assert run.sup.state.phase is Phase.AFTER
+    run.exits()
+    closing = run.finish()
+    assert [f["call_id"] for f in run.frames if f["kind"] == "call"] == ["s1", "s2", "d1"]
+    assert run.problems() == {"softmax": ("ok", "ran 2 calls"), "double": ("ok", "ran 1 call")}
+    assert closing["kind"] == "submission" and closing["status"] == "ok" and closing["answers"] == {"q": 1}
+    assert run.kills == []
+
+
+def test_a_loop_in_one_problem_times_out_that_problem_and_names_the_call():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.send(kind="begin", call_id="s1")
+    run.later(LIMITS.problem_seconds + 0.01)
+    assert run.kills == [(GRANDCHILD,)]
+    run.send(kind="end", index=0, signal=signal.SIGKILL, exit=0)
+    honest_problem(run, 1, GRANDCHILD + 1)
+    run.exits()
+    run.finish()
+    status, message = run.problems()["softmax"]
+    assert status == "timeout" and "while running softmax_rows()" in message and "2 s" in message
+    assert run.problems()["double"][0] == "ok"
+
+
+def test_a_starved_problem_gets_more_wall_time_but_not_for_ever():
+    run = Run(cpu=0.0)  # a neighbour's fork bomb takes the cores: no CPU time at all
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.later(LIMITS.problem_seconds + 0.01)
+    assert run.kills == []
+    run.later(STARVED_FACTOR * LIMITS.problem_seconds)
+    assert run.kills == [(GRANDCHILD,)]
+
+
+def test_a_top_level_loop_times_out_the_load():
+    run = Run()
+    run.later(LIMITS.load_seconds + 0.01)
+    assert run.kills == [(CHILD,)]
+    run.exits(-signal.SIGKILL & 0xFF)
+    closing = run.finish()
+    assert closing["status"] == "timeout" and "while loading" in closing["message"]
+    assert all(status == "not_run" for status, _ in run.problems().values())
+
+
+def test_garbage_on_the_channel_voids_what_the_child_said_and_kills_everything():
+    run = Run()
+    run.send(kind="loaded", answers={"forged": "yes"}, defined=["double"], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.take(run.sup.garbage("frame of 4294967295 + 4294967295 bytes"))
+    assert run.kills == [(CHILD, GRANDCHILD)]
+    assert not run.sup.state.channel_open
+    run.take(run.sup.child_exited(EXITED_OK, run.now))
+    run.later(EXIT_WAIT_SECONDS)
+    closing = run.finish()
+    assert closing["status"] == "crashed" and "result channel" in closing["message"]
+    assert closing["answers"] == {} and closing["defined"] == []
+
+
+@pytest.mark.parametrize("lie", [
+    {"kind": "start", "index": 0, "pid": 1},  # the zygote as a grandchild: its group must never be killed
+    {"kind": "start", "index": 0, "pid": "200"},
+    {"kind": "start", "index": 5, "pid": GRANDCHILD},
+    {"kind": "loaded", "answers": {}},  # twice
+    {"kind": "end", "index": 0},  # before a start
+])
+def test_frames_out_of_sequence_end_the_submission(lie):
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(**lie)
+    assert run.sup.state.failure is not None and run.kills
+    assert all(1 not in groups for groups in run.kills)
+
+
+@pytest.mark.parametrize("forged", ["s1", "d1", "nope"])  # a second result, another problem's call, no call
+def test_a_result_out_of_order_spoils_that_problem_only(forged):
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.send(**call("s1", np.ones(2)))
+    run.send(**call(forged, np.zeros(2)))
+    run.send(**call("s2", np.zeros(2)))  # in order, but after the forgery: not taken
+    assert [f["call_id"] for f in run.frames if f["kind"] == "call"] == ["s1"]
+    assert run.kills == [(GRANDCHILD,)]
+    run.send(kind="end", index=0, signal=signal.SIGKILL, exit=0)
+    honest_problem(run, 1, GRANDCHILD + 1)
+    assert run.problems()["softmax"][0] == "crashed" and "malformed" in run.problems()["softmax"][1]
+    assert run.problems()["double"][0] == "ok"
+
+
+def test_printing_too_much_ends_that_problem_with_output_limit():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.send(kind="begin", call_id="s1")
+    run.take(run.sup.output(b"x" * (LIMITS.max_output_bytes + 1), run.now))
+    assert run.kills == [(GRANDCHILD,)]
+    run.send(kind="end", index=0, signal=signal.SIGKILL, exit=0)
+    status, message = run.problems()["softmax"]
+    assert status == "output_limit" and "while running softmax_rows()" in message
+    assert len(run.sup.stdout_text()) == 8000
+
+
+def test_a_child_that_ignores_its_end_is_killed_after_the_grace_time():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    honest_problem(run, 0, GRANDCHILD)
+    honest_problem(run, 1, GRANDCHILD + 1)
+    run.later(GRACE_SECONDS + 0.01)
+    assert run.kills and run.kills[-1][0] == CHILD
+    run.exits(-signal.SIGKILL & 0xFF)
+    assert run.finish()["status"] == "ok"  # everything it had to do was done
+
+
+def test_retiring_is_said_in_the_closing_frame():
+    run = Run()
+    run.send(kind="load_failed", status="load_error", message="SyntaxError")
+    run.exits()
+    run.take(run.sup.finish(retire=True))
+    assert run.frames[-1]["retire"] is True and run.frames[-1]["status"] == "load_error"
+
+
+def test_a_death_between_problems_is_reported_with_its_signal():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    honest_problem(run, 0, GRANDCHILD)
+    run.exits(signal.SIGSEGV)  # wait status of a process killed by SIGSEGV
+    closing = run.finish()
+    assert closing["status"] == "crashed" and "SIGSEGV" in closing["message"]
+    assert run.problems()["double"] == ("not_run", "not run: the submission stopped before this problem")
+    assert os.WIFSIGNALED(signal.SIGSEGV)
