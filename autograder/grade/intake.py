@@ -1,24 +1,39 @@
-"""Submission intake: a folder of student files in, one `Submission` per student out (never an exception).
+"""Submission intake: a folder of student files in, one `Submission` per student and an `IntakeReport` out.
 
-Accepted layouts: `<student>.py`, `<student>.ipynb`, `<student>/` holding one
-of them, and nbgrader's `submitted/<student>/<NAME>/<file>`. Student ids come
-from names, made safe for file paths. Files that cannot be graded (empty,
-binary, not UTF-8, too large, not a notebook) become a `Submission` with a
-status and a message, so they get a gradebook row instead of crashing the
-batch. Notebooks are turned into plain source here, in the trusted process,
-by parsing JSON with nbformat; their code is never run here.
+Never an exception, never a student lost or swapped. Accepted layouts:
+`<student>.py`, `<student>.ipynb`, `<student>/` holding the work (at most
+MAX_DEPTH folders down), and nbgrader's `submitted/<student>/<NAME>/<file>` when
+`submitted/` is all the folder holds.
+
+Ids come from names and depend on nothing else: a name that is already a safe id
+(letters, digits, `.`, `-`, `_`) is the id; any other name is cleaned and given a
+short digest of the original, so "Alice Smith.py" and "Alice_Smith.py" are two
+students whatever the order they arrive in, on every run. Files that cannot be
+graded (empty, binary, not UTF-8, too large, not a notebook) get a row with their
+status; what is not graded at all (symbolic links, extra files in a student's
+folder, folders too deep) is named in the report. Notebooks are read here, in the
+trusted process, by `qkv_runtime.notebook`; their code is never run here.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import re
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
+
+from autograder.sandbox import Program
+from qkv_runtime.notebook import NotebookError, program_steps, read_cells
+from qkv_runtime.values import clean_text
 
 MAX_SUBMISSION_BYTES = 5_000_000
-SKIP_ROLES = {"selfcheck", "intro", "prompt"}
+MAX_DEPTH = 6  # folders below a student's own folder that are searched
+MAX_ENTRIES = 10_000  # entries looked at in one student's folder
+GRADABLE = (".py", ".ipynb")
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -26,107 +41,190 @@ class Submission:
     student: str
     path: Path
     digest: str  # sha256 of the file's bytes: unchanged files are not regraded
-    source: str | None  # Python source to run, None when the file cannot be graded
-    status: str  # "ok" or why it cannot be graded: empty, binary, not_utf8, too_large, bad_notebook, missing
+    program: Optional[Program]  # what to run; None when the file cannot be graded
+    status: str  # "ok" or why it cannot be graded: empty, binary, not_utf8, too_large, bad_notebook, missing, unreadable
     message: str
 
 
+@dataclass(frozen=True)
+class IntakeNote:
+    """Something intake saw and did not grade, or graded with a choice made: for the instructor."""
+
+    where: str  # a display name, safe to print
+    what: str
+
+
+@dataclass(frozen=True)
+class IntakeReport:
+    submissions: tuple[Submission, ...]
+    notes: tuple[IntakeNote, ...] = field(default_factory=tuple)
+
+
+def display_name(path: Path | str, base: Optional[Path] = None) -> str:
+    """A path as text that prints safely: undecodable bytes replaced, control characters escaped."""
+    if base is not None:
+        try:
+            path = Path(path).relative_to(base)
+        except ValueError:
+            pass
+    text = os.fsencode(str(path)).decode("utf-8", "replace")
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}"
+                   for ch in clean_text(text, 300))
+
+
 def safe_student_id(name: str) -> str:
-    """A file-safe id: letters, digits, dot, dash, underscore; no leading dot; at most 64 chars."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip("._-")[:64]
-    return cleaned or "unnamed"
+    """The id of a file or folder name: the name itself when it is safe, else a cleaned name and a digest of it."""
+    if _SAFE_ID.fullmatch(name) and name not in (".", ".."):
+        return name
+    raw = os.fsencode(name) if isinstance(name, str) else name
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", raw.decode("utf-8", "replace")).strip("._-")[:48] or "unnamed"
+    return f"{cleaned}-{hashlib.sha256(raw).hexdigest()[:6]}"
 
 
-def _notebook_source(text: str) -> str:
-    """Code cells of a notebook as one program; each cell runs on its own, so a failing cell
-    (e.g. the self-check import, absent in the sandbox) does not stop the cells after it."""
-    import nbformat  # costs ~1.8 s to import (its JSON-schema stack); a class of .py files never needs it
-
-    notebook = nbformat.reads(text, as_version=4)
-    cells = []
-    for cell in notebook.cells:
-        if cell.get("cell_type") != "code":
-            continue
-        role = (cell.get("metadata", {}).get("qkv") or {}).get("role")
-        if role in SKIP_ROLES:
-            continue
-        lines = [("# " + line) if line.lstrip().startswith(("%", "!")) else line
-                 for line in str(cell.get("source", "")).splitlines()]
-        cells.append("\n".join(lines))
-    return (
-        "import sys as _qkv_sys, traceback as _qkv_tb\n"
-        f"_qkv_cells = {json.dumps(cells)}\n"
-        "for _qkv_i, _qkv_cell in enumerate(_qkv_cells):\n"
-        "    try:\n"
-        "        exec(compile(_qkv_cell, f'<cell {_qkv_i + 1}>', 'exec'), globals())\n"
-        "    except Exception:\n"
-        "        _qkv_tb.print_exc()\n"
-        "del _qkv_i, _qkv_cell, _qkv_cells, _qkv_sys, _qkv_tb\n"
-    )
+# ---------------------------------------------------------------- reading one file
 
 
 def read_submission(student: str, path: Path) -> Submission:
+    """One student's file as a Submission; every failure is a status and a one-line message."""
+    name = display_name(path.name)
+
     def rejected(status: str, message: str, digest: str = "") -> Submission:
         return Submission(student, path, digest, None, status, message)
 
     try:
-        size = path.stat().st_size
-        if size > MAX_SUBMISSION_BYTES:
-            return rejected("too_large", f"{path.name} is {size:,} bytes; the limit is {MAX_SUBMISSION_BYTES:,}")
-        raw = path.read_bytes()
+        info = os.lstat(path)
+        if not stat.S_ISREG(info.st_mode):
+            return rejected("unreadable", f"{name} is not a regular file")
+        if info.st_size > MAX_SUBMISSION_BYTES:
+            return rejected("too_large", f"{name} is {info.st_size:,} bytes; the limit is {MAX_SUBMISSION_BYTES:,}")
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as handle:
+            raw = handle.read(MAX_SUBMISSION_BYTES + 1)
     except OSError as err:
-        return rejected("unreadable", f"cannot read {path.name}: {err.strerror}")
+        return rejected("unreadable", f"cannot read {name}: {err.strerror or type(err).__name__}")
+    if len(raw) > MAX_SUBMISSION_BYTES:
+        return rejected("too_large", f"{name} is larger than {MAX_SUBMISSION_BYTES:,} bytes")
     digest = hashlib.sha256(raw).hexdigest()
     if not raw.strip():
-        return rejected("empty", f"{path.name} is empty", digest)
+        return rejected("empty", f"{name} is empty", digest)
     if b"\x00" in raw:
-        return rejected("binary", f"{path.name} is a binary file, not Python source or a notebook", digest)
+        return rejected("binary", f"{name} is a binary file, not Python source or a notebook", digest)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        return rejected("not_utf8", f"{path.name} is not UTF-8 text (byte {err.start}); save it as UTF-8", digest)
+        return rejected("not_utf8", f"{name} is not UTF-8 text (byte {err.start}); save it as UTF-8", digest)
     if path.suffix == ".ipynb":
         try:
-            return Submission(student, path, digest, _notebook_source(text), "ok", "")
-        except Exception as err:  # noqa: BLE001 - nbformat raises many types for broken JSON
-            reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
-            return rejected("bad_notebook", f"{path.name} is not a valid notebook: {reason}", digest)
-    return Submission(student, path, digest, text, "ok", "")
+            steps = program_steps(read_cells(text))
+        except NotebookError as err:
+            return rejected("bad_notebook", f"{name} is not a valid notebook: {err}", digest)
+        return Submission(student, path, digest, Program(steps=tuple(steps)), "ok", "")
+    return Submission(student, path, digest, Program(source=text), "ok", "")
 
 
-def _pick_file(folder: Path) -> Path | None:
-    candidates = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and p.suffix in (".py", ".ipynb")
-                        and ".ipynb_checkpoints" not in p.parts and not p.name.startswith("."))
-    # a notebook is the richer form of the same work; prefer it when both are present
-    notebooks = [p for p in candidates if p.suffix == ".ipynb"]
-    return (notebooks or candidates or [None])[0]
+# ---------------------------------------------------------------- finding the files
 
 
-def discover(folder: Path) -> list[tuple[str, Path | None]]:
-    """(student id, file) pairs; file is None when a student's folder holds nothing gradable."""
-    root = folder / "submitted" if (folder / "submitted").is_dir() else folder
-    found: dict[str, Path | None] = {}
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith(".") or entry.is_symlink():
+def _walk(folder: Path, notes: list[IntakeNote], base: Path) -> list[Path]:
+    """Gradable files under a student's folder, breadth first, without recursion; skips are noted."""
+    found: list[Path] = []
+    level, seen = [(folder, 0)], 0
+    while level:
+        current, depth = level.pop(0)
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError as err:
+            notes.append(IntakeNote(display_name(current, base), f"not read: {err.strerror or err}"))
             continue
-        if entry.is_file() and entry.suffix in (".py", ".ipynb"):
-            student, path = safe_student_id(entry.stem), entry
-        elif entry.is_dir():
-            student, path = safe_student_id(entry.name), _pick_file(entry)
+        for entry in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                notes.append(IntakeNote(display_name(folder, base), f"more than {MAX_ENTRIES:,} entries: the rest not searched"))
+                return found
+            path = Path(entry.path)
+            if entry.name.startswith(".") or entry.name == "__pycache__":
+                continue
+            if entry.is_symlink():
+                notes.append(IntakeNote(display_name(path, base), "a symbolic link: not followed, not graded"))
+            elif entry.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    notes.append(IntakeNote(display_name(path, base), f"more than {MAX_DEPTH} folders deep: not searched"))
+                else:
+                    level.append((path, depth + 1))
+            elif entry.is_file(follow_symlinks=False) and path.suffix in GRADABLE:
+                found.append(path)
+    return found
+
+
+def _rank(path: Path, module: Optional[str]) -> tuple:
+    """Which of a student's files is the work: the assignment's module, then .py before notebooks,
+    then anything but an editor's default name, then the shallowest, then by name."""
+    stem = path.stem.lower()
+    return (module is None or stem != module.lower(), path.suffix != ".py", stem.startswith(("untitled", "copy of")),
+            len(path.parts), path.name)
+
+
+def _pick(folder: Path, module: Optional[str], notes: list[IntakeNote], base: Path) -> Optional[Path]:
+    candidates = sorted(_walk(folder, notes, base), key=lambda p: _rank(p, module))
+    if len(candidates) > 1:
+        others = ", ".join(display_name(p, folder) for p in candidates[1:4]) + (" ..." if len(candidates) > 4 else "")
+        notes.append(IntakeNote(display_name(candidates[0], base), f"graded; also in the folder, not graded: {others}"))
+    return candidates[0] if candidates else None
+
+
+def _nbgrader_root(folder: Path) -> Optional[Path]:
+    """nbgrader's `submitted/` when it is all the folder holds (a student's folder of that name is just a student)."""
+    submitted = folder / "submitted"
+    if not submitted.is_dir() or submitted.is_symlink():
+        return None
+    others = [e for e in os.scandir(folder) if not e.name.startswith(".") and e.name != "submitted"]
+    return submitted if not others else None
+
+
+def discover(folder: Path, module: Optional[str] = None) -> tuple[list[tuple[str, Optional[Path], Path]], list[IntakeNote]]:
+    """(student id, the file to grade or None, the entry it came from) per student, and the notes."""
+    notes: list[IntakeNote] = []
+    base = folder
+    root = _nbgrader_root(folder) or folder
+    found: dict[str, tuple[Optional[Path], Path]] = {}
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as err:
+        return [], [IntakeNote(display_name(root), f"not read: {err.strerror or err}")]
+    for entry in entries[:MAX_ENTRIES]:
+        path = Path(entry.path)
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            notes.append(IntakeNote(display_name(path, base), "a symbolic link: not followed, not graded"))
+            continue
+        if entry.is_file(follow_symlinks=False):
+            if path.suffix not in GRADABLE:
+                notes.append(IntakeNote(display_name(path, base), "not a .py or .ipynb file: not graded"))
+                continue
+            student, work = safe_student_id(path.stem), path
+        elif entry.is_dir(follow_symlinks=False):
+            student, work = safe_student_id(entry.name), _pick(path, module, notes, base)
         else:
+            notes.append(IntakeNote(display_name(path, base), "not a file or folder: not graded"))
             continue
-        while student in found:  # two names that clean to the same id must not overwrite each other
-            student += "_"
-        found[student] = path
-    return list(found.items())
+        if student in found:
+            # only two names equal but for case-insensitive file systems, or a digest collision, get here
+            notes.append(IntakeNote(display_name(path, base), f"has the same id {student!r} as "
+                                    f"{display_name(found[student][1], base)}: not graded, rename one of them"))
+            continue
+        found[student] = (work, path)
+    if len(entries) > MAX_ENTRIES:
+        notes.append(IntakeNote(display_name(root, base), f"more than {MAX_ENTRIES:,} entries: the rest not read"))
+    return [(s, work, entry) for s, (work, entry) in found.items()], notes
 
 
-def intake(folder: Path) -> list[Submission]:
+def intake(folder: Path, module: Optional[str] = None) -> IntakeReport:
+    students, notes = discover(folder, module)
     submissions = []
-    for student, path in discover(folder):
+    for student, path, entry in students:
         if path is None:
-            submissions.append(Submission(student, folder / student, "", None, "missing",
+            submissions.append(Submission(student, entry, "", None, "missing",
                                           "no .py or .ipynb file in the submission folder"))
         else:
             submissions.append(read_submission(student, path))
-    return submissions
+    return IntakeReport(tuple(submissions), tuple(notes))
