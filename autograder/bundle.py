@@ -24,8 +24,9 @@ from autograder.archive import load_npz, npz_bytes
 from autograder.bank.load import parse_problem
 from autograder.bank.model import Problem, Tolerance
 from autograder.errors import QkvError
+from qkv_runtime.limits import Limits
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 Outputs = tuple[np.ndarray, ...]
 
 
@@ -81,6 +82,11 @@ class WrittenProblem:
     problem: Problem
 
 
+def module_name(assignment: str) -> str:
+    """The Python module a student writes for an assignment: its name with underscores."""
+    return assignment.replace("-", "_")
+
+
 @dataclass(frozen=True)
 class GradingBundle:
     name: str
@@ -92,6 +98,12 @@ class GradingBundle:
     code: tuple[CodeProblem, ...]
     written: tuple[WrittenProblem, ...]
     problem_order: tuple[str, ...]
+    limits: Limits = Limits()
+    isolation: str = "require"  # the manifest's policy: "require" or "allow-rlimits"
+
+    @property
+    def module(self) -> str:
+        return module_name(self.name)
 
     @property
     def max_points(self) -> float:
@@ -140,6 +152,7 @@ def bundle_files(bundle: GradingBundle, written_sources: dict[str, str]) -> dict
         "format": FORMAT_VERSION,
         "name": bundle.name, "title": bundle.title, "track": bundle.track, "seed": bundle.seed,
         "variants": bundle.variants, "due": bundle.due, "problem_order": list(bundle.problem_order),
+        "limits": bundle.limits.to_json(), "isolation": bundle.isolation,
         "code": code,
         "written": [{"id": w.id, "points": w.points} for w in bundle.written],
     }
@@ -205,4 +218,5 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
     return GradingBundle(
         name=meta["name"], title=meta["title"], track=meta["track"], seed=meta["seed"], variants=meta["variants"],
         due=meta["due"], code=tuple(code), written=tuple(written), problem_order=tuple(meta["problem_order"]),
+        limits=Limits.from_json(meta["limits"]), isolation=str(meta["isolation"]),
     )

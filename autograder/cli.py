@@ -16,14 +16,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from autograder.errors import QkvError
+from autograder.report.summary import terminal_safe
 
 console = Console()
 err_console = Console(stderr=True)
 
 
 def fail(message: str) -> None:
-    # escaped: messages quote user input and patterns such as [a-z0-9], which rich would read as markup
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    # escaped twice: messages quote user input, which may hold patterns such as [a-z0-9] (rich markup)
+    # and escape sequences (a terminal's)
+    err_console.print(f"[bold red]error:[/] {escape(terminal_safe(message))}", highlight=False, soft_wrap=True)
     sys.exit(1)
 
 
@@ -100,20 +102,22 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="output folder (default: grades/NAME)")
 @click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME (default: dist/NAME)")
 @click.option("--jobs", type=click.IntRange(1, 256), help="submissions graded at once (default: CPU cores)")
-@click.option("--timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
-              help="wall seconds for loading a submission, and again for each problem")
+@click.option("--timeout", type=click.FloatRange(0.1, 3600),
+              help="wall seconds for loading a submission, and again for each problem (default: the assignment's)")
 @click.option("--regrade", is_flag=True, help="grade again submissions already in the gradebook")
-@click.option("--isolation", type=click.Choice(["auto", "bwrap", "rlimits"]), default="auto", show_default=True)
+@click.option("--isolation", type=click.Choice(["require", "allow-rlimits", "bwrap", "rlimits"]),
+              help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
+                   "resource limits only (student code can read your files); default: the assignment's policy")
 @click.option("--cluster", metavar="ADDRESS",
               help="grade on Dask: a scheduler's tcp://HOST:8786, or local:N to start N worker processes here")
 def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
-          timeout: float, regrade: bool, isolation: str, cluster: str | None) -> None:
+          timeout: float | None, regrade: bool, isolation: str | None, cluster: str | None) -> None:
     """Grade every submission in SUBMISSIONS for assignment NAME (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autograder.build.manifest import find_manifest
-    from autograder.grade import grade_class
     from autograder.report.summary import gradebook_table, summary_table
+    from autograder.routes.class_grading import grade_class
 
     dist = dist or Path("dist") / name
     if not (dist / "autograder").is_dir():
@@ -128,10 +132,16 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=student))
     for note in run.notes:
-        err_console.print(f"[yellow]note:[/] {escape(note)}")
-    if run.isolation != "bwrap":
-        err_console.print("[bold red]WARNING: bubblewrap is not available: student code ran under rlimits only, "
-                          "without namespace isolation. Install bubblewrap (apt-get install bubblewrap).[/]")
+        err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
+    for item in run.intake:
+        err_console.print(f"[yellow]intake:[/] {escape(terminal_safe(item.where))}: {escape(terminal_safe(item.what))}",
+                          highlight=False, soft_wrap=True)
+    if run.isolation == "rlimits-only":
+        err_console.print("[bold red]WARNING: student code ran under resource limits ONLY, without namespaces or a "
+                          "uid of its own: it could read your files. Install bubblewrap (apt-get install bubblewrap).[/]")
+    elif run.isolation == "uid":
+        err_console.print("[yellow]note:[/] bubblewrap is not usable here: student code ran as a uid of its own, "
+                          "with the grader's files checked unreadable to it, but without namespaces.")
     console.print(gradebook_table(run.results))
     console.print(summary_table(run.results, run.bundle.title, run.isolation))
     console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "

@@ -35,7 +35,7 @@ from autograder.bank.model import (
     Tolerance,
     TrueFalseProblem,
 )
-from autograder.bank.outputs import compare
+from qkv_runtime.compare import compare
 from autograder.bank.render import render_prompt, render_solution
 from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
@@ -515,7 +515,7 @@ def test_an_integer_answer_with_zero_absolute_tolerance_is_exact(bank) -> None:
 def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no RuntimeWarning from inf - inf reaches the grader's output
-        found = compare((np.array(got),), (np.array(want),), Tolerance())
+        found = compare((np.array(got),), (np.array(want),), Tolerance().abs, Tolerance().rel)
     assert (found is None) if mismatch is None else mismatch in found.reason
 
 

@@ -14,7 +14,7 @@ import dask
 import pytest
 from distributed import Client, LocalCluster, WorkerPlugin
 
-from autograder.grade import GRADEBOOK_FILE, grade_class
+from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from solutions import misconceptions
 from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function
 

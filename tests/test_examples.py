@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import grade_class
+from autograder.routes.class_grading import grade_class
 
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "submissions" / "attention-numpy"
 
@@ -51,7 +51,8 @@ def test_hostile_sample_loses_only_what_it_broke(results):
     feed_forward = next(p for p in fox.problems if p.problem_id == "feed-forward")
     assert "time limit" in feed_forward.message
     layer_norm = next(p for p in fox.problems if p.problem_id == "layer-norm")
-    assert all("Permission denied" in t.message for t in layer_norm.tests)
+    # /etc/shadow is not in the sandbox at all, or not readable by the slot's uid
+    assert all("Permission denied" in t.message or "No such file" in t.message for t in layer_norm.tests)
 
 
 def test_self_check_agrees_with_the_grader_on_public_tests(built_numpy, results):

@@ -16,9 +16,8 @@ import pytest
 
 from autograder.bank.model import Tolerance
 from autograder.bundle import CodeProblem, GradedTest
-from autograder.grade import GRADEBOOK_FILE, grade_class
+from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from autograder.grade.gradebook import Gradebook
-from autograder.grade.intake import discover, safe_student_id
 from autograder.grade.score import score_test
 from autograder.sandbox import CallResult, ProblemRun
 from solutions import misconceptions
@@ -153,24 +152,6 @@ def test_unchanged_submissions_are_not_regraded(graded, built_numpy, tmp_path):
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
         stored = [json.dumps(r.to_json()) for r, _ in gradebook.results()]
     assert [json.dumps(r.to_json()) for r in again.results] == stored
-
-
-def test_student_ids_are_made_safe(tmp_path):
-    assert safe_student_id("../../etc/passwd") == "etc_passwd"
-    assert safe_student_id("a b$c") == "a_b_c"
-    assert safe_student_id("...") == "unnamed"
-    (tmp_path / "x y.py").write_text("")
-    (tmp_path / "x_y.py").write_text("")
-    (tmp_path / "link.py").symlink_to("/etc/passwd")
-    found = dict(discover(tmp_path))
-    assert set(found) == {"x_y", "x_y_"}
-
-
-def test_nbgrader_submitted_layout_is_understood(tmp_path):
-    folder = tmp_path / "submitted" / "s123" / "attention-numpy"
-    folder.mkdir(parents=True)
-    (folder / "attention_numpy.ipynb").write_text("{}")
-    assert [s for s, _ in discover(tmp_path)] == ["s123"]
 
 
 def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_path):

@@ -1,32 +1,85 @@
-"""The Gradescope zip: unpacked as Gradescope would, its run_autograder grades a submission into results.json."""
+"""The Gradescope zip as Gradescope runs it: unpacked into an /autograder-like root, set up by its own
+setup.sh on Python 3.10 (Gradescope's Ubuntu 22.04 image) in a clean venv holding only what setup.sh
+installs, then run_autograder as root, once with bubblewrap and once with bubblewrap unusable, as it
+usually is inside Gradescope's containers.
+"""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import key_module, replace_function
+from autograder.build.gradescope import REQUIREMENTS, TORCH
+from conftest import HOSTILE, ROOT, key_module, replace_function, require_bwrap
 from solutions import misconceptions
 
+FIXTURES = ROOT / "tests" / "fixtures" / "gradescope"
+# bwrap as it behaves in a container that may not make namespaces
+FAILING_BWRAP = ("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel "
+                 "does not allow non-privileged user namespaces' >&2\nexit 1\n")
 
-def run_autograder(zip_path: Path, root: Path, submission: str, name: str = "submission.py", sid: str = "s1") -> dict:
-    with zipfile.ZipFile(zip_path) as archive:
-        archive.extractall(root / "source_zip")
-    (root / "submission").mkdir(parents=True)
+
+def python310() -> str:
+    """Gradescope's default Python: the machine's python3.10, or pyenv's."""
+    candidates = [shutil.which("python3.10"), *sorted(glob.glob("/root/.pyenv/versions/3.10*/bin/python3.10"))]
+    for found in filter(None, candidates):
+        if subprocess.run([found, "-c", "import venv, ensurepip"], capture_output=True).returncode == 0:
+            return found
+    if os.environ.get("CI"):
+        pytest.fail("no Python 3.10 on this CI machine: the Gradescope route cannot be tried as deployed")
+    pytest.skip("no Python 3.10 here")
+
+
+@pytest.fixture(scope="module")
+def autograder_root(built_numpy) -> Path:
+    """/autograder as Gradescope lays it out, after setup.sh ran (as root, as Gradescope runs it)."""
+    if os.geteuid() != 0:
+        pytest.skip("Gradescope runs its scripts as root") if not os.environ.get("CI") else pytest.fail("needs root")
+    # a root every uid may traverse, like /autograder (pytest's own tmp folders are 0700)
+    root = Path(tempfile.mkdtemp(prefix="qkv-autograder-", dir="/tmp"))
+    root.chmod(0o755)
+    (root / "source").mkdir()
+    with zipfile.ZipFile(built_numpy.out / "gradescope.zip") as archive:
+        archive.extractall(root / "source")
+    for script in ("setup.sh", "run_autograder"):
+        (root / "source" / script).chmod(0o755)
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "QKV_GRADESCOPE_ROOT": str(root),
+           "QKV_SKIP_APT": "1", "QKV_PYTHON": python310()}
+    done = subprocess.run(["bash", str(root / "source" / "setup.sh")], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def run_autograder(root: Path, submission: str, name: str = "submission.py", bwrap_works: bool = True,
+                   sid: str = "s1") -> dict:
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
     (root / "submission" / name).write_text(submission)
     (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": sid, "email": "x@y.z"}]}))
-    script = root / "source_zip" / "run_autograder"
-    script.chmod(0o755)
-    env = {**os.environ, "QKV_GRADESCOPE_ROOT": str(root),
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=120)
-    assert run.returncode == 0, run.stderr
+    path = os.environ["PATH"]
+    if not bwrap_works:
+        fake = root / "fake-bin"
+        fake.mkdir(exist_ok=True)
+        (fake / "bwrap").write_text(FAILING_BWRAP)
+        (fake / "bwrap").chmod(0o755)
+        path = f"{fake}:{path}"
+    env = {"PATH": path, "QKV_GRADESCOPE_ROOT": str(root)}  # nothing of this test's venv
+    run = subprocess.run(["bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
     return json.loads((root / "results" / "results.json").read_text())
 
 
@@ -34,28 +87,100 @@ def test_zip_has_gradescope_layout(built_numpy):
     with zipfile.ZipFile(built_numpy.out / "gradescope.zip") as archive:
         names = set(archive.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
-    assert {"setup.sh", "run_autograder", "source/bundle/assignment.json", "source/bundle/arrays.npz"} <= names
+    assert {"setup.sh", "run_autograder", "requirements.txt", "bundle/assignment.json", "bundle/arrays.npz",
+            "qkv_runtime/wire.py", "autograder/routes/gradescope.py"} <= names
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
 
 
-def test_key_scores_full_marks_and_schema_holds(built_numpy, tmp_path):
-    results = run_autograder(built_numpy.out / "gradescope.zip", tmp_path, key_module(built_numpy.assignment))
-    assert results["score"] == pytest.approx(built_numpy.assignment.max_points)
-    for test in results["tests"]:
+@pytest.mark.parametrize("python", ["3.10", "3.11", "3.13"])
+def test_the_pins_resolve_for_gradescopes_pythons(python, tmp_path):
+    """pip's own resolver, for another Python, wheels only: what setup.sh asks for exists there."""
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                           "--python-version", python, "--only-binary=:all:", "--target", str(tmp_path / "t"),
+                           "--report", str(report), *REQUIREMENTS],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    installed = {i["metadata"]["name"].lower() for i in json.loads(report.read_text())["install"]}
+    assert {"numpy", "pyyaml", "pydantic"} <= installed
+    if python == "3.10":  # the torch track's pin too (its metadata only: no multi-GB download)
+        torch = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+                                "--no-deps", "--python-version", python, "--only-binary=:all:",
+                                "--target", str(tmp_path / "t"), TORCH], capture_output=True, text=True, timeout=300)
+        assert torch.returncode == 0, torch.stderr[-2000:]
+
+
+def test_setup_made_a_venv_with_only_its_pins(autograder_root):
+    venv_python = autograder_root / "qkv-venv" / "bin" / "python"
+    version = subprocess.run([str(venv_python), "-c", "import sys; print(sys.version_info[:2])"],
+                             capture_output=True, text=True).stdout
+    assert version.strip() == "(3, 10)"
+    listed = subprocess.run([str(venv_python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True)
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert "rich" not in names and "jinja2" not in names and "matplotlib" not in names and "qkv" not in names
+    assert {"numpy", "pyyaml", "pydantic"} <= names
+
+
+@pytest.mark.parametrize("bwrap_works", [True, False], ids=["bwrap", "no-bwrap"])
+def test_the_key_scores_full_marks_and_the_stub_zero(built_numpy, autograder_root, bwrap_works):
+    if bwrap_works:
+        require_bwrap()
+    key = run_autograder(autograder_root, key_module(built_numpy.assignment), bwrap_works=bwrap_works)
+    assert key["score"] == pytest.approx(built_numpy.assignment.max_points), key["output"]
+    assert key["extra_data"]["isolation"] == ("bwrap" if bwrap_works else "uid")
+    for test in key["tests"]:
         assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
-        assert test["visibility"] in {"visible", "after_due_date"}
-    assert {t["visibility"] for t in results["tests"]} == {"visible", "after_due_date"}
+    assert {t["visibility"] for t in key["tests"]} == {"visible", "after_due_date"}
+    stub = (built_numpy.out / "student" / f"{built_numpy.assignment.module_name}.py").read_text()
+    assert run_autograder(autograder_root, stub, bwrap_works=bwrap_works)["score"] == 0
 
 
-def test_mistake_loses_points_and_is_named(built_numpy, tmp_path):
+@pytest.mark.parametrize("bwrap_works", [True, False], ids=["bwrap", "no-bwrap"])
+def test_a_submission_reading_the_graders_files_gets_nothing(autograder_root, bwrap_works):
+    if bwrap_works:
+        require_bwrap()
+    thief = (FIXTURES / "thief.py").read_text().replace('ROOT = "/autograder"', f'ROOT = "{autograder_root}"')
+    results = run_autograder(autograder_root, thief, bwrap_works=bwrap_works)
+    assert results["score"] == 0
+    text = json.dumps(results)
+    assert "STOLEN" not in text and "numpy_ref" not in text and "x@y.z" not in text
+    modes = {p: oct(p.stat().st_mode & 0o777) for p in (autograder_root / "source",
+                                                       autograder_root / "source" / "bundle" / "assignment.json")}
+    assert all(mode in ("0o700", "0o600") for mode in modes.values()), modes
+
+
+def test_a_mistake_loses_points_and_is_named(built_numpy, autograder_root):
     source = replace_function(key_module(built_numpy.assignment), "softmax_rows", misconceptions.softmax_over_columns)
-    results = run_autograder(built_numpy.out / "gradescope.zip", tmp_path, source)
+    results = run_autograder(autograder_root, source, bwrap_works=False)
     assert results["score"] < built_numpy.assignment.max_points
     failed = [t for t in results["tests"] if t["score"] < t["max_score"]]
     assert failed and all(t["name"].startswith("softmax-rows") for t in failed)
     assert any("columns" in t["output"] for t in failed)
 
 
-def test_empty_submission_folder_scores_zero_with_a_reason(built_numpy, tmp_path):
-    results = run_autograder(built_numpy.out / "gradescope.zip", tmp_path, "", name="notes.txt")
+def test_an_empty_submission_folder_scores_zero_with_a_reason(autograder_root):
+    results = run_autograder(autograder_root, "", name="notes.txt")
     assert results["score"] == 0 and "missing" in results["output"]
+
+
+def test_where_nothing_isolates_the_policy_refuses_and_says_why(built_numpy, autograder_root, tmp_path):
+    """A copy of the engine that anyone may read (as `qkv grade` without bubblewrap on a shared machine):
+    grading would hand it to student code, so the route refuses, in results.json."""
+    from autograder.routes.gradescope import grade_gradescope
+
+    root = tmp_path / "autograder"
+    shutil.copytree(autograder_root / "source" / "bundle", root / "source" / "bundle")
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "s.py").write_text(key_module(built_numpy.assignment))
+    probe = "from autograder.sandbox import isolation; print(isolation.readable_by_others(isolation.engine_paths()))"
+    if subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "None":
+        pytest.skip("this checkout is not readable by other users")
+    env_path = os.environ["PATH"]
+    os.environ["PATH"] = "/nonexistent"  # no bwrap at all
+    try:
+        results = grade_gradescope(root, root / "source")
+    finally:
+        os.environ["PATH"] = env_path
+    assert results["score"] == 0 and results["tests"] == []
+    assert "requires isolation" in results["output"] and "readable by other users" in results["output"]
+    assert HOSTILE.exists()

@@ -41,7 +41,8 @@ from nbgrader.nbgraderformat import MetadataValidator
 
 from autograder.bank.load import load_bank_strict
 from autograder.bank.model import KINDS, ImplementProblem, NumericProblem
-from autograder.bank.outputs import as_outputs, compare, select, to_track
+from autograder.bank.outputs import as_outputs, to_track
+from qkv_runtime.compare import compare, select
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import build
@@ -138,7 +139,7 @@ def points_of(code: CodeProblem, function, track: str) -> float:
         if test.expect_error:
             ok = error is not None and type(error).__name__ == test.expect_error
         else:
-            ok = error is None and compare(select(as_outputs(result), test), test.expected, test.tolerance) is None
+            ok = error is None and compare(select(as_outputs(result), test.output), test.expected, test.tolerance.abs, test.tolerance.rel) is None
         earned += code.test_points(test) if ok else 0.0
     return round(earned, 4)
 
@@ -460,12 +461,25 @@ def test_per_student_assignment_uses_class_wide_numbers(fixture_build) -> None:
         per_student = variant_for(problem, assignment.manifest.seed, "per_student", "s001")
         tests = cells[f"{problem.id}-tests"].source
         for part in problem.parts:
-            want = re.search(rf"_w\.number\('{part.name}', (.*?), [^,]+, [^,]+\)$", tests, re.M).group(1)
+            want = re.search(rf"_w\.number\('{part.name}', (.*?), [^,]+, [^,]+, single=\w+\)$", tests, re.M).group(1)
             assert np.allclose(np.asarray(ast.literal_eval(want)), class_wide.answers[part.name])
         assert any(not np.allclose(class_wide.answers[p.name], per_student.answers[p.name]) for p in problem.parts)
 
 
 # ------------------------------------------- the notebook's cells, run in this process
+
+
+@pytest.fixture(autouse=True)
+def keep_this_process_runtime():
+    """The helpers cell installs its embedded runtime in the process that runs it (a kernel, or this one here):
+    afterwards this process gets its own modules back, as a new kernel would start without the cell's."""
+    modules = {k: v for k, v in sys.modules.items() if k == "qkv_runtime" or k.startswith("qkv_runtime.")}
+    finders = list(sys.meta_path)
+    yield
+    for name in [k for k in sys.modules if k == "qkv_runtime" or k.startswith("qkv_runtime.")]:
+        del sys.modules[name]
+    sys.modules.update(modules)
+    sys.meta_path[:] = finders
 
 
 def run_cells(nb: nbformat.NotebookNode, namespace: dict | None = None) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""The pytest route (`pytest --qkv NAME --submission FILE`) gives the same scores as `qkv grade`."""
+"""The pytest route (`pytest --qkv NAME --qkv-submission FILE`) gives the same scores as `qkv grade`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import grade_class
+from autograder.routes.class_grading import grade_class
 from conftest import key_module, replace_function
 from solutions import misconceptions
 
@@ -37,7 +37,7 @@ def test_attention_is_permutation_equivariant(qkv_submission):
 
 def pytest_route(folder: Path, dist: Path, submission: Path, *extra: str) -> tuple[float, float, str]:
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--qkv", "attention-numpy",
-                          "--qkv-dist", str(dist), "--submission", str(submission), *extra],
+                          "--qkv-dist", str(dist), "--qkv-submission", str(submission), *extra],
                          cwd=folder, capture_output=True, text=True, timeout=180)
     match = re.search(r"qkv score: ([\d.]+) / ([\d.]+)", run.stdout)
     assert match, run.stdout[-2000:] + run.stderr[-2000:]

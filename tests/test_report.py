@@ -13,7 +13,7 @@ import pytest
 from matplotlib import image
 from rich.console import Console
 
-from autograder.grade.score import ProblemResult, SubmissionResult, TestResult
+from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.report.csv import gradebook_csv
 from autograder.report.feedback import feedback_html
 from autograder.report.results_json import results_json
@@ -48,8 +48,9 @@ def test_csv_has_the_promised_columns_and_imports_back():
     assert float(rows[0]["total"]) == 3.0 and float(rows[1]["softmax-rows"]) == 0.0
 
 
-def test_results_json_hides_hidden_expected_values():
-    data = results_json(sample())
+def test_results_json_hides_hidden_expected_values_and_states_the_isolation():
+    data = results_json(sample(), "uid")
+    assert data["extra_data"] == {"isolation": "uid"} and "isolated by user id only" in data["output"]
     hidden = next(t for t in data["tests"] if t["name"].endswith("batched rows"))
     public = next(t for t in data["tests"] if t["name"].endswith("lecture masked example"))
     assert hidden["visibility"] == "after_due_date" and "expected" not in hidden["output"]

@@ -1,7 +1,7 @@
 """What students type, understood: raw answers in, canonical values and verdicts out.
 
-Parsing lives in autograder/answer_forms.py (shared verbatim with student
-releases); this module judges a parsed answer against a problem of the bank.
+Parsing lives in the portable runtime (qkv_runtime.answers, shared with student
+releases and nbgrader cells); this module judges a parsed answer against a problem of the bank.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.answer_forms import (
+from qkv_runtime.answers import (
     AnswerFormatError,
     evaluate_dim,
     parse_bool,

@@ -18,7 +18,8 @@ import numpy as np
 from autograder.bank.answers import close
 from autograder.bank.load import Bank, load_bank
 from autograder.bank.model import ImplementProblem, NumericProblem, Problem, TestCase
-from autograder.bank.outputs import Outputs, compare, literal_outputs, run_trusted, select
+from autograder.bank.outputs import Outputs, literal_outputs, run_trusted
+from qkv_runtime.compare import compare, select
 from autograder.bank.render import render_prompt, render_solution
 from autograder.bank.resolve import UnresolvedReference, resolve
 from autograder.bank.variants import InfeasibleProblem, draw_variant, lecture_variant
@@ -58,7 +59,7 @@ def _passes(function, test: TestCase, track: str, want: Outputs | None) -> bool:
     got, error = _run(function, test, track)
     if test.expect_error:
         return error is not None and type(error).__name__ == test.expect_error
-    return error is None and want is not None and compare(select(got, test), want, test.tolerance) is None
+    return error is None and want is not None and compare(select(got, test.output), want, test.tolerance.abs, test.tolerance.rel) is None
 
 
 def check_implement(problem: ImplementProblem) -> list[str]:
@@ -78,9 +79,9 @@ def check_implement(problem: ImplementProblem) -> list[str]:
             problems.append(f"test '{test.name}': the reference raised {type(error).__name__}: {error}")
             expected[test.name] = None
             continue
-        expected[test.name] = select(want, test)
+        expected[test.name] = select(want, test.output)
         if test.expect is not None:
-            mismatch = compare(expected[test.name], literal_outputs(test.expect), test.tolerance)
+            mismatch = compare(expected[test.name], literal_outputs(test.expect), test.tolerance.abs, test.tolerance.rel)
             if mismatch:
                 problems.append(f"test '{test.name}': expect: the reference gives other numbers ({mismatch.reason})")
         for track, function in reference.items():

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from autograder.bank.inputs import call_arguments
 from autograder.bank.model import ImplementProblem
-from autograder.bank.outputs import run_trusted, select
+from autograder.bank.outputs import run_trusted
 from autograder.bank.resolve import resolve
 from autograder.build.manifest import Assignment
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
+from qkv_runtime.compare import select
 
 
 def _code_problem(problem: ImplementProblem, points: float, track: str) -> CodeProblem:
@@ -21,11 +22,11 @@ def _code_problem(problem: ImplementProblem, points: float, track: str) -> CodeP
     tests = []
     for test, visibility in weighted:
         args, kwargs = call_arguments(test)
-        expected = None if test.expect_error else select(run_trusted(reference, test, track), test)
+        expected = None if test.expect_error else select(run_trusted(reference, test, track), test.output)
         mutant_outputs = {}
         for mutant_id, mutant in mutants.items():
             try:
-                mutant_outputs[mutant_id] = select(run_trusted(mutant, test), test)
+                mutant_outputs[mutant_id] = select(run_trusted(mutant, test), test.output)
             except Exception:  # noqa: BLE001 - a mutant that cannot run on this input just can't be recognised here
                 continue
         tests.append(GradedTest(
@@ -46,4 +47,5 @@ def grading_bundle(assignment: Assignment) -> GradingBundle:
         code=tuple(_code_problem(p.problem, p.points, manifest.track) for p in assignment.implement),
         written=tuple(WrittenProblem(p.problem.id, p.points, p.problem) for p in assignment.written),
         problem_order=tuple(p.problem.id for p in assignment.problems),
+        limits=assignment.limits, isolation=manifest.grading.isolation,
     )

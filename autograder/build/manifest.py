@@ -16,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autograder.bank.load import Bank
+from autograder.bundle import module_name
+from qkv_runtime.limits import Limits
 from autograder.bank.model import ImplementProblem, Problem, ProblemId, Track
 from autograder.errors import QkvError
 
@@ -31,6 +33,29 @@ class ProblemEntry(_Strict):
     points: float | None = Field(default=None, gt=0, le=1000)
 
 
+class GradingLimits(_Strict):
+    """Limits for running one submission; unset ones take qkv's defaults (qkv_runtime.limits.Limits)."""
+
+    load_seconds: float | None = Field(default=None, gt=0, le=3600)
+    problem_seconds: float | None = Field(default=None, gt=0, le=3600)
+    cpu_seconds: int | None = Field(default=None, gt=0, le=36000)
+    memory_bytes: int | None = Field(default=None, ge=64 * 1024**2, le=256 * 1024**3)
+    max_processes: int | None = Field(default=None, gt=0, le=4096)
+    max_output_bytes: int | None = Field(default=None, gt=0, le=10**9)
+    max_file_bytes: int | None = Field(default=None, gt=0, le=10**10)
+
+
+class GradingPolicy(_Strict):
+    """How student code of this assignment is run, in every route (qkv grade, Gradescope, pytest, self-check)."""
+
+    isolation: Literal["require", "allow-rlimits"] = Field(
+        default="require",
+        description="require: refuse to grade where student code could read the grader's files; "
+                    "allow-rlimits: fall back to resource limits only, with a warning",
+    )
+    limits: GradingLimits = GradingLimits()
+
+
 class Manifest(_Strict):
     title: str = Field(min_length=3)
     track: Track
@@ -44,6 +69,7 @@ class Manifest(_Strict):
         default=[], description="student ids whose numbers the release lists (per_student)"
     )
     problems: list[Union[ProblemId, ProblemEntry]] = Field(min_length=1)
+    grading: GradingPolicy = GradingPolicy()
 
 
 @dataclass(frozen=True)
@@ -80,7 +106,11 @@ class Assignment:
 
     @property
     def module_name(self) -> str:
-        return self.name.replace("-", "_")
+        return module_name(self.name)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(**self.manifest.grading.limits.model_dump(exclude_none=True))
 
 
 def default_assignments_root() -> Path:

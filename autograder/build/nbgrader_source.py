@@ -9,10 +9,10 @@ in the open and the hidden ones between BEGIN/END HIDDEN TESTS; its last line's
 value is the points earned, which nbgrader reads as partial credit, weighted per
 test as `qkv grade` does.
 
-Test inputs and expected outputs are the bundle's exact arrays, base64-encoded.
-Student calls run with warnings, NumPy floating-point warnings and stderr
-(Python and file-descriptor level) captured, because nbgrader scores 0 any test
-cell that writes to stderr. Our own metadata lives in `metadata.qkv` (nbgrader's
+Test inputs, expected outputs and each named mistake's outputs are the bundle's
+exact arrays, base64-encoded; the helpers cell embeds the portable runtime
+(qkv_runtime.nbcells and what it needs), so test cells judge by the rules of
+`qkv grade` and name the same mistakes. Our own metadata lives in `metadata.qkv` (nbgrader's
 schema rejects unknown keys in `metadata.nbgrader`). Cell ids are derived from
 problem ids and nothing depends on the clock, so builds are byte-identical.
 """
@@ -22,16 +22,15 @@ from __future__ import annotations
 import ast
 import base64
 import dataclasses
-import inspect
 import math
 import textwrap
+from importlib import resources
 from typing import Any
 
 import nbformat
 import numpy as np
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import answer_forms
 from autograder.bank.answers import expected_shape
 from autograder.bank.model import (
     ImplementProblem,
@@ -44,15 +43,13 @@ from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build.manifest import AssignedProblem, Assignment
 from autograder.build.notebook import KERNELSPEC
-from autograder.build.reference_source import reference_body, reference_source
+from autograder.build.reference_source import reference_body
 from autograder.build.solution_key import written_answer
 from autograder.build.student_text import TRACK_IMPORTS, docstring, placeholder, problem_markdown
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle
 
 COURSE_ID = "qkv"
 SCHEMA_VERSION = 3
-FORM_FUNCTIONS = (answer_forms.parse_numbers, answer_forms.parse_shape, answer_forms.evaluate_dim,
-                  answer_forms.parse_bool, answer_forms.parse_choice)
 
 CONFIG = '''\
 """nbgrader configuration of this course folder (written by `qkv build`).
@@ -72,7 +69,7 @@ _here = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.course_id = {course!r}
 c.CourseDirectory.root = _here
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(_here, "gradebook.db")
-c.Execute.timeout = 120  # seconds per cell
+c.Execute.timeout = {timeout}  # seconds per cell: the assignment's limit for loading, or for one problem
 '''
 
 
@@ -165,298 +162,52 @@ def _setup(assignment: Assignment) -> str:
     )
 
 
-def _forms_source() -> str:
-    """autograder/answer_forms.py's parsing functions with what they need, as the body of a function
-    (so their imports and helpers stay out of the notebook's namespace)."""
-    module_text = inspect.getsource(answer_forms)
-    imports: list[str] = []
-    segments: list[str] = []
-    for function in FORM_FUNCTIONS:
-        imported, body = reference_source(function)
-        imports += [line for line in imported.splitlines() if line not in imports]
-        segments += [s for s in body.split("\n\n\n") if s not in segments]
-    segments.sort(key=module_text.index)
-    names = ", ".join(f"{f.__name__}={f.__name__}" for f in FORM_FUNCTIONS)
-    body = "\n".join(imports) + "\n\n" + "\n\n".join(segments) + (
-        f"\n\nreturn _qkv_types.SimpleNamespace(AnswerFormatError=AnswerFormatError, {names})"
-    )
-    source = (
-        "def _qkv_answer_forms():\n"
-        '    """Answer parsing, the same as `qkv grade` (copied from autograder/answer_forms.py)."""\n'
-        f"{textwrap.indent(body, '    ')}\n\n\n"
-        "_qkv_forms = _qkv_answer_forms()"
-    )
+RUNTIME_MODULES = ("__init__", "wire", "values", "compare", "answers", "nbcells")  # what the test cells run on
+
+HELPERS = """\
+# Grading helpers for the test cells below (locked: nbgrader restores this cell when it grades).
+# qkv's portable runtime, embedded by `qkv build` from its own sources, so the test cells judge
+# outputs and answers by the rules of `qkv grade`.
+import importlib.abc as _qkv_abc
+import importlib.util as _qkv_util
+import sys as _qkv_sys
+
+
+class _QkvRuntime(_qkv_abc.MetaPathFinder, _qkv_abc.Loader):
+    def __init__(self, sources):
+        self.sources = sources
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self.sources:
+            return _qkv_util.spec_from_loader(name, self, is_package=name == "qkv_runtime")
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(self.sources[module.__name__], "<" + module.__name__ + ">", "exec"), module.__dict__)
+
+
+for _qkv_name in [n for n in _qkv_sys.modules if n == "qkv_runtime" or n.startswith("qkv_runtime.")]:
+    del _qkv_sys.modules[_qkv_name]
+_qkv_sys.meta_path[:] = [f for f in _qkv_sys.meta_path if type(f).__name__ != "_QkvRuntime"]
+_qkv_sys.meta_path.insert(0, _QkvRuntime({{
+{sources}
+}}))
+from qkv_runtime.nbcells import CodeTests as _QkvTests, WrittenAnswer as _QkvAnswer, array as _qkv_array
+"""
+
+
+def _helpers() -> str:
+    folder = resources.files("qkv_runtime")
+    sources = []
+    for module in RUNTIME_MODULES:
+        name = "qkv_runtime" if module == "__init__" else f"qkv_runtime.{module}"
+        sources.append(f"    {name!r}: {folder.joinpath(module + '.py').read_text(encoding='utf-8')!r},")
+    source = HELPERS.format(sources="\n".join(sources))
     ast.parse(source)  # fail at build time, not in a kernel
     return source
-
-
-HELPERS = '''\
-# Grading helpers for the test cells below (locked: nbgrader restores this cell when it grades).
-# Student code runs with its warnings, NumPy floating-point warnings and stderr captured: nbgrader
-# gives 0 to a test cell that writes to stderr, and a warning is not a mistake.
-import base64 as _qkv_base64
-import contextlib as _qkv_contextlib
-import io as _qkv_io
-import os as _qkv_os
-import sys as _qkv_sys
-import tempfile as _qkv_tempfile
-import types as _qkv_types
-import warnings as _qkv_warnings
-
-import numpy as _qkv_np
-{torch_import}
-_QKV_TRACK = {track!r}
-
-
-def _qkv_array(dtype, shape, data):
-    """An array of a test: its exact bytes, base64-encoded."""
-    return _qkv_np.frombuffer(_qkv_base64.b64decode(data), dtype=_qkv_np.dtype(dtype)).reshape(shape).copy()
-
-
-@_qkv_contextlib.contextmanager
-def _qkv_fd_stderr():
-    """Send what is written straight to file descriptor 2 (C code, sys.__stderr__) to a scratch file."""
-    try:
-        saved = _qkv_os.dup(2)
-    except OSError:
-        yield
-        return
-    with _qkv_tempfile.TemporaryFile() as sink:
-        _qkv_os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            try:
-                if _qkv_sys.__stderr__ is not None:
-                    _qkv_sys.__stderr__.flush()
-            except Exception:
-                pass
-            _qkv_os.dup2(saved, 2)
-            _qkv_os.close(saved)
-
-
-@_qkv_contextlib.contextmanager
-def _qkv_quiet(notes):
-    """Warnings and stderr of the code inside become notes (shown on stdout), never stderr output."""
-    captured = _qkv_io.StringIO()
-    with _qkv_warnings.catch_warnings(record=True) as caught, _qkv_np.errstate(all="ignore"), \\
-            _qkv_contextlib.redirect_stderr(captured), _qkv_fd_stderr():
-        _qkv_warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            notes.extend(f"{{w.category.__name__}}: {{w.message}}" for w in caught)
-            if captured.getvalue().strip():
-                notes.append("wrote to stderr: " + captured.getvalue().strip()[:200])
-
-
-def _qkv_to_track(value):
-    if _QKV_TRACK == "torch" and isinstance(value, _qkv_np.ndarray):
-        return _qkv_torch.from_numpy(value.copy())
-    return value
-
-
-def _qkv_outputs(value):
-    """A returned value as a tuple of arrays (tensors detached, pairs split)."""
-    items = value if isinstance(value, (tuple, list)) else (value,)
-    out = []
-    for item in items:
-        if hasattr(item, "detach"):
-            item = item.detach().cpu().numpy()
-        out.append(_qkv_np.asarray(item))
-    return tuple(out)
-
-
-def _qkv_compare(got, want, tol_abs, tol_rel):
-    """None when every output matches within |got - want| <= abs + rel * |want|, else the reason."""
-    if len(got) != len(want):
-        return f"returned {{len(got)}} value(s), expected {{len(want)}}"
-    for i, (g, w) in enumerate(zip(got, want)):
-        which = f"value {{i + 1}}: " if len(want) > 1 else ""
-        if g.dtype.kind not in "biuf" or w.dtype.kind not in "biuf":
-            return f"{{which}}returned an array of {{g.dtype}}, expected numbers"
-        if g.shape != w.shape:
-            return f"{{which}}shape {{tuple(g.shape)}}, expected {{tuple(w.shape)}}"
-        g64, w64 = g.astype(_qkv_np.float64), w.astype(_qkv_np.float64)
-        if _qkv_np.isnan(g64).any() and not _qkv_np.isnan(w64).any():
-            return f"{{which}}contains NaN"
-        with _qkv_np.errstate(invalid="ignore", over="ignore"):  # an infinite expected entry must be met exactly
-            err = _qkv_np.abs(g64 - w64)
-            bad = ~((g64 == w64) | ((err <= tol_abs + tol_rel * _qkv_np.abs(w64)) & _qkv_np.isfinite(w64)))
-        bad &= ~(_qkv_np.isnan(g64) & _qkv_np.isnan(w64))
-        if bad.any():
-            worst = float(_qkv_np.nanmax(_qkv_np.where(bad, err, 0.0)))
-            return f"{{which}}{{int(bad.sum())}} of {{bad.size}} entries differ, largest error {{worst:.3g}}"
-    return None
-
-
-def _qkv_result(points):
-    """The value of a test cell, which nbgrader reads as the points earned. A cell that shows no value
-    would get full marks, so switched-off display is an error (0 points), not a silent pass."""
-    shell = globals().get("get_ipython", lambda: None)()
-    plain = shell.display_formatter.formatters.get("text/plain") if shell is not None else None
-    if shell is not None and (shell.ast_node_interactivity == "none" or plain is None or not plain.enabled
-                              or "text/plain" not in shell.display_formatter.active_types):
-        raise RuntimeError("this cell's result cannot be shown (display is switched off), so it cannot be graded")
-    return points
-
-
-def _qkv_notes(notes):
-    unique = list(dict.fromkeys(notes))
-    if unique:
-        print("  (ignored for grading) " + "; ".join(unique[:4]) + (" ..." if len(unique) > 4 else ""))
-
-
-class _QkvTests:
-    """The tests of one function. score() is the value of the test cell: the points earned,
-    which nbgrader reads as partial credit (each test is worth points * weight / total weight)."""
-
-    def __init__(self, problem, function, points, tests, total_weight):
-        self.problem, self.function, self.points = problem, function, points
-        self.tests, self.total_weight = tests, total_weight
-        self.run, self.passed, self.earned = 0, 0, 0.0
-        self.failures, self.notes = [], []
-
-    def check(self, name, weight, args, kwargs, want=None, error=None, tol=(1e-6, 1e-6), output="all"):
-        self.run += 1
-        reason = self._judge(args, kwargs, want, error, tol, output)
-        if reason is None:
-            self.passed += 1
-            self.earned += self.points * weight / self.total_weight
-        else:
-            self.failures.append(f"{{name}}: {{reason}}")
-
-    def _judge(self, args, kwargs, want, error, tol, output):
-        function = globals().get(self.function)
-        if not callable(function):
-            return f"{{self.function}} is not defined: run its cell first"
-        with _qkv_quiet(self.notes):
-            try:
-                result = function(*[_qkv_to_track(a) for a in args],
-                                  **{{k: _qkv_to_track(v) for k, v in kwargs.items()}})
-            except Exception as err:
-                if error is not None and type(err).__name__ == error:
-                    return None
-                return f"raised {{type(err).__name__}}: {{str(err)[:160]}}"
-            if error is not None:
-                return f"should raise {{error}}"
-            try:
-                got = _qkv_outputs(result)
-                got = got[:1] if output == "first" else got[1:2] if output == "second" else got
-                return _qkv_compare(got, want, *tol)
-            except Exception as err:
-                return f"the result cannot be read as arrays ({{type(err).__name__}}: {{str(err)[:120]}})"
-
-    def score(self):
-        earned = min(self.points, round(self.earned, 4))
-        print(f"{{self.function}}: {{self.passed}} of {{self.run}} tests passed")
-        for failure in self.failures:
-            print("  failed " + failure)
-        _qkv_notes(self.notes)
-        if self.run < self.tests:
-            print(f"  {{self.tests - self.run}} hidden test(s) run when this is graded")
-        return _qkv_result(earned)
-
-
-class _QkvAnswer:
-    """A written answer, ANSWERS[problem], read with the same rules as `qkv grade`.
-    score() is the value of the test cell: the points earned (numbers: a share per part)."""
-
-    def __init__(self, problem, kind, points, parts=(), choices=0):
-        answers = globals().get("ANSWERS")
-        self.answer = answers.get(problem) if isinstance(answers, dict) else None
-        self.problem, self.kind, self.points = problem, kind, points
-        self.parts, self.choices = list(parts), choices
-        self.checks, self.right, self.messages, self.notes = 0, 0, [], []
-        if self._unanswered():
-            print(f"ANSWERS[{{problem!r}}] is not set yet")
-            return
-        with _qkv_quiet(self.notes):
-            for part in self.parts or [None]:
-                try:
-                    self._read(self._typed(part))
-                except _qkv_forms.AnswerFormatError as err:
-                    print((f"{{part}}: " if part else "") + str(err))
-
-    def _unanswered(self):
-        a = self.answer
-        return a is None or a == "" or (isinstance(a, dict) and all(v is None or v == "" for v in a.values()))
-
-    def _typed(self, part):
-        a = self.answer
-        if self.kind == "numeric":
-            if len(self.parts) == 1 and not isinstance(a, dict):
-                return a
-            return a.get(part) if isinstance(a, dict) else None
-        if self.kind == "true_false" and isinstance(a, dict):
-            return a.get("answer")
-        return a
-
-    def _read(self, typed, symbols=None):
-        if self.kind == "numeric":
-            if typed is None:
-                raise _qkv_forms.AnswerFormatError("not answered")
-            return _qkv_forms.parse_numbers(typed)
-        if self.kind == "shape":
-            return tuple(_qkv_forms.evaluate_dim(d, symbols or {{}}) for d in _qkv_forms.parse_shape(typed))
-        if self.kind == "true_false":
-            return _qkv_forms.parse_bool(typed)
-        return _qkv_forms.parse_choice(typed, self.choices)
-
-    def _judge(self, label, check):
-        self.checks += 1
-        if self._unanswered():
-            return
-        with _qkv_quiet(self.notes):
-            try:
-                ok = check()
-            except _qkv_forms.AnswerFormatError as err:
-                self.messages.append(f"{{label}}: {{err}}")
-                return
-        if ok:
-            self.right += 1
-        else:
-            self.messages.append(f"{{label}}: not the answer")
-
-    def number(self, part, want, tol_abs, tol_rel):
-        def check():
-            got = self._read(self._typed(part))
-            w = _qkv_np.asarray(want, dtype=float)
-            if got.size == w.size and got.shape != w.shape:
-                got = got.reshape(w.shape)
-            return got.shape == w.shape and bool(_qkv_np.all(_qkv_np.abs(got - w) <= tol_abs + tol_rel * _qkv_np.abs(w)))
-        self._judge(part, check)
-
-    def shape(self, want, symbols):
-        self._judge("shape", lambda: self._read(self.answer, symbols) == tuple(want))
-
-    def truth(self, want):
-        self._judge("answer", lambda: self._read(self._typed(None)) == want)
-
-    def choice(self, want):
-        self._judge("answer", lambda: self._read(self.answer) == want)
-
-    def score(self):
-        _qkv_notes(self.notes)
-        if self.checks == 0:
-            print("checked when this is graded")
-            return _qkv_result(0.0)
-        if self._unanswered():
-            print(f"ANSWERS[{{self.problem!r}}] is not set")
-            return _qkv_result(0.0)
-        print(f"{{self.problem}}: {{self.right}} of {{self.checks}} correct")
-        for message in self.messages:
-            print("  " + message)
-        return _qkv_result(min(self.points, round(self.points * self.right / self.checks, 4)))
-
-
-{forms}
-'''
-
-
-def _helpers(assignment: Assignment) -> str:
-    torch_import = "import torch as _qkv_torch\n" if assignment.track == "torch" else ""
-    return HELPERS.format(torch_import=torch_import, track=assignment.track, forms=_forms_source())
 
 
 # ------------------------------------------------------- implement problems
@@ -484,16 +235,21 @@ def _check_line(test: GradedTest) -> str:
         parts.append(f"tol=({float(test.tolerance.abs)!r}, {float(test.tolerance.rel)!r})")
         if test.output != "all":
             parts.append(f"output={test.output!r}")
+        if test.mutant_outputs:  # so a failed test names the mistake, as qkv grade does
+            mutants = ", ".join(f"{m!r}: [" + ", ".join(_array_literal(np.asarray(o)) for o in outputs) + "]"
+                                for m, outputs in sorted(test.mutant_outputs.items()))
+            parts.append("mutants={" + mutants + "}")
     return f"_t.check({', '.join(parts)})"
 
 
-def _code_tests_source(code: CodeProblem) -> str:
+def _code_tests_source(code: CodeProblem, track: str) -> str:
     public = [t for t in code.tests if t.visibility == "public"]
     hidden = [t for t in code.tests if t.visibility == "hidden"]
     lines = [
         f"# Tests of {code.function} (locked): {len(public)} public test(s) here, {len(hidden)} hidden when graded.",
-        f"_t = _QkvTests({code.id!r}, {code.function!r}, points={float(code.points)!r}, "
-        f"tests={len(code.tests)}, total_weight={float(code.total_weight)!r})",
+        f"_t = _QkvTests(globals(), {code.id!r}, {code.function!r}, points={float(code.points)!r}, "
+        f"tests={len(code.tests)}, total_weight={float(code.total_weight)!r}, track={track!r}, "
+        f"mistakes={dict(sorted(code.misconceptions.items()))!r})",
         *(_check_line(t) for t in public),
     ]
     if hidden:
@@ -537,25 +293,23 @@ def _written_solution_source(assigned: AssignedProblem, assignment: Assignment) 
 def _written_tests_source(assigned: AssignedProblem, assignment: Assignment) -> str:
     problem = assigned.problem
     pid, points = problem.id, float(assigned.points)
-    extra = ""
     hidden: list[str] = []
     if isinstance(problem, NumericProblem):
-        extra = f", parts={[p.name for p in problem.parts]!r}"
         answers = _class_variant(problem, assignment).answers
+        single = len(problem.parts) == 1
         hidden = [f"_w.number({p.name!r}, {_plain_literal(np.asarray(answers[p.name], dtype=float))}, "
-                  f"{float(p.tolerance.abs)!r}, {float(p.tolerance.rel)!r})" for p in problem.parts]
+                  f"{float(p.tolerance.abs)!r}, {float(p.tolerance.rel)!r}, single={single!r})" for p in problem.parts]
     elif isinstance(problem, ShapeProblem):
         hidden = [f"_w.shape({_plain_literal(tuple(expected_shape(problem)))}, {_plain_literal(dict(problem.parameters))})"]
     elif isinstance(problem, TrueFalseProblem):
         hidden = [f"_w.truth({problem.answer!r})"]
     elif isinstance(problem, MultipleChoiceProblem):
-        extra = f", choices={len(problem.choices)}"
-        hidden = [f"_w.choice({problem.answer!r})"]
+        hidden = [f"_w.choice({problem.answer!r}, {len(problem.choices)})"]
     else:
         raise TypeError(f"no test cell for {problem.kind}")
     return "\n".join([
         f"# Checks ANSWERS[{pid!r}] (locked): the answer is compared when this is graded.",
-        f"_w = _QkvAnswer({pid!r}, {problem.kind!r}, points={points!r}{extra})",
+        f"_w = _QkvAnswer(globals(), {pid!r}, points={points!r})",
         "### BEGIN HIDDEN TESTS", *hidden, "### END HIDDEN TESTS",
         "_w.score()",
     ])
@@ -577,7 +331,7 @@ def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
     cells = [
         _cell("markdown", _intro(assignment), "qkv-intro", "intro", locked=True),
         _cell("code", _setup(assignment), "qkv-setup", "setup", locked=True),
-        _cell("code", _helpers(assignment), "qkv-helpers", "selfcheck", locked=True),
+        _cell("code", _helpers(), "qkv-helpers", "selfcheck", locked=True),
     ]
     for assigned in assignment.problems:
         problem = assigned.problem
@@ -585,7 +339,7 @@ def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
         cells.append(_cell("markdown", _prompt(assigned, assignment), f"{pid}-prompt", "prompt", pid, locked=True))
         if isinstance(problem, ImplementProblem):
             solution = _solution_cell_source(problem, assignment.track)
-            tests = _code_tests_source(code[pid])
+            tests = _code_tests_source(code[pid], assignment.track)
         else:
             solution = _written_solution_source(assigned, assignment)
             tests = _written_tests_source(assigned, assignment)
@@ -600,7 +354,8 @@ def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
 def nbgrader_files(assignment: Assignment, bundle: GradingBundle) -> dict[str, bytes]:
     name = assignment.name
     return {
-        "nbgrader_config.py": CONFIG.format(name=name, course=COURSE_ID).encode(),
+        "nbgrader_config.py": CONFIG.format(name=name, course=COURSE_ID, timeout=math.ceil(
+            max(bundle.limits.load_seconds, bundle.limits.problem_seconds))).encode(),
         f"source/{name}/{name}.ipynb": (source_notebook(assignment, bundle)).encode(),
     }
 

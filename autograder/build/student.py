@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from autograder import answer_forms
+from qkv_runtime import answers, sealed
 from autograder.bank.answers import close, expected_shape
 from autograder.bank.model import (
     AnswerPart,
@@ -48,7 +48,7 @@ def _json_value(value: Any) -> Any:
 
 
 def _public_test(test: GradedTest) -> dict[str, Any]:
-    digits = answer_forms.OUTPUT_DIGITS
+    digits = sealed.OUTPUT_DIGITS
     return {
         "name": test.name,
         "args": [_json_value(a) for a in test.args],
@@ -57,12 +57,12 @@ def _public_test(test: GradedTest) -> dict[str, Any]:
         "expect_error": test.expect_error,
         "output": test.output,
         "tolerance": test.tolerance.model_dump(),
-        "mutants": {m: answer_forms.outputs_digest(o, digits) for m, o in sorted(test.mutant_outputs.items())},
+        "mutants": {m: sealed.outputs_digest(o, digits) for m, o in sorted(test.mutant_outputs.items())},
     }
 
 
 def _digest(assignment: str, student: str, problem: str, part: str, canonical: str) -> str:
-    return answer_forms.answer_digest(answer_forms.digest_salt(assignment, student, problem, part), canonical)
+    return sealed.answer_digest(sealed.digest_salt(assignment, student, problem, part), canonical)
 
 
 def number_digests(salt: Callable[[str], str], values: Any, mode: str, steps: list[float]) -> list[str]:
@@ -71,10 +71,10 @@ def number_digests(salt: Callable[[str], str], values: Any, mode: str, steps: li
     `salt(suffix)` gives the salt of the part ("" ) or of entry i ("[i]").
     """
     values = np.asarray(values, dtype=float)
-    ks = [answer_forms.grid_index(x, step) for x, step in zip(values.reshape(-1), steps)]
+    ks = [sealed.grid_index(x, step) for x, step in zip(values.reshape(-1), steps)]
     if mode == "whole":
-        return [answer_forms.answer_digest(salt(""), answer_forms.grid_form(ks, values.shape))]
-    return [answer_forms.answer_digest(salt(f"[{i}]"), answer_forms.grid_form([k], ())) for i, k in enumerate(ks)]
+        return [sealed.answer_digest(salt(""), sealed.grid_form(ks, values.shape))]
+    return [sealed.answer_digest(salt(f"[{i}]"), sealed.grid_form([k], ())) for i, k in enumerate(ks)]
 
 
 def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart,
@@ -83,7 +83,7 @@ def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart,
     wrong answer in `wrong` (None where a wrong answer has another shape or is within tolerance)."""
     want = np.asarray(want, dtype=float)
     tol = part.tolerance
-    mode, steps, exact = answer_forms.grid_plan(want, tol.abs, tol.rel, part.decimals)
+    mode, steps, exact = sealed.grid_plan(want, tol.abs, tol.rel, part.decimals)
     entry = {"mode": mode, "steps": steps, "exact": exact, "digests": number_digests(salt, want, mode, steps)}
     wrong_digests: list[list[str] | None] = []
     for value in wrong:
@@ -110,7 +110,7 @@ def _numeric_data(assigned: AssignedProblem, assignment: Assignment, students: l
         for part in parts:
             want = variant.answers[part.name]
             shapes[part.name] = list(np.shape(want))
-            salt = lambda suffix, p=part.name: answer_forms.digest_salt(  # noqa: E731
+            salt = lambda suffix, p=part.name: sealed.digest_salt(  # noqa: E731
                 assignment.name, student, problem.id, p + suffix)
             entry, wrong_parts = numeric_part_data(salt, want, part, [m.get(part.name) for m in mistakes])
             digests[student][part.name] = entry
@@ -142,7 +142,7 @@ def _written_data(assigned: AssignedProblem, assignment: Assignment, students: l
             "digests": digests_of("x".join(expected_shape(problem))),
             "misconceptions": {s: [{"message": m.message, "digests": {"answer": _digest(
                 name, s, problem.id, "answer",
-                "x".join(answer_forms.evaluate_dim(d, problem.parameters) for d in m.answer))}}
+                "x".join(answers.evaluate_dim(d, problem.parameters) for d in m.answer))}}
                 for m in problem.misconceptions] for s in students},
         }
     if isinstance(problem, TrueFalseProblem):
@@ -189,6 +189,13 @@ def _package_text(module: str) -> str:
     return resources.files("autograder").joinpath(module).read_text(encoding="utf-8")
 
 
+def runtime_files() -> dict[str, str]:
+    """The portable runtime's modules, {path in a release: source}: the self-check runs on the grader's rules."""
+    folder = resources.files("qkv_runtime")
+    return {f"qkv_runtime/{entry.name}": entry.read_text(encoding="utf-8")
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".py")}
+
+
 def student_files(assignment: Assignment, bundle: GradingBundle) -> dict[str, bytes]:
     module = assignment.module_name
     context = dict(title=assignment.manifest.title, track=assignment.track, module=module,
@@ -201,7 +208,7 @@ def student_files(assignment: Assignment, bundle: GradingBundle) -> dict[str, by
         "tests/test_public.py": TEMPLATES.get_template("test_public.py.j2").render(**context),
         "pytest.ini": "[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n",
         "qkv_check.py": _package_text("selfcheck/qkv_check.py"),
-        "qkv_answers.py": _package_text("answer_forms.py"),
+        **runtime_files(),
         "selfcheck.json": json.dumps(selfcheck_data(assignment, bundle), indent=1, sort_keys=True) + "\n",
         f"{module}.ipynb": student_notebook(assignment),
     }

@@ -3,7 +3,7 @@
 `qkv grade --cluster tcp://host:8786` uses a running `dask scheduler`;
 `--cluster local:N` starts a LocalCluster of N worker processes here.
 
-This process reads the submissions and sends each one's source text; workers
+This process reads the submissions and sends each one's program; workers
 need no shared file system. The bundle's files travel once per Dask worker
 inside a `WorkerPlugin`, which Dask also installs on workers that join or
 restart later. Each worker process holds the unpacked bundle and one warm
@@ -39,7 +39,8 @@ from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
 from autograder.grade.intake import Submission
 from autograder.grade.execute import run_submission
-from autograder.grade.score import SubmissionResult, grade_submission
+from autograder.grade.score import grade_submission
+from autograder.results import SubmissionResult
 from autograder.sandbox import Limits, SandboxPool
 
 WORKER_WAIT_SECONDS = 60.0
@@ -88,8 +89,11 @@ def grader_name(files: dict[str, bytes], limits: Limits, isolation: str) -> str:
     return f"qkv-grader-{digest.hexdigest()[:16]}"
 
 
+ISOLATION_ORDER = ("bwrap", "uid", "rlimits-only")  # strongest first
+
+
 def weakest_isolation(isolations: Sequence[str]) -> str:
-    return "bwrap" if all(i == "bwrap" for i in isolations) else next(i for i in isolations if i != "bwrap")
+    return max(isolations, key=lambda i: ISOLATION_ORDER.index(i) if i in ISOLATION_ORDER else len(ISOLATION_ORDER))
 
 
 class GraderPlugin(WorkerPlugin):
@@ -117,7 +121,7 @@ class GraderPlugin(WorkerPlugin):
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def grade(self, submission: Submission) -> tuple[dict, str]:
-        run = run_submission(self.pool, self.bundle, submission.source)
+        run = run_submission(self.pool, self.bundle, submission.program)
         return grade_submission(self.bundle, submission, run).to_json(), self.pool.isolation
 
 

@@ -1,4 +1,4 @@
-"""How a submission's tests are run in the sandbox: a bundle and sources in, one `SubmissionRun` per source out.
+"""How a submission's tests are run in the sandbox: a bundle and programs in, one `SubmissionRun` per program out.
 
 Fast path first: every call of every problem as one batch, run by the
 submission's own sandboxed process (no fork per problem, one message back;
@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Hashable, Iterable, Iterator, TypeVar
 
 from autograder.bundle import GradingBundle
-from autograder.sandbox import Call, ProblemCalls, ProblemRun, SandboxPool, SubmissionRun
+from autograder.sandbox import Call, ProblemCalls, ProblemRun, Program, SandboxPool, SubmissionRun
 
 ALL_PROBLEMS = "__all_problems__"
 K = TypeVar("K", bound=Hashable)
@@ -72,20 +72,21 @@ def split_combined(run: SubmissionRun, bundle: GradingBundle) -> SubmissionRun |
     return replace(run, problems=problems)
 
 
-def run_submission(pool: SandboxPool, bundle: GradingBundle, source: str) -> SubmissionRun:
-    first = split_combined(pool.run(source, combined_calls(bundle)), bundle)
-    return first if first is not None else pool.run(source, isolated_calls(bundle))
+def run_submission(pool: SandboxPool, bundle: GradingBundle, program: Program) -> SubmissionRun:
+    first = split_combined(pool.run(program, combined_calls(bundle)), bundle)
+    return first if first is not None else pool.run(program, isolated_calls(bundle))
 
 
-def run_many(pool: SandboxPool, bundle: GradingBundle, sources: Iterable[tuple[K, str]]) -> Iterator[tuple[K, SubmissionRun]]:
+def run_many(pool: SandboxPool, bundle: GradingBundle,
+             programs: Iterable[tuple[K, Program]]) -> Iterator[tuple[K, SubmissionRun]]:
     """Runs as they complete: all fast-path successes first, then the isolated reruns."""
-    pending: dict[K, str] = {}
+    pending: dict[K, Program] = {}
     combined = combined_calls(bundle)
 
-    def jobs() -> Iterator[tuple[K, str, list[ProblemCalls]]]:
-        for key, source in sources:
-            pending[key] = source
-            yield key, source, combined
+    def jobs() -> Iterator[tuple[K, Program, list[ProblemCalls]]]:
+        for key, program in programs:
+            pending[key] = program
+            yield key, program, combined
 
     rerun: list[K] = []
     for key, run in pool.map(jobs()):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from autograder.errors import QkvError
-from autograder.grade.score import SubmissionResult
+from autograder.results import SubmissionResult
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -9,84 +9,23 @@ are judged against the student's own variant.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from autograder.bank.answers import check_choice, check_part, check_shape, check_true_false
 from autograder.bank.model import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
-from autograder.bank.outputs import compare, select
 from autograder.bank.variants import variant_for
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.grade.intake import Submission
+from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.sandbox import ProblemRun, SubmissionRun
+from qkv_runtime.compare import compare, excerpt, select
 
 HEATMAP_MAX = 12  # largest side of a weight matrix drawn in feedback
 
 
-@dataclass(frozen=True)
-class TestResult:
-    __test__ = False  # a result, not a pytest test class
-    problem_id: str
-    name: str
-    visibility: str
-    score: float
-    max_score: float
-    passed: bool
-    message: str
-    misconception: str | None = None
-    max_error: float | None = None
-    input_shapes: str = ""
-    expected_excerpt: str = ""
-    got_excerpt: str = ""
-    heatmap: dict[str, list] | None = None
-
-
-@dataclass(frozen=True)
-class ProblemResult:
-    problem_id: str
-    kind: str
-    score: float
-    max_score: float
-    message: str
-    tests: tuple[TestResult, ...] = ()
-
-
-@dataclass(frozen=True)
-class SubmissionResult:
-    student: str
-    digest: str
-    status: str  # "graded" or why the file could not be run at all
-    message: str
-    score: float
-    max_score: float
-    problems: tuple[ProblemResult, ...] = field(default_factory=tuple)
-    stdout: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        # dataclasses.asdict deep-copies recursively and cost ~30 ms a submission; the fields are flat
-        return {**self.__dict__, "problems": [
-            {**p.__dict__, "tests": [dict(t.__dict__) for t in p.tests]} for p in self.problems]}
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> "SubmissionResult":
-        problems = tuple(
-            ProblemResult(**{**p, "tests": tuple(TestResult(**t) for t in p["tests"])}) for p in data["problems"]
-        )
-        return SubmissionResult(**{**data, "problems": problems})
-
-
 # -------------------------------------------------------------- code tests
-
-
-def _excerpt(array: np.ndarray | None, limit: int = 6) -> str:
-    if array is None:
-        return ""
-    flat = np.asarray(array).reshape(-1)
-    body = ", ".join(f"{x:.4g}" if isinstance(x, (float, np.floating)) else str(x) for x in flat[:limit].tolist())
-    more = ", ..." if flat.size > limit else ""
-    return f"shape {tuple(np.shape(array))}: [{body}{more}]"
 
 
 def _raised(error: str) -> str:
@@ -112,7 +51,7 @@ def _weights_heatmap(got: np.ndarray, want: np.ndarray) -> dict[str, list] | Non
 def diagnose(test: GradedTest, got: tuple[np.ndarray, ...]) -> str | None:
     """The id of the misconception whose output this student's output matches, if any."""
     for mistake, outputs in test.mutant_outputs.items():
-        if compare(got, outputs, test.tolerance) is None:
+        if compare(got, outputs, test.tolerance.abs, test.tolerance.rel) is None:
             return mistake
     return None
 
@@ -134,9 +73,9 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
         return result(False, f"should raise {test.expect_error}" + (f", but raised {call.error}" if call.error else ""))
     if not call.ok:
         return result(False, call.error or "failed")
-    got = select(tuple(call.outputs), test)
+    got = select(call.outputs, test.output)
     assert test.expected is not None
-    mismatch = compare(got, test.expected, test.tolerance)
+    mismatch = compare(got, test.expected, test.tolerance.abs, test.tolerance.rel)
     if mismatch is None:
         return result(True, "passed")
     mistake = diagnose(test, got)
@@ -146,7 +85,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
     first_got = got[0] if got else None
     return result(
         False, message, misconception=mistake, max_error=mismatch.max_error,
-        expected_excerpt=_excerpt(test.expected[0]), got_excerpt=_excerpt(first_got),
+        expected_excerpt=excerpt(test.expected[0]), got_excerpt=excerpt(first_got),
         heatmap=_weights_heatmap(np.asarray(first_got), test.expected[0]) if first_got is not None else None,
     )
 
@@ -217,4 +156,4 @@ def grade_submission(bundle: GradingBundle, submission: Submission, run: Submiss
         status, message = "no_functions", "defines none of the functions of the assignment"
     total = round(sum(p.score for p in ordered), 4)
     return SubmissionResult(submission.student, submission.digest, status, message, total, bundle.max_points,
-                            ordered, run.stdout)
+                            ordered, run.stdout, tuple(run.cell_errors))

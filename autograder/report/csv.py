@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from autograder.grade.score import SubmissionResult
+from autograder.results import SubmissionResult
 from autograder.report.files import write_atomic
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from autograder.grade.score import SubmissionResult, TestResult
+from autograder.results import SubmissionResult, TestResult
 from autograder.report.files import write_atomic
 from autograder.report.summary import points
 

@@ -1,7 +1,8 @@
 """Gradescope's results.json for one student: a `SubmissionResult` in, the JSON document out.
 
 Schema: top-level `score`, `output`, `stdout_visibility`, and `tests[]` with
-`name`, `score`, `max_score`, `output`, `visibility`. Hidden tests use
+`name`, `score`, `max_score`, `output`, `visibility`, and `extra_data.isolation`
+(how student code was isolated: bwrap, uid, rlimits-only). Hidden tests use
 `after_due_date`, so students see them only once the due date has passed;
 their inputs and expected values are never in the output.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autograder.grade.score import SubmissionResult, TestResult
+from autograder.results import SubmissionResult, TestResult
 from autograder.report.files import write_atomic
 
 
@@ -29,7 +30,14 @@ def _test_output(test: TestResult) -> str:
     return "\n".join(lines)
 
 
-def results_json(result: SubmissionResult) -> dict:
+ISOLATION_TEXT = {
+    "bwrap": "isolated (bubblewrap namespaces)",
+    "uid": "isolated by user id only (no namespaces; the grader's files unreadable)",
+    "rlimits-only": "NOT isolated: resource limits only",
+}
+
+
+def results_json(result: SubmissionResult, isolation: str) -> dict:
     tests = [
         {
             "name": f"{t.problem_id}: {t.name}",
@@ -42,8 +50,12 @@ def results_json(result: SubmissionResult) -> dict:
         for p in result.problems for t in p.tests
     ]
     output = f"status: {result.status}" + (f" ({result.message})" if result.message else "")
-    return {"score": round(result.score, 4), "output": output, "stdout_visibility": "hidden", "tests": tests}
+    output += f"\nsandbox: {ISOLATION_TEXT.get(isolation, isolation)}"
+    for note in result.notes:
+        output += f"\n{note}"
+    return {"score": round(result.score, 4), "output": output, "stdout_visibility": "hidden", "tests": tests,
+            "extra_data": {"isolation": isolation}}
 
 
-def write_results_json(path: Path, result: SubmissionResult) -> None:
-    write_atomic(path, (json.dumps(results_json(result), separators=(",", ":")) + "\n").encode())
+def write_results_json(path: Path, result: SubmissionResult, isolation: str) -> None:
+    write_atomic(path, (json.dumps(results_json(result, isolation), separators=(",", ":")) + "\n").encode())

@@ -1,7 +1,14 @@
-"""Class statistics: graded results in, a rich table for the terminal out."""
+"""The terminal's view: graded results in, rich tables out; and `terminal_safe` for any text a student wrote.
+
+Student ids, exception messages and file names can hold escape sequences (clear
+the screen, set the window title, write the clipboard with OSC 52) or bidi
+overrides; every table cell and message shown in a terminal goes through
+`terminal_safe`, which shows them as visible escapes instead.
+"""
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from typing import Sequence
@@ -9,7 +16,21 @@ from typing import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from autograder.grade.score import SubmissionResult
+from autograder.results import SubmissionResult
+
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def terminal_safe(text: object, keep_newlines: bool = False) -> str:
+    """`text` with every control character (C0, DEL, C1) and bidi control shown as an escape, e.g. \\x1b."""
+    def escape(match: re.Match) -> str:
+        ch = match.group()
+        if keep_newlines and ch == "\n":
+            return ch
+        return f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+
+    return _UNSAFE.sub(escape, str(text))
 
 
 def summary_table(results: Sequence[SubmissionResult], title: str, isolation: str) -> Table:
@@ -26,7 +47,7 @@ def summary_table(results: Sequence[SubmissionResult], title: str, isolation: st
         table.add_row("full marks", str(sum(s >= max_score for s in scores)))
     for status, count in sorted(statuses.items()):
         if status != "graded":
-            table.add_row(f"not run: {status}", str(count))
+            table.add_row(Text(terminal_safe(f"not run: {status}")), str(count))
     return table
 
 
@@ -51,8 +72,9 @@ def gradebook_table(results: Sequence[SubmissionResult], limit: int = 40) -> Tab
         else:
             lost_text = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
         # Text, not markup: ids and messages come from students' files and code
-        table.add_row(Text(result.student), f"{points(result.score)}/{points(result.max_score)}", result.status,
-                      Text(lost_text or "-"), ", ".join(mistakes) or "-")
+        table.add_row(Text(terminal_safe(result.student)), f"{points(result.score)}/{points(result.max_score)}",
+                      Text(terminal_safe(result.status)), Text(terminal_safe(lost_text or "-")),
+                      Text(terminal_safe(", ".join(mistakes) or "-")))
     if len(results) > limit:
         table.caption = f"first {limit} of {len(results)} students; all are in gradebook.csv"
     return table

@@ -1,4 +1,4 @@
-"""pytest route to grading: `pytest --qkv NAME --submission FILE [checks.py]` reports one pytest test per graded test.
+"""pytest route to grading: `pytest --qkv NAME --qkv-submission FILE [checks.py]` reports one pytest test per graded test.
 
 For instructors who grade with pytest (GitHub Classroom, CI pipelines). The
 submission runs once in the same sandbox as `qkv grade`, and the same
@@ -20,10 +20,13 @@ import pytest
 
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
-from autograder.grade.intake import read_submission, safe_student_id
 from autograder.grade.execute import run_submission
-from autograder.grade.score import SubmissionResult, TestResult, grade_submission
-from autograder.sandbox import Call, Limits, ProblemCalls, SandboxPool
+from autograder.grade.intake import read_submission, safe_student_id
+from autograder.grade.score import grade_submission
+from autograder.results import SubmissionResult, TestResult
+from autograder.sandbox import Call, ProblemCalls, Program, SandboxError, SandboxPool
+
+SESSION = pytest.StashKey["QkvSession"]()
 
 
 class SubmissionCallFailed(AssertionError):
@@ -34,12 +37,12 @@ class SubmissionCallFailed(AssertionError):
 class SandboxedSubmission:
     """The student's file, reachable only through calls that run in the sandbox."""
 
-    source: str
+    program: Program
     pool: SandboxPool
     answers: dict[str, Any]
 
     def call(self, function: str, *args: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
-        run = self.pool.run(self.source, [ProblemCalls("custom", (Call("custom", function, args, kwargs),))])
+        run = self.pool.run(self.program, [ProblemCalls("custom", (Call("custom", function, args, kwargs),))])
         problem = run.problems.get("custom")
         result = problem.results.get("custom") if problem else None
         if result is None or not result.ok:
@@ -54,15 +57,20 @@ class QkvSession:
     def __init__(self, config: pytest.Config):
         name = config.getoption("qkv")
         dist = Path(config.getoption("qkv_dist") or Path("dist") / name)
-        path = Path(config.getoption("submission") or "")
+        path = Path(config.getoption("qkv_submission") or "")
         if not path.is_file():
-            raise pytest.UsageError(f"--submission: no such file '{path}'")
+            raise pytest.UsageError(f"--qkv-submission: no such file '{path}'")
         try:
             self.bundle: GradingBundle = read_bundle(dist / "autograder")
         except QkvError as err:
             raise pytest.UsageError(str(err)) from None
         self.submission = read_submission(safe_student_id(path.stem), path)
-        self.pool = SandboxPool(self.bundle.track, jobs=1, limits=Limits())
+        try:
+            self.pool = SandboxPool(self.bundle.track, jobs=1, limits=self.bundle.limits,
+                                    isolation=config.getoption("qkv_isolation") or self.bundle.isolation,
+                                    protect=(dist, path.parent))
+        except SandboxError as err:
+            raise pytest.UsageError(f"--qkv-isolation: {err}") from None
         self.pool.__enter__()
         self._result: SubmissionResult | None = None
 
@@ -70,8 +78,8 @@ class QkvSession:
     def result(self) -> SubmissionResult:
         if self._result is None:
             run = None
-            if self.submission.source is not None:
-                run = run_submission(self.pool, self.bundle, self.submission.source)
+            if self.submission.program is not None:
+                run = run_submission(self.pool, self.bundle, self.submission.program)
             self._result = grade_submission(self.bundle, self.submission, run)
         return self._result
 
@@ -89,7 +97,7 @@ class QkvItem(pytest.Item):
         self.problem_id, self.test_name = problem_id, test_name
 
     def runtest(self) -> None:
-        result = self.config._qkv.test_result(self.problem_id, self.test_name)
+        result = self.config.stash[SESSION].test_result(self.problem_id, self.test_name)
         self.user_properties += [("points", result.score), ("max_points", result.max_score)]
         if not result.passed:
             raise SubmissionCallFailed(result.message)
@@ -106,31 +114,37 @@ class QkvItem(pytest.Item):
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("qkv", "grade a qkv submission")
     group.addoption("--qkv", metavar="NAME", help="grade a submission of assignment NAME (built in dist/NAME)")
-    group.addoption("--submission", metavar="FILE", help="the student's .py or .ipynb")
+    group.addoption("--qkv-submission", metavar="FILE", help="the student's .py or .ipynb")
     group.addoption("--qkv-dist", metavar="DIR", help="the build of NAME (default: dist/NAME)")
+    group.addoption("--qkv-isolation", metavar="REQUEST",
+                    help="require, allow-rlimits, bwrap or rlimits (default: the assignment's grading policy)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "qkv_points(n): points of a custom qkv check")
     if config.getoption("qkv", default=None):
-        config._qkv = QkvSession(config)
+        config.stash[SESSION] = QkvSession(config)
+
+
+def _session(config: pytest.Config) -> QkvSession | None:
+    return config.stash.get(SESSION, None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = getattr(config, "_qkv", None)
+    session = _session(config)
     if session is not None:
         session.close()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     # With --qkv and no paths on the command line, grade only: don't wander into test folders.
-    if getattr(config, "_qkv", None) is not None and config.args_source != pytest.Config.ArgsSource.ARGS:
+    if _session(config) is not None and config.args_source != pytest.Config.ArgsSource.ARGS:
         return True
     return None
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    qkv = getattr(config, "_qkv", None)
+    qkv = _session(config)
     if qkv is None:
         return
     for problem in qkv.bundle.code:
@@ -144,13 +158,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.fixture(scope="session")
 def qkv_submission(request: pytest.FixtureRequest) -> SandboxedSubmission:
-    qkv = getattr(request.config, "_qkv", None)
+    qkv = _session(request.config)
     if qkv is None:
-        raise pytest.UsageError("the qkv_submission fixture needs --qkv NAME --submission FILE")
-    if qkv.submission.source is None:
+        raise pytest.UsageError("the qkv_submission fixture needs --qkv NAME --qkv-submission FILE")
+    if qkv.submission.program is None:
         raise SubmissionCallFailed(f"the submission cannot be run: {qkv.submission.message}")
-    run_answers = qkv.pool.run(qkv.submission.source, []).answers
-    return SandboxedSubmission(qkv.submission.source, qkv.pool, dict(run_answers))
+    run_answers = qkv.pool.run(qkv.submission.program, []).answers
+    return SandboxedSubmission(qkv.submission.program, qkv.pool, dict(run_answers))
 
 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -161,7 +175,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if getattr(config, "_qkv", None) is None:
+    if _session(config) is None:
         return
     score = maximum = 0.0
     for reports in terminalreporter.stats.values():

@@ -7,7 +7,7 @@
 In a notebook: `from qkv_check import check, show`, then `check("problem-id")`,
 `check()` for everything, `show("problem-id")` for your numbers.
 
-Needs only numpy (and torch for a torch-track assignment), `qkv_answers.py` and
+Needs only numpy (and torch for a torch-track assignment), `qkv_runtime/` and
 `selfcheck.json` beside this file. No network. Your code runs here, in your own
 Python, exactly as you wrote it.
 
@@ -32,7 +32,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 import types
 import warnings
 from pathlib import Path
@@ -41,20 +40,20 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-if __package__:  # inside the qkv package: `qkv check`
-    from autograder import answer_forms as qkv_answers
-else:  # inside a student release, beside qkv_answers.py
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import qkv_answers
+if not __package__ and str(HERE) not in sys.path:  # in a student release, the runtime lies beside this file
+    sys.path.insert(0, str(HERE))
+
+from qkv_runtime import answers as qkv_answers  # noqa: E402 - after the path is set
+from qkv_runtime import sealed  # noqa: E402
+from qkv_runtime.compare import compare, excerpt, select  # noqa: E402
+from qkv_runtime.notebook import NotebookError, program_steps, read_cells, run_steps  # noqa: E402
+from qkv_runtime.values import exception_text, plain, plain_answers, to_arrays  # noqa: E402
 
 DATA_FILE = "selfcheck.json"
 DATA_FORMAT = 1
 TEST_SECONDS = 10  # per public test, as the grader's per-problem limit
 LOAD_SECONDS = 60
 CLASS = "*"  # the student key of class-wide variants
-NUMERIC_KINDS = "biufc"
-MAX_OUTPUTS = 64
 USAGE_ERROR = 2
 
 PASS, FAIL, TODO = "pass", "fail", "not answered"
@@ -184,28 +183,7 @@ class Submission:
 
     @property
     def answers(self) -> Dict[str, Any]:
-        answers = self.namespace.get("ANSWERS")
-        return _plain(answers) if isinstance(answers, dict) else {}
-
-
-def _exception_text(exc: BaseException, filename: Optional[str] = None, limit: int = 1000) -> str:
-    """'TypeError: message (line N)', as the grader reports it."""
-    try:
-        detail = str(exc)
-    except BaseException:
-        detail = "<unprintable>"
-    text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-    if isinstance(exc, SyntaxError):
-        if exc.lineno and f"line {exc.lineno}" not in text:
-            text += f" (line {exc.lineno})"
-    elif filename:
-        line = None
-        for frame, lineno in traceback.walk_tb(exc.__traceback__):
-            if frame.f_code.co_filename == filename:
-                line = lineno
-        if line:
-            text += f" (line {line})"
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+        return plain_answers(self.namespace.get("ANSWERS"))
 
 
 @contextlib.contextmanager
@@ -268,67 +246,24 @@ def _load_py(path: Path) -> Submission:
         except BaseException as exc:  # noqa: BLE001 - any failure of the student's file is reported
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            error = _exception_text(exc, str(path))
+            error = exception_text(exc, str(path))
     return Submission(namespace, path.name, "py", load_error=error, printed=printed.getvalue())
 
 
-_PLAIN_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
-
-
-def _cell_code(source: str) -> Tuple[Optional[str], Optional[str]]:
-    """Python of a notebook cell with IPython magics and shell lines made inert; (None, why) to skip it."""
-    lines = source.splitlines()
-    first = lines[0].strip() if lines else ""
-    if first.startswith("%%"):
-        if first.split()[0] in _PLAIN_CELL_MAGICS:
-            lines = lines[1:]
-        else:
-            return None, f"a {first.split()[0]} cell"
-    out = []
-    for line in lines:
-        stripped = line.lstrip()
-        if stripped.startswith(("%", "!")):
-            out.append(line[: len(line) - len(stripped)] + "pass  # " + stripped)
-        else:
-            out.append(line)
-    return "\n".join(out), None
-
-
 def _load_ipynb(path: Path) -> Submission:
+    """Run a notebook's code cells from the top, as the grader and Jupyter do (qkv_runtime.notebook)."""
     try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        cells = notebook["cells"]
-        assert isinstance(cells, list)
-    except (ValueError, KeyError, TypeError, AssertionError):
-        raise UsageError(f"{path}: not a Jupyter notebook (could not read its cells)") from None
+        steps = program_steps(read_cells(path.read_text(encoding="utf-8", errors="replace")))
+    except NotebookError as err:
+        raise UsageError(f"{path}: not a Jupyter notebook ({err})") from None
     namespace: Dict[str, Any] = {"__name__": "__main__", "__file__": str(path)}
-    errors, skipped = [], []
+    skipped = [f"cell {s.cell}: {s.note}" for s in steps if s.action == "skip"]
     with _loading_submission(path.parent), _captured() as printed:
-        for number, cell in enumerate(cells, 1):
-            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-                continue
-            qkv = (cell.get("metadata") or {}).get("qkv") or {}
-            if qkv.get("role") == "selfcheck":
-                continue
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else str(source)
-            where = f"cell {number}" + (f" ({qkv['problem']})" if qkv.get("problem") else "")
-            code, why = _cell_code(source)
-            if code is None:
-                skipped.append(f"{where}: {why}, skipped")
-                continue
-            filename = f"{path.name} {where}"
+        with _time_limit(LOAD_SECONDS):
             try:
-                with _time_limit(LOAD_SECONDS):
-                    exec(compile(code, filename, "exec"), namespace)
+                errors = run_steps(steps, namespace, reraise=(KeyboardInterrupt, _TimeLimit))
             except _TimeLimit:
-                errors.append(f"{where}: took longer than {LOAD_SECONDS} s (an endless loop?)")
-            except SystemExit as exc:
-                errors.append(f"{where}: called sys.exit({'' if exc.code is None else exc.code})")
-            except BaseException as exc:  # noqa: BLE001
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                errors.append(f"{where}: {_exception_text(exc, filename)}")
+                errors = [f"the notebook took longer than {LOAD_SECONDS} s to run (an endless loop?)"]
     return Submission(namespace, path.name, "ipynb", cell_errors=errors, skipped=skipped, printed=printed.getvalue())
 
 
@@ -342,26 +277,6 @@ def load_submission(path: Any) -> Submission:
     if path.suffix == ".ipynb":
         return _load_ipynb(path)
     raise UsageError(f"{path}: expected a .py file or a .ipynb notebook")
-
-
-def _plain(value: Any, depth: int = 0) -> Any:
-    """ANSWERS as the grader receives them: plain JSON-like data (tuples and arrays become lists)."""
-    if depth > 20:
-        return "\u2026"
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.generic) and value.dtype.kind in "biufcU":
-        return _plain(value.item(), depth)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biufU" and value.size <= 10000:
-        return _plain(value.tolist(), depth)
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, depth + 1) for v in value[:1000]]
-    if isinstance(value, dict):
-        return {(k if isinstance(k, str) else repr(k)): _plain(v, depth + 1) for k, v in list(value.items())[:1000]}
-    try:
-        return repr(value)[:200]
-    except BaseException:
-        return f"<{type(value).__name__} object>"
 
 
 # ---------------------------------------------------------------- code problems
@@ -382,75 +297,6 @@ def _to_track(value: Any, track: str) -> Any:
 
             return torch.from_numpy(value)
     return value
-
-
-def _to_arrays(value: Any) -> Any:
-    """A returned value as a list of numeric arrays, or the grader's message for what is wrong with it."""
-    several = isinstance(value, (tuple, list))
-    items = list(value) if several else [value]
-    if several and not 1 <= len(items) <= MAX_OUTPUTS:
-        return f"returned a {type(value).__name__} of {len(items)} items; expected 1 to {MAX_OUTPUTS} arrays"
-    arrays = []
-    for position, item in enumerate(items):
-        what = f"item {position} of the returned {type(value).__name__}" if several else "returned value"
-        if hasattr(item, "detach") and hasattr(item, "cpu"):  # a torch tensor
-            item = item.detach().cpu()
-            if str(getattr(item, "dtype", "")) == "torch.bfloat16":
-                item = item.float()
-            item = item.numpy()
-        if item is None:
-            return "returned None, not an array (missing return?)" if not several else f"{what} is None, not an array"
-        if isinstance(item, (str, bytes, dict, set, frozenset)) or callable(item):
-            prefix = "returned" if not several else f"{what} is"
-            return f"{prefix} {type(item).__name__}, not an array"
-        try:
-            array = np.asarray(item)
-        except Exception as exc:  # noqa: BLE001
-            return f"{what} could not be converted to an array: {_exception_text(exc, limit=300)}"
-        if type(array) is not np.ndarray or array.dtype.kind not in NUMERIC_KINDS:
-            prefix = "returned" if not several else f"{what} is"
-            return f"{prefix} {type(item).__name__} (dtype {array.dtype}), not a numeric array"
-        arrays.append(np.array(array, copy=True))
-    return arrays
-
-
-def _select(outputs: List[np.ndarray], which: str) -> List[np.ndarray]:
-    if which == "first":
-        return outputs[:1]
-    if which == "second":
-        return outputs[1:2]
-    return outputs
-
-
-def compare(got: List[np.ndarray], want: List[np.ndarray], tol_abs: float, tol_rel: float) -> Optional[Tuple[str, Optional[float]]]:
-    """None when `got` matches `want` within tolerance, else (reason, largest error): the grader's rule."""
-    if len(got) != len(want):
-        return f"returned {len(got)} value(s), expected {len(want)}", None
-    for i, (g, w) in enumerate(zip(got, want)):
-        which = f"value {i + 1}: " if len(want) > 1 else ""
-        if g.dtype.kind not in "biuf" or w.dtype.kind not in "biuf":
-            return f"{which}returned an array of {g.dtype}, expected numbers", None
-        if g.shape != w.shape:
-            return f"{which}shape {tuple(g.shape)}, expected {tuple(w.shape)}", None
-        g64, w64 = g.astype(np.float64), w.astype(np.float64)
-        if np.isnan(g64).any() and not np.isnan(w64).any():
-            return f"{which}contains NaN", float("nan")
-        with np.errstate(invalid="ignore", over="ignore"):  # an infinite expected entry must be met exactly
-            err = np.abs(g64 - w64)
-            bad = ~((g64 == w64) | ((err <= tol_abs + tol_rel * np.abs(w64)) & np.isfinite(w64)))
-        bad &= ~(np.isnan(g64) & np.isnan(w64))
-        if bad.any():
-            worst = float(np.nanmax(np.where(bad, err, 0.0)))
-            return f"{which}{int(bad.sum())} of {bad.size} entries differ, largest error {worst:.3g}", worst
-    return None
-
-
-def _excerpt(array: np.ndarray, limit: int = 6) -> str:
-    """'shape (1, 3): [0.6667, 0.3333, 0]', as in the grader's feedback."""
-    flat = np.asarray(array).reshape(-1)
-    body = ", ".join(f"{x:.4g}" if isinstance(x, (float, np.floating)) else str(x) for x in flat[:limit].tolist())
-    more = ", ..." if flat.size > limit else ""
-    return f"shape {tuple(np.shape(array))}: [{body}{more}]"
 
 
 def _describe(value: Any) -> str:
@@ -506,7 +352,7 @@ class PublicCheck:
                 with warnings.catch_warnings(record=True) as caught, _time_limit(TEST_SECONDS):
                     warnings.simplefilter("always")
                     value = function(*targs, **tkwargs)
-                    outputs = _to_arrays(value)
+                    outputs = to_arrays(value)
             except NotImplementedError:
                 return Outcome(TODO, f"{name}: not implemented yet")
             except _TimeLimit:
@@ -517,7 +363,7 @@ class PublicCheck:
             except Exception as exc:  # noqa: BLE001
                 if expect_error and type(exc).__name__ == expect_error:
                     return Outcome(PASS, f"{name}: raised {expect_error} as required")
-                text = _exception_text(exc, filename)
+                text = exception_text(exc, filename or "")
                 if expect_error:
                     return Outcome(FAIL, f"{name}: should raise {expect_error}, but raised {text}", [call])
                 return Outcome(FAIL, f"{name}: {text}", [call])
@@ -529,28 +375,28 @@ class PublicCheck:
             return Outcome(FAIL, f"{name}: should raise {expect_error}", details)
         if isinstance(outputs, str):
             return Outcome(FAIL, f"{name}: {outputs}", details)
-        got = _select(outputs, test["output"])
+        got = select(outputs, test["output"])
         want = [_decode(e) for e in test["expected"]]
         tol = test["tolerance"]
         mismatch = compare(got, want, tol["abs"], tol["rel"])
         notes = [f"warning: {w.category.__name__}: {w.message}" for w in caught[:2]]
         if mismatch is None:
             return Outcome(PASS, name, notes)
-        details += [f"expected: {' | '.join(_excerpt(w) for w in want)}",
-                    f"got:      {' | '.join(_excerpt(g) for g in got)}"] + notes
+        details += [f"expected: {' | '.join(excerpt(w) for w in want)}",
+                    f"got:      {' | '.join(excerpt(g) for g in got)}"] + notes
         mistake = self.misconception(got)
         if mistake:  # the grader's words: the mistake's message, then what differs
             details.append(f"(common mistake: {mistake})")
-            return Outcome(FAIL, f"{name}: {self.problem['misconceptions'].get(mistake, mistake)} ({mismatch[0]})",
+            return Outcome(FAIL, f"{name}: {self.problem['misconceptions'].get(mistake, mistake)} ({mismatch.reason})",
                            details)
-        return Outcome(FAIL, f"{name}: {mismatch[0]}", details)
+        return Outcome(FAIL, f"{name}: {mismatch.reason}", details)
 
     def misconception(self, outputs: List[np.ndarray]) -> Optional[str]:
         """The misconception whose output (to 6 decimals) this is, if any."""
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                digest = qkv_answers.outputs_digest([np.asarray(o, dtype=float) for o in outputs])
+                digest = sealed.outputs_digest([np.asarray(o, dtype=float) for o in outputs])
         except (TypeError, ValueError):
             return None
         for mistake, mutant in sorted(self.test.get("mutants", {}).items()):
@@ -569,8 +415,8 @@ def public_checks(data: Dict[str, Any]) -> List[PublicCheck]:
 
 
 def _digest(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: str, canonical: str) -> str:
-    salt = qkv_answers.digest_salt(data["assignment"], student, problem["id"], part)
-    return qkv_answers.answer_digest(salt, canonical)
+    salt = sealed.digest_salt(data["assignment"], student, problem["id"], part)
+    return sealed.answer_digest(salt, canonical)
 
 
 def _grid_match(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: Dict[str, Any],
@@ -578,17 +424,17 @@ def _grid_match(data: Dict[str, Any], student: str, problem: Dict[str, Any], par
     """Which of `targets` ({label: digests}) the typed numbers hit, trying every grid point within tolerance."""
     tol = part["tolerance"]
     flat = typed.reshape(-1)
-    candidates = [qkv_answers.grid_candidates(x, step, tol["abs"], tol["rel"], spec.get("exact", False))
+    candidates = [sealed.grid_candidates(x, step, tol["abs"], tol["rel"], spec.get("exact", False))
                   for x, step in zip(flat, spec["steps"])]
     if any(not c for c in candidates):
         return []
     name = part["name"]
     if spec["mode"] == "whole":
-        if math.prod(len(c) for c in candidates) > 4 * qkv_answers.GRID_BUDGET:
+        if math.prod(len(c) for c in candidates) > 4 * sealed.GRID_BUDGET:
             return []
         wanted = {d[0]: label for label, d in targets.items()}
-        salt = qkv_answers.digest_salt(data["assignment"], student, problem["id"], name)
-        prefix = f"qkv1|{salt}|" + qkv_answers.grid_form([], typed.shape)
+        salt = sealed.digest_salt(data["assignment"], student, problem["id"], name)
+        prefix = f"qkv1|{salt}|" + sealed.grid_form([], typed.shape)
         hits = []
         for combo in itertools.product(*candidates):
             # answer_digest(salt, grid_form(combo, shape)), inlined: this loop may run many thousand times
@@ -598,8 +444,8 @@ def _grid_match(data: Dict[str, Any], student: str, problem: Dict[str, Any], par
         return hits
     hits_per_entry = []
     for i, ks in enumerate(candidates):
-        salt = qkv_answers.digest_salt(data["assignment"], student, problem["id"], f"{name}[{i}]")
-        digests = {qkv_answers.answer_digest(salt, qkv_answers.grid_form([k], ())) for k in ks}
+        salt = sealed.digest_salt(data["assignment"], student, problem["id"], f"{name}[{i}]")
+        digests = {sealed.answer_digest(salt, sealed.grid_form([k], ())) for k in ks}
         hits_per_entry.append({label for label, d in targets.items() if d[i] in digests})
     return [label for label in targets if all(label in h for h in hits_per_entry)]
 
@@ -720,7 +566,7 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
     key, why = student_key(data, student)
     if key is not None and key not in problem["digests"]:
         key = CLASS if CLASS in problem["digests"] else None
-    typed = _plain(typed)
+    typed = plain(typed)
     if _is_empty(typed):
         return [Outcome(TODO, "not answered yet")]
     if key is None:

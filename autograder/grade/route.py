@@ -1,0 +1,72 @@
+"""How runnable submissions become results: `LocalRoute` (a SandboxPool here) or, with a cluster, cluster.py's Dask workers.
+
+A route takes `Submission`s with a program and yields (submission, result, the
+isolation it ran under) as each completes; scoring (score.py) runs in a trusted
+process either way: this one, or the Dask worker's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Protocol
+
+from autograder.bundle import GradingBundle
+from autograder.errors import QkvError
+from autograder.grade.execute import run_many
+from autograder.grade.intake import Submission
+from autograder.grade.score import grade_submission
+from autograder.results import SubmissionResult
+from autograder.sandbox import Limits, SandboxError, SandboxPool
+
+
+class Route(Protocol):
+    isolation: str  # how student code is isolated (the weakest, if sandboxes differ)
+
+    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        """Yield (submission, result, the isolation it ran under) as each one completes."""
+        ...
+
+
+class LocalRoute:
+    """Runs submissions in a warm SandboxPool on this machine and scores them in this process."""
+
+    def __init__(self, bundle: GradingBundle, pool: SandboxPool) -> None:
+        self.bundle = bundle
+        self.pool = pool
+        self.isolation = pool.isolation
+
+    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        by_student = {s.student: s for s in submissions}
+        programs = ((s.student, s.program) for s in submissions if s.program is not None)
+        for student, run in run_many(self.pool, self.bundle, programs):
+            submission = by_student[student]
+            yield submission, grade_submission(self.bundle, submission, run), self.isolation
+
+
+def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str,
+              protect: Sequence[Path]) -> SandboxPool:
+    """A pool for the bundle's track (it starts nothing yet); refuses an isolation this machine cannot give."""
+    try:
+        return SandboxPool(bundle.track, jobs=jobs, limits=limits, isolation=isolation, protect=protect)
+    except SandboxError as err:
+        raise QkvError("--isolation", str(err)) from None
+
+
+@contextmanager
+def _local(bundle: GradingBundle, pool: SandboxPool) -> Iterator[LocalRoute]:
+    with pool:
+        yield LocalRoute(bundle, pool)
+
+
+def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits: Limits, isolation: str,
+               cluster: str | None, protect: Sequence[Path] = ()) -> AbstractContextManager[Route]:
+    if cluster is None:
+        return _local(bundle, make_pool(bundle, jobs, limits, isolation, protect))
+    if jobs is not None:
+        raise QkvError("--jobs", "with --cluster, each Dask worker grades as many submissions at once as it has "
+                                 "threads (dask worker --nthreads); drop --jobs")
+    from autograder.grade.cluster import cluster_route, parse_cluster_address  # dask loads only when asked for
+
+    return cluster_route(parse_cluster_address(cluster), bundle, bundle_dir, limits, isolation)

@@ -1,0 +1,64 @@
+"""The results contract: what grading gives and every report, route and export reads.
+
+A leaf module (it imports nothing of the engine), like `bundle.py` between build
+and grade: `grade.score` makes these values, the gradebook stores them as JSON,
+`report`, the routes and the class tools read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass(frozen=True)
+class TestResult:
+    __test__ = False  # a result, not a pytest test class
+    problem_id: str
+    name: str
+    visibility: str
+    score: float
+    max_score: float
+    passed: bool
+    message: str
+    misconception: Optional[str] = None
+    max_error: Optional[float] = None
+    input_shapes: str = ""
+    expected_excerpt: str = ""
+    got_excerpt: str = ""
+    heatmap: Optional[dict[str, list]] = None
+
+
+@dataclass(frozen=True)
+class ProblemResult:
+    problem_id: str
+    kind: str
+    score: float
+    max_score: float
+    message: str
+    tests: tuple[TestResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    student: str
+    digest: str
+    status: str  # "graded" or why the file could not be run at all
+    message: str
+    score: float
+    max_score: float
+    problems: tuple[ProblemResult, ...] = field(default_factory=tuple)
+    stdout: str = ""
+    notes: tuple[str, ...] = ()  # what went wrong while it loaded, e.g. a notebook's failed cells
+
+    def to_json(self) -> dict[str, Any]:
+        # dataclasses.asdict deep-copies recursively and cost ~30 ms a submission; the fields are flat
+        return {**self.__dict__, "problems": [
+            {**p.__dict__, "tests": [dict(t.__dict__) for t in p.tests]} for p in self.problems]}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "SubmissionResult":
+        problems = tuple(
+            ProblemResult(**{**p, "tests": tuple(TestResult(**t) for t in p["tests"])}) for p in data["problems"]
+        )
+        return SubmissionResult(**{**data, "problems": problems, "notes": tuple(data.get("notes", ()))})
