@@ -606,3 +606,16 @@ def test_a_deep_tree_left_in_the_scratch_folder_retires_the_worker_cleanly(capfd
     assert_double_ok(attack)
     assert_honest(victim)
     assert "Traceback" not in capfd.readouterr().err
+
+
+@needs_bwrap
+@pytest.mark.parametrize("batched", [False, True], ids=["problem by problem", "batched"])
+def test_a_forged_absurd_layout_is_that_calls_failure(batched) -> None:
+    calls = tuple(ProblemCalls(p.problem_id, p.calls, batched=batched) for p in CORE)
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+        attack = pool.run(source("forged_layout.py"), calls)
+        victim = pool.run(source("good.py"), CORE)
+    forged = attack.problems["softmax"].results.get("s1")
+    assert forged is not None and not forged.ok and "cannot read" in forged.error, forged
+    assert attack.problems["softmax"].status == "crashed"
+    assert_good(victim)
