@@ -1,7 +1,8 @@
 """Benchmark of `qkv grade`: a class of .py files, a class of notebooks, and real nbgrader side by side.
 
 Writes benchmarks/results/grade.json and prints a Markdown table for the README.
-Figures: wall seconds and peak memory (RSS of the whole process tree, sampled)
+Every figure is of the `qkv grade` command, run as a user runs it. Figures: wall
+seconds and peak memory (RSS of the whole process tree, sampled)
 for 1,000 .py submissions and 1,000 notebooks of attention-numpy (copies of the
 answer key), 1,000 .py files of a mixed class (the bundled samples in turn:
 perfect, classic mistakes, a syntax error, the untouched stub; not the hostile
@@ -13,6 +14,7 @@ in the same run, the same 100 notebooks graded by `nbgrader autograde` and by
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import platform
@@ -31,7 +33,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from autograder.bank.load import load_bank_strict  # noqa: E402
 from autograder.build.manifest import find_manifest, resolve_assignment  # noqa: E402
-from autograder.grade import grade_class  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -84,14 +85,21 @@ class PeakMemory:
         self._thread.join()
 
 
-def timed_grade(bundle_dir: Path, subs: Path, out: Path) -> dict:
+def timed_grade(dist: Path, subs: Path, out: Path) -> dict:
+    """`qkv grade` as a user runs it, in a process of its own: wall time, and the peak memory of its tree."""
+    command = [str(VENV_BIN / "qkv"), "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out),
+               "--jobs", str(os.cpu_count())]
     with PeakMemory() as memory:
         start = time.perf_counter()
-        run = grade_class(bundle_dir, subs, out, jobs=os.cpu_count())
+        done = subprocess.run(command, capture_output=True, text=True)
         wall = time.perf_counter() - start
-    assert run.graded_now == len(list(subs.iterdir())), "every submission must be graded"
-    return {"submissions": run.graded_now, "wall_s": round(wall, 2), "per_second": round(run.graded_now / wall, 1),
-            "peak_memory_mb": round(memory.peak / 2**20), "isolation": run.isolation}
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(out / "gradebook.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(list(subs.iterdir())), "every submission must be graded"
+    isolation = {r["isolation"] for r in rows}
+    return {"submissions": len(rows), "wall_s": round(wall, 2), "per_second": round(len(rows) / wall, 1),
+            "peak_memory_mb": round(memory.peak / 2**20), "isolation": ",".join(sorted(isolation))}
 
 
 def nbgrader_autograde(course_src: Path, name: str, notebook: str, count: int, work: Path) -> dict:
@@ -125,7 +133,6 @@ def main() -> None:
         subprocess.run([str(VENV_BIN / "qkv"), "build", "attention-numpy", "--out", str(dist)], check=True,
                        capture_output=True)
         assignment = resolve_assignment(find_manifest("attention-numpy"), load_bank_strict())
-        bundle_dir = dist / "autograder"
         key = key_module(assignment)
         notebook = key_notebook(assignment, dist / "student" / f"{assignment.module_name}.ipynb")
         py, nb = work / "py", work / "nb"
@@ -134,14 +141,14 @@ def main() -> None:
         for i in range(args.class_size):
             (py / f"s{i:04d}.py").write_text(f"{key}\n# student {i}\n")
             (nb / f"s{i:04d}.ipynb").write_text(notebook)
-        figures["qkv_py"] = timed_grade(bundle_dir, py, work / "out-py")
+        figures["qkv_py"] = timed_grade(dist, py, work / "out-py")
         samples = [p.read_text() for p in sorted(SAMPLES.glob("*.py")) if p.name != HOSTILE_SAMPLE]
         mixed = work / "mixed"
         mixed.mkdir()
         for i in range(args.class_size):
             (mixed / f"s{i:04d}.py").write_text(f"{samples[i % len(samples)]}\n# student {i}\n")
-        figures["qkv_py_mixed"] = timed_grade(bundle_dir, mixed, work / "out-mixed")
-        figures["qkv_notebooks"] = timed_grade(bundle_dir, nb, work / "out-nb")
+        figures["qkv_py_mixed"] = timed_grade(dist, mixed, work / "out-mixed")
+        figures["qkv_notebooks"] = timed_grade(dist, nb, work / "out-nb")
 
         name = "attention-numpy"
         source = (dist / "nbgrader" / "source" / name / f"{name}.ipynb").read_text()
@@ -150,7 +157,7 @@ def main() -> None:
         same.mkdir()
         for i in range(args.nbgrader):
             (same / f"s{i:03d}.ipynb").write_text(source)
-        figures["qkv_same_notebooks"] = timed_grade(bundle_dir, same, work / "out-same")
+        figures["qkv_same_notebooks"] = timed_grade(dist, same, work / "out-same")
         figures["nbgrader_autograde"] = nbgrader_autograde(dist / "nbgrader", name, source, args.nbgrader, work)
         figures["nbgrader_over_qkv"] = round(figures["nbgrader_autograde"]["wall_s"] / figures["qkv_same_notebooks"]["wall_s"], 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
