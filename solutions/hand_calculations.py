@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from solutions import counting
-from solutions import numpy_ref as ref
+from . import counting
+from . import numpy_ref as ref
 
 
 def _f(a):

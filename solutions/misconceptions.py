@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 
-from solutions import numpy_ref as ref
+from . import numpy_ref as ref
 
 _f = partial(np.asarray, dtype=float)
 

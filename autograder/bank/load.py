@@ -13,8 +13,9 @@ from typing import Any, Iterable
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from autograder.errors import QkvError
+from autograder.bank import folders
 from autograder.bank.model import KINDS, Problem
+from autograder.errors import QkvError
 
 _PROBLEM = TypeAdapter(Problem)
 MAX_FILE_BYTES = 1_000_000
@@ -27,6 +28,7 @@ class Bank:
     problems: dict[str, Problem]
     paths: dict[str, Path]
     root: Path
+    overrides: dict[str, Path] = field(default_factory=dict)  # problem id -> the bundled file it replaces
 
     def get(self, problem_id: str) -> Problem:
         return self.problems[problem_id]
@@ -42,8 +44,10 @@ class LoadReport:
 
 
 def default_bank_root() -> Path:
-    """The bank shipped beside the package (the repository's question_bank/)."""
-    return Path(__file__).resolve().parents[2] / "question_bank"
+    """The bank that ships with qkv (package data; the repository's question_bank/)."""
+    from importlib import resources
+
+    return Path(str(resources.files("autograder").joinpath("bundled", "question_bank")))
 
 
 def _node_at(node: yaml.Node | None, loc: Iterable[Any]) -> yaml.Node | None:
@@ -94,8 +98,10 @@ def _repeated_key(node: yaml.Node | None) -> yaml.ScalarNode | None:
     return None
 
 
-def parse_problem(text: str, where: str) -> Problem:
-    """Parse one problem file's text; raise QkvError naming `where`, the line and the field."""
+def parse_problem(text: str, where: str, folder: Path | None = None) -> Problem:
+    """Parse one problem file's text; raise QkvError naming `where`, the line and the field.
+
+    `folder`: the problem's own folder, whose modules its references may name (bank/folders.py)."""
     loader = yaml.SafeLoader(text)
     try:  # what yaml.safe_load does, keeping the node tree for line numbers: one parse, not two
         tree = loader.get_single_node()
@@ -113,6 +119,8 @@ def parse_problem(text: str, where: str) -> Problem:
                        f"{repeated.value}: given twice in the same mapping (YAML would silently keep the last)")
     if not isinstance(data, dict):
         raise QkvError(where, "a problem file must be a YAML mapping (key: value lines)")
+    if folder is not None:
+        data = folders.localize(data, folder)
     if data.get("kind") not in KINDS:
         kind_node = _node_at(tree, ["kind"])
         at = f":{kind_node.start_mark.line + 1}" if kind_node is not None else ""
@@ -139,10 +147,29 @@ def load_problem(path: Path) -> Problem:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise QkvError(str(path), f"not UTF-8 text (byte {err.start})") from None
+    if path.name == folders.PROBLEM_FILE:  # a problem folder: its name is the id, its modules are its code
+        problem = parse_problem(text, str(path), path.parent)
+        if problem.id != path.parent.name:
+            raise QkvError(str(path), f"id: '{problem.id}' must match the folder name '{path.parent.name}'")
+        return problem
     problem = parse_problem(text, str(path))
     if problem.id != path.stem:
         raise QkvError(str(path), f"id: '{problem.id}' must match the file name '{path.stem}'")
     return problem
+
+
+def problem_files(root: Path) -> list[Path]:
+    """Every problem file under `root`: `*.yaml` files, and the problem.yaml of problem folders."""
+    if root.is_file():
+        return [root]
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".yaml", ".yml") or not path.is_file():
+            continue
+        inside = [parent for parent in path.parents if folders.is_problem_folder(parent) and root in parent.parents]
+        if path.name == folders.PROBLEM_FILE or not inside:
+            found.append(path)
+    return found
 
 
 def load_bank(root: Path | None = None) -> LoadReport:
@@ -150,7 +177,7 @@ def load_bank(root: Path | None = None) -> LoadReport:
     root = (root or default_bank_root()).resolve()
     if not root.exists():
         raise QkvError(str(root), "no such folder")
-    files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml"))
+    files = problem_files(root)
     problems: dict[str, Problem] = {}
     paths: dict[str, Path] = {}
     errors: list[QkvError] = []

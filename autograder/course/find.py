@@ -1,0 +1,139 @@
+"""Finding and reading a course: `--course DIR`, `QKV_COURSE`, the current folder upwards, else the bundled course.
+
+Gives a `Course`: its root, its typed `course.yaml`, and where its bank folders,
+assignments, roster, builds and grades are. Every error is one line naming the
+file and the field.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Literal, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from autograder.bank.model import ProblemId, Track
+from autograder.errors import QkvError
+from autograder.grading_policy import GradingPolicy
+
+COURSE_FILE = "course.yaml"
+ENVIRONMENT = "QKV_COURSE"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BundledSelection(_Strict):
+    """Which bundled problems a course takes: those under these topic prefixes, and these ids."""
+
+    topics: list[str] = []
+    ids: list[ProblemId] = []
+
+
+class BankConfig(_Strict):
+    folders: list[str] = Field(default=["question_bank"], description="the course's own problems, files or folders")
+    bundled: Union[Literal["all", "none"], BundledSelection] = Field(
+        default="all", description="the bundled problems the course takes: all, none, or {topics, ids}")
+
+
+class CourseConfig(_Strict):
+    title: str = Field(min_length=3)
+    term: str = ""
+    track: Track = "numpy"
+    qkv: Optional[str] = Field(default=None, description="the qkv version the course was made with")
+    bank: BankConfig = BankConfig()
+    assignments: str = "assignments"
+    roster: Optional[str] = Field(default=None, description="the roster CSV, relative to the course folder")
+    grading: GradingPolicy = GradingPolicy()
+
+
+@dataclass(frozen=True)
+class Course:
+    root: Path
+    config: CourseConfig
+    bundled: bool  # the course that ships with qkv
+
+    @property
+    def title(self) -> str:
+        return self.config.title
+
+    @property
+    def bank_folders(self) -> list[Path]:
+        return [self.root / folder for folder in self.config.bank.folders]
+
+    @property
+    def assignments(self) -> Path:
+        return self.root / self.config.assignments
+
+    @property
+    def roster(self) -> Optional[Path]:
+        return self.root / self.config.roster if self.config.roster else None
+
+    def output(self, kind: Literal["dist", "grades"], name: str) -> Path:
+        """Where a build or a grading goes by default: the course's own folder, or the current one for the
+        bundled course (which lies inside the installed package)."""
+        base = Path(kind) if self.bundled else self.root / kind
+        return base / name
+
+    def describe(self) -> str:
+        """The line every command starts with."""
+        where = "bundled with qkv" if self.bundled else str(self.root)
+        return f"course: {self.title} ({where})"
+
+
+def qkv_version() -> str:
+    try:
+        return metadata.version("qkv")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def bundled_root() -> Path:
+    return Path(str(resources.files("autograder").joinpath("bundled")))
+
+
+def read_course(root: Path, bundled: bool = False) -> Course:
+    path = root / COURSE_FILE
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise QkvError(str(root), f"not a course folder: no {COURSE_FILE} (make one with `qkv init`)") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise QkvError(f"{path}{at}", f"bad YAML: {getattr(err, 'problem', None) or err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise QkvError(str(path), f"cannot read: {err}") from None
+    if not isinstance(data, dict):
+        raise QkvError(str(path), f"{COURSE_FILE} must be a YAML mapping")
+    try:
+        config = CourseConfig.model_validate(data)
+    except ValidationError as err:
+        first = max(err.errors(), key=lambda e: len(e["loc"]))
+        field = ".".join(str(p) for p in first["loc"] if not str(p)[:1].isupper() and not str(p).startswith(("literal", "function")))
+        raise QkvError(str(path), f"{field or '(top level)'}: {first['msg'].removeprefix('Value error, ')}") from None
+    return Course(root.resolve(), config, bundled)
+
+
+def bundled_course() -> Course:
+    return read_course(bundled_root(), bundled=True)
+
+
+def find_course(explicit: Optional[Union[str, Path]] = None, start: Optional[Path] = None) -> Course:
+    """The course a command works in; see the module's docstring for the order."""
+    chosen = explicit or os.environ.get(ENVIRONMENT)
+    if chosen:
+        root = Path(chosen).expanduser()
+        if not root.is_dir():
+            raise QkvError(str(root), "--course: no such folder")
+        return read_course(root)
+    folder = (start or Path.cwd()).resolve()
+    for candidate in [folder, *folder.parents]:
+        if (candidate / COURSE_FILE).is_file():
+            return read_course(candidate)
+    return bundled_course()
