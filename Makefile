@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml requirements.lock
 	  $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
 	    echo "error: $(PYTHON) cannot make a virtual environment (no ensurepip: apt-get install $(notdir $(PYTHON))-venv)"; exit 1; }; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -c requirements.lock -e '.[test]'
+	$(BIN)/pip install -q -c requirements.lock -e '.[all,test]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

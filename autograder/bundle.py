@@ -7,7 +7,9 @@ misconception's outputs, so grading never runs reference code; and the written
 problems' bank files, whose per-student answers are computed from the seed.
 
 Layout: `assignment.json` (metadata), `arrays.npz` (all arrays, read with
-allow_pickle=False), `problems/<id>.yaml` (copies of the written problems).
+allow_pickle=False), `problems/<id>.yaml` (copies of the written problems), or
+`problems/<id>/` for a problem folder of a course, with the code its answers are
+computed by (bank/folders.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any, Literal
 import numpy as np
 
 from autograder.archive import load_npz, npz_bytes
-from autograder.bank.load import parse_problem
+from autograder.bank import folders
+from autograder.bank.load import load_problem, parse_problem
 from autograder.bank.model import Problem, Tolerance
 from autograder.errors import QkvError
 from qkv_runtime.limits import Limits
@@ -126,8 +129,15 @@ def _encode_outputs(outputs: Outputs, key: str, arrays: dict[str, np.ndarray]) -
     return len(outputs)
 
 
-def bundle_files(bundle: GradingBundle, written_sources: dict[str, str]) -> dict[str, bytes]:
-    """The bundle as {relative path: bytes}; `written_sources` are the written problems' YAML texts."""
+def written_problem_files(problem_id: str, path: Path) -> dict[str, bytes]:
+    """What the bundle keeps of a written problem, {path under problems/: bytes}: its file, or its folder's files."""
+    if path.name == folders.PROBLEM_FILE:
+        return {f"{problem_id}/{name}": data for name, data in folders.module_files(path.parent).items()}
+    return {f"{problem_id}.yaml": path.read_bytes()}
+
+
+def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, bytes]:
+    """The bundle as {relative path: bytes}; `written`: the written problems' files (written_problem_files)."""
     arrays: dict[str, np.ndarray] = {}
     code = []
     for problem in bundle.code:
@@ -160,7 +170,7 @@ def bundle_files(bundle: GradingBundle, written_sources: dict[str, str]) -> dict
         "assignment.json": (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode(),
         "arrays.npz": npz_bytes(arrays),
     }
-    files.update({f"problems/{pid}.yaml": text.encode() for pid, text in sorted(written_sources.items())})
+    files.update({f"problems/{path}": data for path, data in sorted(written.items())})
     return files
 
 
@@ -213,6 +223,10 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         code.append(CodeProblem(p["id"], p["title"], p["points"], p["function"], tests, p["misconceptions"]))
     written = []
     for w in meta["written"]:
+        own = folder / "problems" / w["id"] / folders.PROBLEM_FILE
+        if own.is_file():
+            written.append(WrittenProblem(w["id"], w["points"], load_problem(own)))
+            continue
         path = folder / "problems" / f"{w['id']}.yaml"
         written.append(WrittenProblem(w["id"], w["points"], parse_problem(path.read_text(encoding="utf-8"), str(path))))
     return GradingBundle(

@@ -6,6 +6,7 @@ one line on stderr with exit code 1, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -41,17 +42,67 @@ class QkvGroup(click.Group):
 
 @click.group(cls=QkvGroup)
 @click.version_option(package_name="qkv")
-def main() -> None:
+@click.option("--course", "course_dir", metavar="DIR", envvar="QKV_COURSE",
+              help="the course folder (default: the one holding the current folder, else the bundled course)")
+@click.pass_context
+def main(ctx: click.Context, course_dir: str | None) -> None:
     """qkv: autograded exercises and exam prep for Transformer fundamentals."""
+    if course_dir:
+        os.environ["QKV_COURSE"] = course_dir  # every stage finds the course the same way (course/find.py)
+    if ctx.invoked_subcommand not in (None, "init"):
+        from autograder.course.find import find_course
+
+        # the first line of every command: which course it works in
+        err_console.print(f"[dim]{escape(terminal_safe(find_course().describe()))}[/]", highlight=False,
+                          soft_wrap=True)
+
+
+def current_course():
+    from autograder.course.find import find_course
+
+    return find_course()
+
+
+@main.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--title", default="My Transformers course", show_default=True, help="the course's title")
+@click.option("--term", default="", help="e.g. 2027 spring")
+def init(folder: Path, title: str, term: str) -> None:
+    """Start a course of your own in FOLDER: course.yaml, a bank, an assignment that builds, a roster."""
+    from autograder.course.scaffold import init_course
+
+    written = init_course(folder, title, term)
+    console.print(f"course [bold]{escape(title)}[/] in {escape(str(folder))}/ ({len(written)} files)")
+    console.print(f"next: cd {escape(str(folder))} && qkv validate && qkv build first-assignment")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--kind", required=True, help="implement, numeric, shape, true_false or multiple_choice")
+@click.option("--topic", default="my-course/week-1", show_default=True, help="the problem's topic")
+def new(name: str, kind: str, topic: str) -> None:
+    """Write the skeleton of a new problem NAME of the course's own, to fill in."""
+    from autograder.course.scaffold import new_problem
+
+    written = new_problem(current_course(), name, kind, topic)
+    for path in written:
+        console.print(f"  {escape(str(path))}")
+    console.print("fill in every TODO, then run [bold]qkv validate[/]")
 
 
 @main.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 def validate(path: Path | None) -> None:
-    """Check every problem file under PATH (default: the bundled bank)."""
-    from autograder.bank.validate import validate_path
+    """Check every problem file under PATH (default: the course's bank, with the bundled problems it takes)."""
+    from autograder.bank.load import load_bank
+    from autograder.bank.validate import validate_report
+    from autograder.course.bank import load_course_bank
 
-    bank, findings = validate_path(path)
+    report = load_bank(path) if path is not None else load_course_bank(current_course())
+    bank, findings = report.bank, validate_report(report)
+    for problem_id, replaced in sorted(bank.overrides.items()):
+        err_console.print(f"[yellow]note:[/] {escape(str(bank.paths[problem_id]))} overrides the bundled "
+                          f"{escape(problem_id)} ({escape(str(replaced))})", highlight=False, soft_wrap=True)
     for finding in findings:
         err_console.print(f"[red]{escape(str(finding))}[/]", highlight=False, soft_wrap=True)
     table = Table(title=f"Question bank: {bank.root}")
@@ -71,6 +122,10 @@ def validate(path: Path | None) -> None:
     if findings:
         files = len({finding.where.split(":")[0] for finding in findings})
         fail(f"{len(findings)} problem(s) found in {files} file(s)")
+    from autograder import extras
+
+    if not extras.available("torch"):
+        err_console.print(f"[yellow]note:[/] torch references were not checked ({extras.install_hint('torch')})")
     console.print(f"[green]{len(bank.problems)} problems valid[/]")
 
 
@@ -119,11 +174,12 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     from autograder.report.summary import gradebook_table, summary_table
     from autograder.routes.class_grading import grade_class
 
-    dist = dist or Path("dist") / name
+    course = current_course()
+    dist = dist or course.output("dist", name)
     if not (dist / "autograder").is_dir():
-        find_manifest(name)  # an unknown assignment is the clearer error
+        find_manifest(name, course.assignments)  # an unknown assignment is the clearer error
         raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
-    out = out or Path("grades") / name
+    out = out or course.output("grades", name)
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar:
         task = bar.add_task("", total=None)
@@ -160,13 +216,14 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
 
     if not file.is_file():
         raise QkvError(str(file), "no such file to check")
-    dist = dist or Path("dist") / name
+    course = current_course()
+    dist = dist or course.output("dist", name)
     data = next((p for p in (dist / "student" / "selfcheck.json", dist / name / "student" / "selfcheck.json")
                  if p.is_file()), None)
     if data is None:
         from autograder.build.manifest import find_manifest
 
-        find_manifest(name)  # an unknown assignment is the clearer error
+        find_manifest(name, course.assignments)  # an unknown assignment is the clearer error
         raise QkvError(str(dist / "student"), f"no student release of '{name}' here: run `qkv build {name}` first")
     args = [str(file), "--data", str(data)] + (["--student", student] if student else [])
     sys.exit(qkv_check.main(args))
@@ -205,7 +262,7 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
     """Drill in the terminal: one problem at a time, checked as you type, with the score at the end."""
     import secrets
 
-    from autograder.bank.load import load_bank_strict
+    from autograder.course.bank import load_course_bank_strict
     from autograder.exam.drill import run_drill
     from autograder.exam.select import DEFAULT_KINDS, ExamSpec, draw_exam, parse_list, topic_groups
 
@@ -213,7 +270,7 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
     if "implement" in chosen_kinds:
         raise QkvError("--kinds", "the drill cannot run code: practise implement problems with `qkv build` and `qkv check`")
     seed = secrets.randbelow(1_000_000) if seed is None else seed
-    bank = load_bank_strict()
+    bank = load_course_bank_strict(current_course())
     pool = sum(len(ps) for ps in topic_groups(bank, parse_list(topics), chosen_kinds).values())
     drill = draw_exam(bank, ExamSpec(parse_list(topics), chosen_kinds, min(count, pool), seed))
     click.echo(f"qkv practice: {len(drill.items)} problems, seed {seed} (run with --seed {seed} to repeat)")

@@ -51,7 +51,7 @@ def replace_function(source: str, target: str, implementation) -> str:
     `target`, so it replaces the key's version. Its module's header comes along; the `ref` it
     may call is the submission's own (right) functions, never the solutions package."""
     header = inspect.getsource(inspect.getmodule(implementation)).split("\ndef ", 1)[0]
-    header = header.replace("from solutions import numpy_ref as ref", "")
+    header = header.replace("from . import numpy_ref as ref", "")
     ref = "import types as _types\nref = _types.SimpleNamespace(**{k: v for k, v in dict(globals()).items() if callable(v)})\n"
     return f"{source}\n{header}\n{ref}\n{inspect.getsource(implementation)}\n{target} = {implementation.__name__}\n"
 
@@ -85,6 +85,11 @@ def graded_so_far(gradebook: Path) -> int:
         raise
 
 
+def said(stderr: str) -> list[str]:
+    """What a command told its user on stderr, but for its first line naming the course it works in."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("course: ")]
+
+
 def gradebook_rows(out: Path) -> dict[str, dict[str, str]]:
     """gradebook.csv of a grading output folder, by student."""
     with open(out / "gradebook.csv", newline="") as handle:
@@ -106,5 +111,5 @@ def bwrap_required() -> None:
 
 needs_bwrap = pytest.mark.usefixtures("bwrap_required")
 
-__all__ = ["CORE", "HOSTILE", "QKV", "ROOT", "S", "SANDBOX_LIMITS", "X", "graded_so_far", "gradebook_rows",
+__all__ = ["CORE", "HOSTILE", "QKV", "ROOT", "S", "SANDBOX_LIMITS", "X", "graded_so_far", "gradebook_rows", "said",
            "key_module", "key_notebook", "needs_bwrap", "replace_function", "require_bwrap"]  # what test modules import from here

@@ -41,7 +41,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
 from autograder.bank.variants import draw_variant, lecture_variant
 from autograder.errors import QkvError
-from solutions import numpy_ref
+from autograder.references import numpy_ref
 from conftest import ROOT
 
 
@@ -182,7 +182,7 @@ def test_each_misconception_stands_alone(bank: Bank) -> None:
     from autograder.bank.outputs import run_trusted
     from solutions import misconceptions
 
-    header = inspect.getsource(misconceptions).split("\ndef ", 1)[0].replace("from solutions import numpy_ref as ref", "")
+    header = inspect.getsource(misconceptions).split("\ndef ", 1)[0].replace("from . import numpy_ref as ref", "")
     for problem in _of_kind(bank, ImplementProblem):
         test = next(t for t in problem.hidden_tests if not t.expect_error)
         for wrong in problem.misconceptions:

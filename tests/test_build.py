@@ -24,7 +24,7 @@ from autograder.build.manifest import find_manifest, resolve_assignment
 from autograder.build.reference_source import solution_body
 from autograder.bundle import read_bundle
 from autograder.errors import QkvError
-from conftest import QKV, ROOT
+from conftest import QKV, ROOT, said
 
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
@@ -186,7 +186,7 @@ def test_cli_reports_bad_manifest_without_traceback(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 1
     assert "Traceback" not in run.stderr + run.stdout
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    lines = said(run.stderr)
     assert len(lines) == 1 and "bad-points.yaml" in lines[0] and "points" in lines[0]
     unknown = subprocess.run([str(QKV), "build", "no-such-assignment"], capture_output=True, text=True)
     assert unknown.returncode == 1 and "unknown assignment" in unknown.stderr and "Traceback" not in unknown.stderr

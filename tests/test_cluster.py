@@ -15,8 +15,8 @@ import pytest
 from distributed import Client, LocalCluster, WorkerPlugin
 
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
-from solutions import misconceptions
-from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function
+from autograder.references import misconceptions
+from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function, said
 
 def sleepy_class(folder: Path, key: str, count: int, seconds: float) -> list[str]:
     """`count` perfect submissions that each take at least `seconds` to load, so workers are busy when killed."""
@@ -181,5 +181,5 @@ def test_cli_cluster_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp
     run = subprocess.run(command, capture_output=True, text=True)
     assert run.returncode == 1
     assert expected in run.stderr and "Traceback" not in run.stderr
-    assert len([line for line in run.stderr.splitlines() if line.strip()]) == 1
+    assert len(said(run.stderr)) == 1
     assert not (tmp_path / "out").exists()

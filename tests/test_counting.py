@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 from torch import nn
 
-from solutions import counting as c
+from autograder.references import counting as c
 
 # --- parameter counts --------------------------------------------------------------------
 

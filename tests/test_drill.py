@@ -16,7 +16,7 @@ from autograder.bank.resolve import resolve
 from autograder.exam.drill import run_drill
 from autograder.exam.key import part_answer
 from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
-from conftest import QKV
+from conftest import QKV, said
 
 
 def right_answers(item: ExamItem) -> list[str]:
@@ -169,6 +169,6 @@ def test_ctrl_d_and_ctrl_c_end_with_the_summary(stop):
 def test_code_problems_are_refused_in_one_line():
     run = subprocess.run([str(QKV), "practice", "--kinds", "implement"], capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, timeout=60)
-    assert run.returncode == 1 and run.stderr.strip().startswith("error: --kinds:")
-    assert len(run.stderr.strip().splitlines()) == 1
+    assert run.returncode == 1 and said(run.stderr)[0].startswith("error: --kinds:")
+    assert len(said(run.stderr)) == 1
     assert "Traceback" not in run.stdout + run.stderr

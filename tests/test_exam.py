@@ -31,7 +31,7 @@ from autograder.exam import exam_files, write_exam
 from autograder.exam.key import problem_key, tolerance_text
 from autograder.exam.pdf import find_browser, fixed_dates, headless_command
 from autograder.exam.select import DEFAULT_KINDS, ExamSpec, difficulty_quota, draw_exam, instantiate, topic_groups
-from solutions import numpy_ref as ref
+from autograder.references import numpy_ref as ref
 
 VARIANTS = 200
 SETUP_HINT = "run `make setup` as root (it installs chromium, poppler-utils and libjs-katex)"

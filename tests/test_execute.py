@@ -13,7 +13,7 @@ from autograder.bundle import CodeProblem, GradedTest, GradingBundle, read_bundl
 from autograder.grade.execute import ALL_PROBLEMS, combined_calls, isolated_calls, run_many, split_combined
 from autograder.sandbox import SandboxPool, SubmissionRun
 from conftest import CORE, HOSTILE, SANDBOX_LIMITS, key_module, needs_bwrap, replace_function
-from solutions import misconceptions
+from autograder.references import misconceptions
 
 
 @pytest.fixture(scope="module")

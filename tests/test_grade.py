@@ -20,8 +20,8 @@ from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.score import score_test
 from autograder.sandbox import CallResult, ProblemRun
-from solutions import misconceptions
-from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function
+from autograder.references import misconceptions
+from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function, said
 
 def results(out: Path, student: str) -> dict:
     return json.loads((out / "feedback" / student / "results.json").read_text())
@@ -214,7 +214,7 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
         run = subprocess.run([str(QKV), "grade", *args], capture_output=True, text=True, env=env)
         assert run.returncode == 1, args
         assert expected in run.stderr and "Traceback" not in run.stderr, run.stderr
-        assert len([line for line in run.stderr.splitlines() if line.strip()]) == 1, run.stderr
+        assert len(said(run.stderr)) == 1, run.stderr
     assert not (tmp_path / "new").exists(), "a refused option must leave no gradebook behind"
 
 

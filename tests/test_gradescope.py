@@ -20,7 +20,7 @@ import pytest
 
 from autograder.build.gradescope import REQUIREMENTS, TORCH
 from conftest import HOSTILE, ROOT, key_module, replace_function, require_bwrap
-from solutions import misconceptions
+from autograder.references import misconceptions
 
 FIXTURES = ROOT / "tests" / "fixtures" / "gradescope"
 # bwrap as it behaves in a container that may not make namespaces

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from solutions import numpy_ref as ref
+from autograder.references import numpy_ref as ref
 
 KEYS = np.array([[0.0, 1.0, 1.0], [4.0, 4.0, 0.0], [2.0, 3.0, 1.0]])
 VALUES = np.array([[1.0, 2.0, 3.0], [2.0, 8.0, 0.0], [2.0, 6.0, 3.0]])

@@ -11,7 +11,7 @@ import pytest
 
 from autograder.routes.class_grading import grade_class
 from conftest import key_module, replace_function
-from solutions import misconceptions
+from autograder.references import misconceptions
 
 CUSTOM_CHECKS = '''
 import numpy as np

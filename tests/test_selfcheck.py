@@ -50,7 +50,7 @@ from autograder.build.student import numeric_part_data
 from autograder.build.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
-from conftest import QKV, ROOT
+from conftest import QKV, ROOT, said
 
 FIXTURES = Path(__file__).parent / "fixtures" / "selfcheck"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
@@ -136,9 +136,9 @@ def embedded_function(implementation, target: str) -> str:
             return var
         source = inspect.getsource(module)
         deps = {}
-        for name, alias in re.findall(r"^from solutions import (\w+)(?: as (\w+))?\s*$", source, re.M):
-            deps[alias or name] = inline(importlib.import_module(f"solutions.{name}"))
-        source = re.sub(r"^from solutions import (\w+)(?: as (\w+))?\s*$", "", source, flags=re.M)
+        for name, alias in re.findall(r"^from \. import (\w+)(?: as (\w+))?\s*$", source, re.M):
+            deps[alias or name] = inline(importlib.import_module(f"autograder.references.{name}"))
+        source = re.sub(r"^from \. import (\w+)(?: as (\w+))?\s*$", "", source, flags=re.M)
         args = "".join(f", {alias}={var_}" for alias, var_ in deps.items())
         lines.append(f"{var} = _qkv_module({module.__name__!r}, {source!r}{args})")
         done.add(var)
@@ -800,7 +800,7 @@ def test_command_line_usage_errors_exit_2_with_one_line(numpy_release, tmp_path)
     assert run.returncode == 0 and summary_rows(run.stdout) == expected_summary(numpy_release, wrong=False), run.stderr
     missing = subprocess.run([str(QKV), "check", "attention-numpy", str(right), "--dist", str(tmp_path / "none")],
                              capture_output=True, text=True)
-    lines = [line for line in missing.stderr.splitlines() if line.strip()]
+    lines = said(missing.stderr)
     assert missing.returncode == 1 and len(lines) == 1 and "qkv build attention-numpy" in lines[0]
     absent = subprocess.run([str(QKV), "check", "attention-numpy", str(tmp_path / "absent.py"), "--dist",
                              str(numpy_release.out)], capture_output=True, text=True)

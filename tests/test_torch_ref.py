@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from solutions import numpy_ref as npr
-from solutions import torch_ref as tr
+from autograder.references import numpy_ref as npr
+from autograder.references import torch_ref as tr
 
 BATCH = (2, 3)
 N_Q, N_K, D = 5, 6, 8

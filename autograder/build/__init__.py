@@ -15,7 +15,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.bank.load import Bank, load_bank_strict
+from autograder import extras
+from autograder.bank.load import Bank
+from autograder.course.bank import load_course_bank_strict
+from autograder.course.find import Course, find_course
 from autograder.bank.validate import check_problem
 from autograder.build.gradescope import gradescope_zip
 from autograder.build.grading import grading_bundle
@@ -23,7 +26,7 @@ from autograder.build.manifest import Assignment, find_manifest, resolve_assignm
 from autograder.build.nbgrader_source import nbgrader_files
 from autograder.build.solution_key import key_files
 from autograder.build.student import student_files
-from autograder.bundle import bundle_files
+from autograder.bundle import bundle_files, written_problem_files
 from autograder.errors import QkvError
 
 
@@ -36,8 +39,9 @@ class BuildResult:
 
 def release_files(assignment: Assignment) -> dict[str, bytes]:
     bundle = grading_bundle(assignment)
-    written_sources = {w.id: assignment.problem_files[w.id].read_text(encoding="utf-8") for w in bundle.written}
-    grading = bundle_files(bundle, written_sources)
+    written = {path: data for w in bundle.written
+               for path, data in written_problem_files(w.id, assignment.problem_files[w.id]).items()}
+    grading = bundle_files(bundle, written)
     files = {f"autograder/{p}": b for p, b in grading.items()}
     files.update({f"student/{p}": b for p, b in student_files(assignment, bundle).items()})
     files.update({f"nbgrader/{p}": b for p, b in nbgrader_files(assignment, bundle).items()})
@@ -69,10 +73,16 @@ def write_atomically(out: Path, files: dict[str, bytes]) -> None:
         raise
 
 
-def build(name: str, out: Path | None = None, bank: Bank | None = None, assignments_root: Path | None = None) -> BuildResult:
-    bank = bank or load_bank_strict()
-    assignment = resolve_assignment(find_manifest(name, assignments_root), bank)
-    out = out or Path("dist") / assignment.name
+def build(name: str, out: Path | None = None, bank: Bank | None = None, assignments_root: Path | None = None,
+          course: Course | None = None) -> BuildResult:
+    """Build assignment `name` of `course` (default: the course found from here, course/find.py)."""
+    course = course or find_course()
+    bank = bank or load_course_bank_strict(course)
+    assignment = resolve_assignment(find_manifest(name, assignments_root or course.assignments), bank,
+                                    course.config.grading)
+    if assignment.track == "torch":
+        extras.require("torch", str(assignment.source))
+    out = out or course.output("dist", assignment.name)
     if out.exists() and not out.is_dir():
         raise QkvError(str(out), "output path exists and is not a folder")
     # the checks of `qkv validate`, so that a broken problem is named here instead of failing deep in a writer

@@ -8,21 +8,22 @@ exactly the pins of `requirements.txt`, which are proven to install on Python
 can. Then per submission `run_autograder` grades /autograder/submission into
 /autograder/results/results.json (autograder/routes/gradescope.py).
 
-At the zip's root beside the two scripts: the engine (`autograder/`), the
-portable runtime, the reference package (per-student answers are computed from
-it) and `bundle/`. Instructors only: it holds expected values and references,
+At the zip's root beside the two scripts: the engine (`autograder/`, with the
+bundled references as `autograder/references/`: per-student answers are computed
+from them), the portable runtime and `bundle/`. Instructors only: it holds expected values and references,
 and the route makes all of it readable by root alone before student code runs.
 """
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
 from autograder.archive import zip_bytes
 from autograder.build.manifest import Assignment
 
-PACKAGES = ("autograder", "solutions", "qkv_runtime")
+PACKAGES = ("autograder", "qkv_runtime")  # autograder.references are the bundled references
 # What grading imports, for Python 3.10 to 3.13: numpy 2.2 is the last minor release for 3.10.
 REQUIREMENTS = ("numpy==2.2.6", "pyyaml==6.0.3", "pydantic==2.12.5")
 TORCH = "torch==2.13.0"
@@ -61,11 +62,15 @@ def requirements(track: str) -> str:
 
 def _package_files(package: str) -> dict[str, bytes]:
     base = Path(str(resources.files(package)))
-    return {
-        f"{package}/{path.relative_to(base).as_posix()}": path.read_bytes()
-        for path in sorted(base.rglob("*"))
-        if path.is_file() and path.suffix in (".py", ".j2") and "__pycache__" not in path.parts
-    }
+    files = {}
+    # followlinks: in a checkout, autograder/references is a link to the repository's solutions/
+    for folder, dirs, names in os.walk(base, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            path = Path(folder) / name
+            if path.suffix in (".py", ".j2"):
+                files[f"{package}/{path.relative_to(base).as_posix()}"] = path.read_bytes()
+    return dict(sorted(files.items()))
 
 
 def gradescope_zip(assignment: Assignment, bundle_files: dict[str, bytes]) -> bytes:

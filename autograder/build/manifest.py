@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autograder.bank.load import Bank
 from autograder.bundle import module_name
+from autograder.grading_policy import GradingPolicy
 from qkv_runtime.limits import Limits
 from autograder.bank.model import ImplementProblem, Problem, ProblemId, Track
 from autograder.errors import QkvError
@@ -31,29 +32,6 @@ class _Strict(BaseModel):
 class ProblemEntry(_Strict):
     id: ProblemId
     points: float | None = Field(default=None, gt=0, le=1000)
-
-
-class GradingLimits(_Strict):
-    """Limits for running one submission; unset ones take qkv's defaults (qkv_runtime.limits.Limits)."""
-
-    load_seconds: float | None = Field(default=None, gt=0, le=3600)
-    problem_seconds: float | None = Field(default=None, gt=0, le=3600)
-    cpu_seconds: int | None = Field(default=None, gt=0, le=36000)
-    memory_bytes: int | None = Field(default=None, ge=64 * 1024**2, le=256 * 1024**3)
-    max_processes: int | None = Field(default=None, gt=0, le=4096)
-    max_output_bytes: int | None = Field(default=None, gt=0, le=10**9)
-    max_file_bytes: int | None = Field(default=None, gt=0, le=10**10)
-
-
-class GradingPolicy(_Strict):
-    """How student code of this assignment is run, in every route (qkv grade, Gradescope, pytest, self-check)."""
-
-    isolation: Literal["require", "allow-rlimits"] = Field(
-        default="require",
-        description="require: refuse to grade where student code could read the grader's files; "
-                    "allow-rlimits: fall back to resource limits only, with a warning",
-    )
-    limits: GradingLimits = GradingLimits()
 
 
 class Manifest(_Strict):
@@ -110,11 +88,14 @@ class Assignment:
 
     @property
     def limits(self) -> Limits:
-        return Limits(**self.manifest.grading.limits.model_dump(exclude_none=True))
+        return self.manifest.grading.runtime_limits()
 
 
 def default_assignments_root() -> Path:
-    return Path(__file__).resolve().parents[2] / "assignments"
+    """The bundled manifests (package data; the repository's assignments/)."""
+    from importlib import resources
+
+    return Path(str(resources.files("autograder").joinpath("bundled", "assignments")))
 
 
 def find_manifest(name_or_path: str, root: Path | None = None) -> Path:
@@ -160,8 +141,11 @@ def parse_manifest(path: Path) -> Manifest:
         raise QkvError(where, f"{_field(first['loc'])}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
-def resolve_assignment(path: Path, bank: Bank) -> Assignment:
+def resolve_assignment(path: Path, bank: Bank, defaults: GradingPolicy = GradingPolicy()) -> Assignment:
+    """The manifest at `path` with its problems looked up in `bank`; `defaults`: the course's grading policy,
+    for what the manifest leaves unset."""
     manifest = parse_manifest(path)
+    manifest = manifest.model_copy(update={"grading": manifest.grading.merged_over(defaults)})
     name = path.stem
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,59}", name):
         raise QkvError(str(path), "file name: an assignment name is lower-case letters, digits and dashes")

@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.bank.load import Bank, load_bank_strict
+from autograder.bank.load import Bank
+from autograder.course.bank import load_course_bank_strict
+from autograder.course.find import find_course
 from autograder.errors import QkvError
 from autograder.exam.select import Exam, ExamSpec, draw_exam
 
@@ -30,7 +32,7 @@ class ExamResult:
 
 
 def default_out(spec: ExamSpec) -> Path:
-    return Path("dist") / (f"exam-seed{spec.seed}" + (f"-{spec.student}" if spec.student else ""))
+    return find_course().output("dist", f"exam-seed{spec.seed}" + (f"-{spec.student}" if spec.student else ""))
 
 
 def exam_files(exam: Exam, fmt: str) -> dict[str, bytes]:
@@ -56,7 +58,7 @@ def write_exam(spec: ExamSpec, fmt: str = "md", out: Path | None = None, bank: B
         raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
     if spec.student is not None and not _STUDENT_ID.fullmatch(spec.student):
         raise QkvError("--student", "a student id is letters, digits, '.', '_' and '-' (at most 64)")
-    exam = draw_exam(bank or load_bank_strict(), spec)
+    exam = draw_exam(bank or load_course_bank_strict(find_course()), spec)
     files = exam_files(exam, fmt)  # everything is made before anything is written
     out = out or default_out(spec)
     if out.exists() and not out.is_dir():

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
+from autograder import extras
 from autograder.bundle import GradingBundle
 from autograder.errors import QkvError
 from autograder.grade.execute import run_many
@@ -48,6 +49,8 @@ class LocalRoute:
 def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str,
               protect: Sequence[Path]) -> SandboxPool:
     """A pool for the bundle's track (it starts nothing yet); refuses an isolation this machine cannot give."""
+    if bundle.track == "torch":
+        extras.require("torch", f"assignment {bundle.name}")
     try:
         return SandboxPool(bundle.track, jobs=jobs, limits=limits, isolation=isolation, protect=protect)
     except SandboxError as err:
@@ -67,6 +70,7 @@ def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits
     if jobs is not None:
         raise QkvError("--jobs", "with --cluster, each Dask worker grades as many submissions at once as it has "
                                  "threads (dask worker --nthreads); drop --jobs")
+    extras.require("cluster", "--cluster")
     from autograder.grade.cluster import cluster_route, parse_cluster_address  # dask loads only when asked for
 
     return cluster_route(parse_cluster_address(cluster), bundle, bundle_dir, limits, isolation)

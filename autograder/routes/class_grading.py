@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from autograder.bundle import GradingBundle, read_bundle
+from autograder.course.find import find_course
 from autograder.errors import QkvError
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import IntakeNote, Submission, intake
@@ -91,8 +92,9 @@ def grade_class(
     if timeout is not None:
         limits = dataclasses.replace(limits, load_seconds=timeout, problem_seconds=timeout)
     # checked before the gradebook exists, so bad options leave no file behind; starts nothing yet
-    routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster,
-                         protect=(bundle_dir, submissions_dir, out))
+    course = find_course()
+    secrets = (bundle_dir, submissions_dir, out) + (() if course.bundled else (course.root,))
+    routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster, protect=secrets)
     notes: list[str] = []
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
         mismatch = gradebook.check_assignment(bundle.name, bundle_fingerprint(bundle_dir))

@@ -26,7 +26,7 @@ from typing import Callable, Optional, Sequence
 
 REQUESTS = ("require", "allow-rlimits", "bwrap", "rlimits")
 PROBE_UID = 999_999  # an unused uid with no groups: what "others" may read
-ENGINE_PACKAGES = ("autograder", "solutions")
+ENGINE_PACKAGES = ("autograder",)  # the references are autograder.references
 
 
 class SandboxError(RuntimeError):

@@ -37,7 +37,7 @@ ETC_FILES = (
     "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
     "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
 )
-HIDDEN_PACKAGES = ("autograder", "solutions")  # importable from site-packages after a non-editable install
+HIDDEN_PACKAGES = ("autograder", "solutions")  # importable from site-packages after a non-editable install (solutions: older releases)
 ROOT_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_OVERRIDE")
 PASSED_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 

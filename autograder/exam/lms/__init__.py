@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.bank.load import Bank, load_bank_strict
+from autograder.bank.load import Bank
+from autograder.course.bank import load_course_bank_strict
+from autograder.course.find import find_course
 from autograder.bank.model import ImplementProblem, Problem
 from autograder.errors import QkvError
 from autograder.exam.lms.quiz import Quiz, build_quiz
@@ -40,7 +42,8 @@ def export_problems(name: str, bank: Bank, seed: int | None) -> tuple[str, str, 
         return ident, f"Transformer fundamentals: {prefix}", [(p, p.points) for p in chosen], seed or 0
     from autograder.build.manifest import find_manifest, resolve_assignment
 
-    assignment = resolve_assignment(find_manifest(name), bank)
+    course = find_course()
+    assignment = resolve_assignment(find_manifest(name, course.assignments), bank, course.config.grading)
     problems = [(a.problem, a.points) for a in assignment.problems]
     return assignment.name, assignment.manifest.title, problems, assignment.manifest.seed if seed is None else seed
 
@@ -48,7 +51,7 @@ def export_problems(name: str, bank: Bank, seed: int | None) -> tuple[str, str, 
 def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank: Bank | None = None) -> Export:
     if fmt not in FORMATS:
         raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
-    ident, title, problems, seed = export_problems(name, bank or load_bank_strict(), seed)
+    ident, title, problems, seed = export_problems(name, bank or load_course_bank_strict(find_course()), seed)
     code = sum(isinstance(p, ImplementProblem) for p, _ in problems)
     if code == len(problems):
         raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
@@ -69,7 +72,7 @@ def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank
 
 
 def write_export(result: Export, out: Path | None) -> Path:
-    path = out or Path("dist") / result.default_name
+    path = out or find_course().output("dist", result.default_name)
     if path.is_dir():
         raise QkvError(str(path), "is a folder; --out takes a file name")
     try:

@@ -1,0 +1,31 @@
+"""The optional parts of qkv (pip extras): whether one is installed, and the one line that says how to get it.
+
+The core builds, grades and self-checks the NumPy track. `torch` adds the torch
+track, `cluster` grading on Dask, `nbgrader` running the nbgrader course folder
+(qkv itself only writes it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from autograder.errors import QkvError
+
+EXTRAS = {
+    "torch": ("torch", "the torch track needs PyTorch"),
+    "cluster": ("distributed", "grading on a Dask cluster needs dask and distributed"),
+    "nbgrader": ("nbgrader", "the nbgrader route needs nbgrader and a Jupyter kernel"),
+}
+
+
+def available(extra: str) -> bool:
+    return importlib.util.find_spec(EXTRAS[extra][0]) is not None
+
+
+def install_hint(extra: str) -> str:
+    return f"{EXTRAS[extra][1]}: pip install 'qkv[{extra}]'"
+
+
+def require(extra: str, where: str) -> None:
+    if not available(extra):
+        raise QkvError(where, install_hint(extra))
