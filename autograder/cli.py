@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -164,15 +165,33 @@ def build(name: str, out: Path | None) -> None:
               help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
                    "resource limits only (student code can read your files); default: the assignment's policy")
 @click.option("--cluster", metavar="ADDRESS",
-              help="grade on Dask: a scheduler's tcp://HOST:8786, or local:N to start N worker processes here")
+              help="grade on Dask: a scheduler's tls://HOST:8786 (or tcp://, unencrypted: trusted networks only), "
+                   "local:N to start N worker processes here, local-tls:N the same encrypted")
+@click.option("--tls-ca", type=click.Path(path_type=Path), metavar="FILE",
+              help="with a tls:// --cluster: the cluster's CA certificate "
+                   "(default: Dask's distributed.comm.tls.ca-file)")
+@click.option("--tls-cert", type=click.Path(path_type=Path), metavar="FILE",
+              help="with a tls:// --cluster: this client's certificate (default: distributed.comm.tls.client.cert)")
+@click.option("--tls-key", type=click.Path(path_type=Path), metavar="FILE",
+              help="with a tls:// --cluster: this client's private key (default: distributed.comm.tls.client.key, "
+                   "or the key in the --tls-cert file)")
 def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
-          timeout: float | None, regrade: bool, isolation: str | None, cluster: str | None) -> None:
+          timeout: float | None, regrade: bool, isolation: str | None, cluster: str | None,
+          tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None) -> None:
     """Grade every submission in SUBMISSIONS for assignment NAME (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autograder.build.manifest import find_manifest
+    from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
     from autograder.report.summary import gradebook_table, summary_table
     from autograder.routes.class_grading import grade_class
+
+    def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+        if issubclass(category, PlaintextClusterWarning):
+            err_console.print(f"[bold red]WARNING:[/] {escape(terminal_safe(str(message)))}",
+                              highlight=False, soft_wrap=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
 
     course = current_course()
     dist = dist or course.output("dist", name)
@@ -181,10 +200,13 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
         raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
     out = out or course.output("grades", name)
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=err_console, transient=True) as bar:
+                  TextColumn("{task.description}"), console=err_console, transient=True) as bar, \
+            warnings.catch_warnings():
+        shown = warnings.showwarning
+        warnings.showwarning = show_warning  # the plaintext-cluster warning as one line, when it is raised
         task = bar.add_task("", total=None)
         run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade,
-                          isolation=isolation, cluster=cluster,
+                          isolation=isolation, cluster=cluster, tls=TlsFiles(tls_ca, tls_cert, tls_key),
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=student))
     for note in run.notes:

@@ -1,7 +1,10 @@
 """Grading on a Dask cluster: an address, the bundle folder and runnable submissions in; (submission, result, isolation) out, as each completes.
 
-`qkv grade --cluster tcp://host:8786` uses a running `dask scheduler`;
-`--cluster local:N` starts a LocalCluster of N worker processes here.
+`qkv grade --cluster tls://host:8786` uses a running `dask scheduler` started with
+certificates (cluster_security.py says why and checks the client's); `tcp://` one
+without them, trusted network only; `--cluster local:N` starts a LocalCluster of N
+worker processes here, and `local-tls:N` the same one encrypted with temporary
+certificates.
 
 This process reads the submissions and sends each one's program; workers
 need no shared file system. The bundle's files travel once per Dask worker
@@ -24,7 +27,9 @@ import hashlib
 import logging
 import re
 import shutil
+import ssl
 import tempfile
+import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
@@ -37,6 +42,8 @@ from distributed import Client, Future, KilledWorker, LocalCluster, Worker, Work
 
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
+from autograder.grade.cluster_security import (PlaintextClusterWarning, TlsFiles, client_security, is_encrypted,
+                                                plaintext_warning, temporary_security)
 from autograder.grade.intake import Submission
 from autograder.grade.execute import run_submission
 from autograder.grade.score import grade_submission
@@ -44,7 +51,6 @@ from autograder.results import SubmissionResult
 from autograder.sandbox import Limits, SandboxPool
 
 WORKER_WAIT_SECONDS = 60.0
-CONNECT_SECONDS = 30.0
 # Tasks in flight per worker thread: enough to keep every thread busy between round
 # trips and, above 2, to make Dask queue them (see `send`); few enough that the
 # sources of a large class never pile up in the scheduler's memory.
@@ -56,24 +62,43 @@ WORKER_LOST_STATUS = "worker_lost"
 
 @dataclass(frozen=True)
 class ClusterAddress:
-    scheduler: str | None  # address of a running scheduler, e.g. tcp://host:8786
+    scheduler: str | None  # address of a running scheduler, e.g. tls://host:8786
     local_workers: int  # when scheduler is None: worker processes of a LocalCluster started here
+    local_tls: bool = False  # that LocalCluster encrypted with temporary certificates
 
     def __str__(self) -> str:
-        return self.scheduler or f"local:{self.local_workers}"
+        return self.scheduler or f"local{'-tls' if self.local_tls else ''}:{self.local_workers}"
 
 
 def parse_cluster_address(text: str) -> ClusterAddress:
-    """`tcp://HOST:PORT` (any Dask comm scheme) or `local:N`; anything else is a QkvError."""
-    local = re.fullmatch(r"local:(\d+)", text)
+    """`tls://HOST:PORT` (any Dask comm scheme), `local:N` or `local-tls:N`; anything else is a QkvError."""
+    local = re.fullmatch(r"local(-tls)?:(\d+)", text)
     if local:
-        workers = int(local.group(1))
+        workers = int(local.group(2))
         if not 1 <= workers <= MAX_LOCAL_WORKERS:
             raise QkvError("--cluster", f"local:N needs 1 <= N <= {MAX_LOCAL_WORKERS}, not {workers}")
-        return ClusterAddress(None, workers)
+        return ClusterAddress(None, workers, local_tls=bool(local.group(1)))
     if re.fullmatch(r"[a-z]+://\S+", text):
         return ClusterAddress(text, 0)
-    raise QkvError("--cluster", f"'{text}' is neither a scheduler address (tcp://HOST:8786) nor local:N")
+    raise QkvError("--cluster", f"'{text}' is neither a scheduler address (tls://HOST:8786, tcp://HOST:8786) "
+                                "nor local:N or local-tls:N")
+
+
+def cluster_security(address: ClusterAddress, tls: TlsFiles):
+    """distributed's `Security` for `address` (None: Dask's defaults, unencrypted), or a QkvError for certificates
+    that would go unused: an instructor who gives them believes the run is encrypted."""
+    given = tls.given()
+    if address.scheduler is None:
+        if given:
+            raise QkvError(given[0], f"{address} starts its cluster here and makes no use of certificates; "
+                                     "local-tls:N encrypts it with temporary ones")
+        return temporary_security() if address.local_tls else None
+    if is_encrypted(address.scheduler):
+        return client_security(address.scheduler, tls)
+    if given:
+        raise QkvError(given[0], f"{address.scheduler} is not a TLS address, so the certificates would go unused; "
+                                 "a scheduler started with certificates listens on tls://HOST:PORT")
+    return None
 
 
 def bundle_file_bytes(bundle_dir: Path) -> dict[str, bytes]:
@@ -186,38 +211,67 @@ class ClusterRoute:
 
 
 @contextmanager
-def connect(address: ClusterAddress) -> Iterator[Client]:
-    """A client of the scheduler at `address`, or of a LocalCluster started here for `local:N`."""
+def connect(address: ClusterAddress, security=None) -> Iterator[Client]:
+    """A client of the scheduler at `address`, or of a LocalCluster started here for `local:N`;
+    `security` (distributed's Security, from `cluster_security`) encrypts and authenticates it."""
     if address.scheduler is None:
         # One thread and one sandbox slot per worker; saturation 1.0 hands each worker only the task it
         # runs, so a worker that dies takes no queued neighbour with it (each death counts against a
         # task's allowed failures).
-        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+        settings: dict = {"distributed.scheduler.worker-saturation": 1.0}
+        if security:
+            # its plain-HTTP status pages (on 127.0.0.1, dashboard or not) show any local user the task names,
+            # which name the students
+            settings["distributed.scheduler.http.routes"] = []
+        with dask.config.set(settings):
             cluster = LocalCluster(n_workers=address.local_workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
-        with cluster, Client(cluster) as client:
+                                   dashboard_address=None, silence_logs=logging.ERROR,
+                                   protocol="tls://" if security else None, security=security)
+        with cluster, Client(cluster) as client:  # the client takes the cluster's certificates
             yield client
         return
+    warning = plaintext_warning(address.scheduler)
+    if warning:  # before the first byte goes out
+        warnings.warn(warning, PlaintextClusterWarning, stacklevel=2)
     try:
-        client = Client(address.scheduler, timeout=CONNECT_SECONDS)
+        # the connect timeout is Dask's (distributed.comm.timeouts.connect, 30 s by default)
+        client = Client(address.scheduler, security=security)
     except (OSError, TimeoutError) as err:
-        raise QkvError(address.scheduler, f"cannot reach the Dask scheduler ({err})") from None
+        raise QkvError(address.scheduler, connect_failure(err)) from None
+    except Exception as err:  # noqa: BLE001 - something else answered: distributed fails as it decodes the reply
+        reply = " ".join(str(err).split())[:200]
+        raise QkvError(address.scheduler, f"no Dask scheduler answered there ({type(err).__name__}: {reply}); "
+                                          "is it the scheduler's address?") from None
     with client:
         yield client
 
 
+def connect_failure(err: BaseException) -> str:
+    """One line on why the client could not connect; a refused TLS handshake says what to check."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(str(err).split())
+    if cause is not None or "TLS" in text or "SSL" in text:
+        reason = getattr(cause, "reason", None) or text
+        return (f"the TLS handshake with the Dask scheduler failed ({reason}): the scheduler's certificate must be "
+                "signed by the CA of --tls-ca, and --tls-cert by the CA the scheduler was started with")
+    return f"cannot reach the Dask scheduler ({text})"
+
+
 @contextmanager
 def cluster_route(address: ClusterAddress, bundle: GradingBundle, bundle_dir: Path, limits: Limits,
-                  isolation: str) -> Iterator[ClusterRoute]:
+                  isolation: str, security=None) -> Iterator[ClusterRoute]:
     """Connect, install the grader on every worker, and give the route that grades there."""
     files = bundle_file_bytes(bundle_dir)
     grader = grader_name(files, limits, isolation)
-    with connect(address) as client:
+    with connect(address, security) as client:
         try:
             client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
         except TimeoutError:
+            flags = " --tls-ca-file CA --tls-cert CERT --tls-key KEY" if security else ""
             raise QkvError(str(address), f"no Dask worker joined in {WORKER_WAIT_SECONDS:g} s; "
-                                         f"start some with `dask worker {address}`") from None
+                                         f"start some with `dask worker {address}{flags}`") from None
         try:
             client.register_plugin(GraderPlugin(grader, files, limits, isolation))
         except Exception as err:  # noqa: BLE001 - re-raised from a worker, any type

@@ -15,6 +15,7 @@ from typing import Protocol
 from autograder import extras
 from autograder.bundle import GradingBundle
 from autograder.errors import QkvError
+from autograder.grade.cluster_security import TlsFiles
 from autograder.grade.execute import run_many
 from autograder.grade.intake import Submission
 from autograder.grade.score import grade_submission
@@ -64,13 +65,20 @@ def _local(bundle: GradingBundle, pool: SandboxPool) -> Iterator[LocalRoute]:
 
 
 def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits: Limits, isolation: str,
-               cluster: str | None, protect: Sequence[Path] = ()) -> AbstractContextManager[Route]:
+               cluster: str | None, protect: Sequence[Path] = (),
+               tls: TlsFiles = TlsFiles()) -> AbstractContextManager[Route]:
     if cluster is None:
+        if tls.given():
+            raise QkvError(tls.given()[0], "certificates are for a tls:// --cluster; without --cluster, "
+                                           "grading runs here")
         return _local(bundle, make_pool(bundle, jobs, limits, isolation, protect))
     if jobs is not None:
         raise QkvError("--jobs", "with --cluster, each Dask worker grades as many submissions at once as it has "
                                  "threads (dask worker --nthreads); drop --jobs")
     extras.require("cluster", "--cluster")
-    from autograder.grade.cluster import cluster_route, parse_cluster_address  # dask loads only when asked for
+    # dask loads only when asked for
+    from autograder.grade.cluster import cluster_route, cluster_security, parse_cluster_address
 
-    return cluster_route(parse_cluster_address(cluster), bundle, bundle_dir, limits, isolation)
+    address = parse_cluster_address(cluster)
+    # the certificates are checked now, before the gradebook exists; the connection waits for the `with`
+    return cluster_route(address, bundle, bundle_dir, limits, isolation, cluster_security(address, tls))

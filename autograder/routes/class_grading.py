@@ -19,6 +19,7 @@ from typing import Callable, Optional
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.course.find import find_course
 from autograder.errors import QkvError
+from autograder.grade.cluster_security import TlsFiles
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import IntakeNote, Submission, intake
 from autograder.grade.route import open_route
@@ -78,11 +79,13 @@ def grade_class(
     isolation: Optional[str] = None,
     progress: Optional[Callable[[int, int, str], None]] = None,
     cluster: Optional[str] = None,
+    tls: TlsFiles = TlsFiles(),
 ) -> GradeRun:
     """Grade every new or changed submission of `submissions_dir`; `progress(done, total, student)` is called after each.
 
     `timeout` overrides the bundle's load and per-problem seconds; `isolation` its policy
-    (sandbox/isolation.py); `cluster` (tcp://HOST:PORT or local:N) grades on Dask workers.
+    (sandbox/isolation.py); `cluster` (tls://HOST:PORT, tcp://HOST:PORT, local:N or local-tls:N) grades on Dask
+    workers, and `tls` holds the client certificates of a tls:// one (default: Dask's config).
     """
     if not submissions_dir.is_dir():
         what = "is a file, not a folder of submissions" if submissions_dir.exists() else "no such folder of submissions"
@@ -94,7 +97,8 @@ def grade_class(
     # checked before the gradebook exists, so bad options leave no file behind; starts nothing yet
     course = find_course()
     secrets = (bundle_dir, submissions_dir, out) + (() if course.bundled else (course.root,))
-    routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster, protect=secrets)
+    routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster, protect=secrets,
+                         tls=tls)
     notes: list[str] = []
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
         mismatch = gradebook.check_assignment(bundle.name, bundle_fingerprint(bundle_dir))
