@@ -28,7 +28,7 @@ import distributed
 
 from autograder.build import build
 from autograder.build.solution_key import key_module
-from autograder.grade import grade_class
+from autograder.routes.class_grading import grade_class
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cluster.json"
 STUB_EVERY = 10

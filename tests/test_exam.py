@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from conftest import said
 from click.testing import CliRunner
 from PIL import Image
 
@@ -98,8 +100,8 @@ def test_cli_errors_are_one_line_with_exit_code_1(tmp_path):
                  ["exam", "--student", "bad id!"]):
         result = runner.invoke(main, args + ["--out", str(tmp_path / "x")])
         assert result.exit_code == 1, result.output
-        assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
-        assert result.output.startswith("error: --")
+        assert "Traceback" not in result.output and len(said(result.output)) == 1, result.output
+        assert said(result.output)[0].startswith("error: --")
 
 
 # -------------------------------------------------------------- documents
@@ -362,11 +364,11 @@ def test_missing_renderers_are_named_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr("autograder.exam.pdf.find_browser", lambda: None)
     result = runner.invoke(main, ["exam", "--count", "2", "--format", "pdf", "--out", str(tmp_path / "p")])
     assert result.exit_code == 1 and "apt-get install chromium" in result.output
-    assert len(result.output.strip().splitlines()) == 1 and not (tmp_path / "p").exists()
+    assert len(said(result.output)) == 1 and not (tmp_path / "p").exists()
     monkeypatch.setenv("QKV_KATEX_DIR", str(tmp_path / "no-katex"))
     result = runner.invoke(main, ["exam", "--count", "2", "--format", "html", "--out", str(tmp_path / "h")])
     assert result.exit_code == 1 and "libjs-katex" in result.output
-    assert len(result.output.strip().splitlines()) == 1
+    assert len(said(result.output)) == 1
 
 
 def test_nested_topics_each_get_their_own_problems(bank):

@@ -14,6 +14,8 @@ import zipfile
 
 import numpy as np
 import pytest
+
+from conftest import said
 from click.testing import CliRunner
 
 from autograder.bank.model import NumericProblem
@@ -255,7 +257,7 @@ def test_topic_export_and_errors(tmp_path):
     assert "left out 1 code problem" in result.output and out.read_text().startswith("// qkv export")
     for args in (["export", "no-such", "--format", "gift"], ["export", "topic:nope", "--format", "qti"]):
         result = runner.invoke(main, args)
-        assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+        assert result.exit_code == 1 and len(said(result.output)) == 1, result.output
 
 
 def test_a_topic_of_code_problems_only_is_refused(bank):
