@@ -33,7 +33,7 @@ from distributed import LocalCluster, Security, default_client
 from autograder.errors import QkvError
 from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles, plaintext_warning
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
-from conftest import QKV, ROOT, graded_so_far, key_module, replace_function
+from conftest import QKV, ROOT, graded_so_far, key_module, replace_function, said
 from solutions import misconceptions
 
 TLS_CONFIG_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
@@ -249,7 +249,7 @@ def test_cli_warns_once_on_stderr_before_it_connects_to_a_plain_address_on_anoth
                           "--out", str(tmp_path / "out"), "--cluster", "tcp://203.0.113.9:8786"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 1
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    lines = said(run.stderr)
     assert len(lines) == 2 and "Traceback" not in run.stderr, run.stderr
     assert lines[0].startswith("WARNING: tcp://203.0.113.9:8786 is a plain tcp:// address")
     assert "must never be reachable from untrusted networks" in lines[0]
@@ -321,7 +321,7 @@ def test_cli_tls_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_pat
                "--out", str(tmp_path / "out"), "--cluster", "tls://192.0.2.7:8786", *extra]
     run = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment())
     assert run.returncode == 1
-    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    lines = said(run.stderr)
     assert len(lines) == 1 and lines[0].startswith(expected), run.stderr
     assert not (tmp_path / "out").exists()
 
