@@ -26,7 +26,7 @@ import numpy as np
 
 from . import answers
 from .compare import compare, select
-from .values import exception_text, to_arrays
+from .values import exception_text, to_arrays, to_track
 
 
 def array(dtype: str, shape: Sequence[int], data: str) -> np.ndarray:
@@ -92,16 +92,6 @@ def _print_notes(notes: List[str]) -> None:
         print("  (ignored for grading) " + "; ".join(unique[:4]) + (" ..." if len(unique) > 4 else ""))
 
 
-def _to_track(value: Any, track: str) -> Any:
-    if isinstance(value, np.ndarray):
-        value = value.copy()  # each call gets inputs no earlier call has touched
-        if track == "torch":
-            import torch
-
-            return torch.from_numpy(value)
-    return value
-
-
 class CodeTests:
     """The tests of one function; score() is the points earned (each test: points * weight / total weight)."""
 
@@ -131,8 +121,8 @@ class CodeTests:
             return f"{self.function} is not defined: run its cell first"
         with _quiet(self.notes):
             try:
-                value = function(*[_to_track(a, self.track) for a in args],
-                                 **{k: _to_track(v, self.track) for k, v in kwargs.items()})
+                value = function(*[to_track(a, self.track) for a in args],
+                                 **{k: to_track(v, self.track) for k, v in kwargs.items()})
             except Exception as err:  # noqa: BLE001 - the student's exception is the test's result
                 if error is not None and type(err).__name__ == error:
                     return None

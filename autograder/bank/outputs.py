@@ -13,7 +13,7 @@ import numpy as np
 
 from autograder.bank.inputs import call_arguments
 from autograder.bank.model import TestCase, Track
-from qkv_runtime.values import to_arrays
+from qkv_runtime.values import to_arrays, to_track
 
 Outputs = tuple[np.ndarray, ...]
 
@@ -24,14 +24,6 @@ def as_outputs(value: Any) -> Outputs:
     if isinstance(arrays, str):
         raise TypeError(arrays)
     return tuple(arrays)
-
-
-def to_track(value: Any, track: Track) -> Any:
-    if track == "torch" and isinstance(value, np.ndarray):
-        import torch
-
-        return torch.from_numpy(value.copy())
-    return value
 
 
 def run_trusted(function: Callable[..., Any], test: TestCase, track: Track = "numpy") -> Outputs:

@@ -28,6 +28,7 @@ from qkv_runtime.values import (
     is_out_of_memory,
     plain_answers,
     to_arrays,
+    to_track,
 )
 from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, encode_frame, pack_arrays, write_all
 
@@ -178,14 +179,7 @@ def relay(pid: int, read_fd: int) -> None:
 
 
 def argument(spec: Dict[str, Any], job: Job) -> Any:
-    if "a" not in spec:
-        return spec["v"]
-    array = job.arrays[spec["a"]].copy()  # each call gets inputs no earlier call has touched
-    if job.track == "torch":
-        import torch
-
-        return torch.from_numpy(array)
-    return array
+    return to_track(job.arrays[spec["a"]], job.track) if "a" in spec else spec["v"]
 
 
 def run_calls(job: Job, namespace: Dict[str, Any], problem: Dict[str, Any], write_fd: int) -> None:
