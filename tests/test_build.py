@@ -21,7 +21,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import build
 from autograder.build.manifest import find_manifest, resolve_assignment
-from autograder.build.reference_source import solution_body
+from autograder.bank.reference_source import solution_body
 from autograder.bundle import read_bundle
 from autograder.errors import QkvError
 from conftest import QKV, ROOT

@@ -47,7 +47,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import build
 from autograder.build.manifest import Assignment, default_assignments_root, find_manifest, resolve_assignment
-from autograder.build.reference_source import solution_body
+from autograder.bank.reference_source import solution_body
 from autograder.build.student_text import CLASS, TRACK_IMPORTS, written_prompt
 from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 

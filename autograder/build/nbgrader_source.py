@@ -43,7 +43,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build.manifest import AssignedProblem, Assignment
 from autograder.build.notebook import KERNELSPEC
-from autograder.build.reference_source import reference_body
+from autograder.bank.reference_source import reference_body
 from autograder.build.solution_key import written_answer
 from autograder.build.student_text import TRACK_IMPORTS, docstring, placeholder, problem_markdown
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle

@@ -19,7 +19,7 @@ from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, Numer
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import Variant, variant_for
 from autograder.build.manifest import Assignment
-from autograder.build.reference_source import reference_body
+from autograder.bank.reference_source import reference_body
 from autograder.build.student_text import TRACK_IMPORTS
 
 
