@@ -50,14 +50,14 @@ def main() -> None:
 def validate(path: Path | None) -> None:
     """Check every problem file under PATH (default: the bundled bank)."""
     from autograder.bank.validate import validate_path
+    from autograder.kinds import KINDS
 
     bank, findings = validate_path(path)
     for finding in findings:
         err_console.print(f"[red]{escape(str(finding))}[/]", highlight=False, soft_wrap=True)
     table = Table(title=f"Question bank: {bank.root}")
-    kinds = ["implement", "numeric", "shape", "true_false", "multiple_choice"]
     table.add_column("topic")
-    for kind in kinds:
+    for kind in KINDS:
         table.add_column(kind, justify="right")
     table.add_column("points", justify="right")
     by_topic: dict[str, Counter] = {}
@@ -66,7 +66,7 @@ def validate(path: Path | None) -> None:
         counts[problem.kind] += 1
         counts["points"] += problem.points
     for topic, counts in sorted(by_topic.items()):
-        table.add_row(topic, *[str(counts[k] or "") for k in kinds], f"{counts['points']:g}")
+        table.add_row(topic, *[str(counts[k] or "") for k in KINDS], f"{counts['points']:g}")
     console.print(table)
     if findings:
         files = len({finding.where.split(":")[0] for finding in findings})
@@ -208,9 +208,10 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
     from autograder.bank.load import load_bank_strict
     from autograder.exam.drill import run_drill
     from autograder.exam.select import DEFAULT_KINDS, ExamSpec, draw_exam, parse_list, topic_groups
+    from autograder.kinds import KINDS
 
     chosen_kinds = parse_list(kinds) or DEFAULT_KINDS
-    if "implement" in chosen_kinds:
+    if any(KINDS[k].code for k in chosen_kinds if k in KINDS):
         raise QkvError("--kinds", "the drill cannot run code: practise implement problems with `qkv build` and `qkv check`")
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     bank = load_bank_strict()

@@ -13,30 +13,29 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from autograder.bank.answers import (
+from qkv_runtime.answers import (
     AnswerFormatError,
-    check_choice,
-    check_part,
-    check_shape,
-    check_true_false,
     evaluate_dim,
-    expected_shape,
     parse_bool,
     parse_choice,
     parse_numbers,
     parse_shape,
 )
 from autograder.bank.load import Bank, load_bank, parse_problem
-from autograder.bank.model import (
+from autograder.bank.model import Tolerance
+from autograder.kinds import (
     ImplementProblem,
     MultipleChoiceProblem,
     NumericProblem,
     ShapeProblem,
-    Tolerance,
     TrueFalseProblem,
+    kind_of,
 )
+from autograder.kinds.multiple_choice import check_choice
+from autograder.kinds.numeric import check_part
+from autograder.kinds.shape import check_shape, expected_shape
+from autograder.kinds.true_false import check_true_false
 from qkv_runtime.compare import compare
-from autograder.bank.render import render_prompt, render_solution
 from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
 from autograder.bank.variants import draw_variant, lecture_variant
@@ -340,7 +339,7 @@ def test_numeric_texts_render_for_lecture_and_drawn_variants(bank: Bank) -> None
         variants = ([lecture_variant(problem)] if problem.lecture_example else []) + (
             [draw_variant(problem, s) for s in range(5)] if problem.parameters else [])
         for variant in variants:
-            prompt, solution = render_prompt(problem, variant), render_solution(problem, variant)
+            prompt, solution = kind_of(problem).prompt_text(problem, variant), kind_of(problem).solution_text(problem, variant)
             assert "{{" not in prompt + solution and "{%" not in prompt + solution, problem.id
             assert "nan" not in prompt + solution, problem.id
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from autograder.bank.load import Bank, load_bank
-from autograder.bank.model import ImplementProblem, NumericProblem
+from autograder.kinds import ImplementProblem, NumericProblem
 from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import select
 from autograder.bank.resolve import resolve

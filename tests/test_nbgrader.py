@@ -40,7 +40,7 @@ from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator
 
 from autograder.bank.load import load_bank_strict
-from autograder.bank.model import KINDS, ImplementProblem, NumericProblem
+from autograder.kinds import KINDS, ImplementProblem, NumericProblem
 from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import compare, select
 from autograder.bank.resolve import resolve

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.bank.load import Bank, load_bank_strict
-from autograder.bank.model import ImplementProblem, Problem
 from autograder.errors import QkvError
 from autograder.exam.lms.quiz import Quiz, build_quiz
+from autograder.kinds import Problem, kind_of
 
 FORMATS = {"qti": ".zip", "moodle": ".xml", "gift": ".gift.txt"}
 TOPIC_PREFIX = "topic:"
@@ -49,7 +49,7 @@ def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank
     if fmt not in FORMATS:
         raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
     ident, title, problems, seed = export_problems(name, bank or load_bank_strict(), seed)
-    code = sum(isinstance(p, ImplementProblem) for p, _ in problems)
+    code = sum(kind_of(p).code for p, _ in problems)
     if code == len(problems):
         raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
     quiz = build_quiz(ident, title, problems, seed, variants, split_entries=fmt != "moodle")
