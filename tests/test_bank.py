@@ -24,6 +24,7 @@ from qkv_runtime.answers import (
 from autograder.bank.load import Bank, load_bank, parse_problem
 from autograder.bank.model import Tolerance
 from autograder.kinds import (
+    KINDS,
     ImplementProblem,
     MultipleChoiceProblem,
     NumericProblem,
@@ -457,15 +458,23 @@ def test_answers_checked_against_a_part() -> None:
 # ------------------------------------------------------------------------ docs
 
 
-def test_examples_in_the_schema_page_are_valid_problems() -> None:
+def _schema_page_examples() -> dict[str, str]:
     text = (ROOT / "docs" / "question-bank.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
-    kinds = set()
-    for block in blocks:
-        problem = parse_problem(block, "docs/question-bank.md")
-        kinds.add(problem.kind)
-        assert check_problem(problem) == [], problem.id
-    assert kinds == {"implement", "numeric", "shape", "true_false", "multiple_choice"}
+    return {re.search(r"^kind: (\w+)$", block, flags=re.M).group(1): block for block in blocks}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_schema_page_has_a_valid_example_of_every_kind(kind: str) -> None:
+    examples = _schema_page_examples()
+    assert kind in examples, f"docs/question-bank.md has no example of {kind}"
+    problem = parse_problem(examples[kind], "docs/question-bank.md")
+    assert kind_of(problem) is KINDS[kind]
+    assert check_problem(problem) == [], problem.id
+
+
+def test_every_example_in_the_schema_page_is_of_a_registered_kind() -> None:
+    assert set(_schema_page_examples()) <= set(KINDS)
 
 
 def test_nothing_reads_the_course_notes() -> None:
