@@ -174,7 +174,7 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
 
 @main.command()
 @click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking/causal (default: all)")
-@click.option("--kinds", metavar="K,...", help="problem kinds (default: numeric,shape,true_false,multiple_choice)")
+@click.option("--kinds", metavar="K,...", help="problem kinds, as `qkv validate` lists them (default: every kind but code)")
 @click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="number of problems")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="picks the problems and their numbers")
 @click.option("--student", metavar="ID", help="numbers of this student's own (the problems stay those of the seed)")
@@ -198,7 +198,7 @@ def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: 
 
 @main.command()
 @click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking (default: all)")
-@click.option("--kinds", metavar="K,...", help="problem kinds (default: numeric,shape,true_false,multiple_choice)")
+@click.option("--kinds", metavar="K,...", help="problem kinds, as `qkv validate` lists them (default: every kind but code)")
 @click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="problems (at most the topic's)")
 @click.option("--seed", type=click.IntRange(0), help="the same seed gives the same drill (default: a new one)")
 def practice(topics: str | None, kinds: str | None, count: int, seed: int | None) -> None:
