@@ -27,7 +27,8 @@ KINDS: dict[str, Kind] = {kind.name: kind for kind in (IMPLEMENT, NUMERIC, SHAPE
 
 
 def _union(models: tuple[type[ProblemBase], ...]):
-    return Annotated[Union[models], Field(discriminator="kind")]  # noqa: UP007 - a Union of a tuple of classes
+    # Union[...] rather than `|`: it takes the tuple of however many models are registered
+    return Annotated[Union[models], Field(discriminator="kind")]
 
 
 Problem = _union(tuple(kind.model for kind in KINDS.values()))
