@@ -98,6 +98,7 @@ def validate(path: Path | None) -> None:
     from autograder.bank.load import load_bank
     from autograder.bank.validate import validate_report
     from autograder.course.bank import load_course_bank
+    from autograder.kinds import KINDS
 
     report = load_bank(path) if path is not None else load_course_bank(current_course())
     bank, findings = report.bank, validate_report(report)
@@ -107,9 +108,8 @@ def validate(path: Path | None) -> None:
     for finding in findings:
         err_console.print(f"[red]{escape(str(finding))}[/]", highlight=False, soft_wrap=True)
     table = Table(title=f"Question bank: {bank.root}")
-    kinds = ["implement", "numeric", "shape", "true_false", "multiple_choice"]
     table.add_column("topic")
-    for kind in kinds:
+    for kind in KINDS:
         table.add_column(kind, justify="right")
     table.add_column("points", justify="right")
     by_topic: dict[str, Counter] = {}
@@ -118,7 +118,7 @@ def validate(path: Path | None) -> None:
         counts[problem.kind] += 1
         counts["points"] += problem.points
     for topic, counts in sorted(by_topic.items()):
-        table.add_row(topic, *[str(counts[k] or "") for k in kinds], f"{counts['points']:g}")
+        table.add_row(topic, *[str(counts[k] or "") for k in KINDS], f"{counts['points']:g}")
     console.print(table)
     if findings:
         files = len({finding.where.split(":")[0] for finding in findings})
@@ -253,7 +253,7 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
 
 @main.command()
 @click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking/causal (default: all)")
-@click.option("--kinds", metavar="K,...", help="problem kinds (default: numeric,shape,true_false,multiple_choice)")
+@click.option("--kinds", metavar="K,...", help="problem kinds, as `qkv validate` lists them (default: every kind but code)")
 @click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="number of problems")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="picks the problems and their numbers")
 @click.option("--student", metavar="ID", help="numbers of this student's own (the problems stay those of the seed)")
@@ -277,7 +277,7 @@ def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: 
 
 @main.command()
 @click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking (default: all)")
-@click.option("--kinds", metavar="K,...", help="problem kinds (default: numeric,shape,true_false,multiple_choice)")
+@click.option("--kinds", metavar="K,...", help="problem kinds, as `qkv validate` lists them (default: every kind but code)")
 @click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="problems (at most the topic's)")
 @click.option("--seed", type=click.IntRange(0), help="the same seed gives the same drill (default: a new one)")
 def practice(topics: str | None, kinds: str | None, count: int, seed: int | None) -> None:
@@ -287,9 +287,10 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
     from autograder.course.bank import load_course_bank_strict
     from autograder.exam.drill import run_drill
     from autograder.exam.select import DEFAULT_KINDS, ExamSpec, draw_exam, parse_list, topic_groups
+    from autograder.kinds import KINDS
 
     chosen_kinds = parse_list(kinds) or DEFAULT_KINDS
-    if "implement" in chosen_kinds:
+    if any(KINDS[k].code for k in chosen_kinds if k in KINDS):
         raise QkvError("--kinds", "the drill cannot run code: practise implement problems with `qkv build` and `qkv check`")
     seed = secrets.randbelow(1_000_000) if seed is None else seed
     bank = load_course_bank_strict(current_course())

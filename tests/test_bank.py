@@ -13,30 +13,30 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from autograder.bank.answers import (
+from qkv_runtime.answers import (
     AnswerFormatError,
-    check_choice,
-    check_part,
-    check_shape,
-    check_true_false,
     evaluate_dim,
-    expected_shape,
     parse_bool,
     parse_choice,
     parse_numbers,
     parse_shape,
 )
 from autograder.bank.load import Bank, load_bank, parse_problem
-from autograder.bank.model import (
+from autograder.bank.model import Tolerance
+from autograder.kinds import (
+    KINDS,
     ImplementProblem,
     MultipleChoiceProblem,
     NumericProblem,
     ShapeProblem,
-    Tolerance,
     TrueFalseProblem,
+    kind_of,
 )
+from autograder.kinds.multiple_choice import check_choice
+from autograder.kinds.numeric import check_part
+from autograder.kinds.shape import check_shape, expected_shape
+from autograder.kinds.true_false import check_true_false
 from qkv_runtime.compare import compare
-from autograder.bank.render import render_prompt, render_solution
 from autograder.bank.resolve import resolve
 from autograder.bank.validate import check_problem
 from autograder.bank.variants import draw_variant, lecture_variant
@@ -180,7 +180,7 @@ def test_each_misconception_stands_alone(bank: Bank) -> None:
     import inspect
 
     from autograder.bank.outputs import run_trusted
-    from solutions import misconceptions
+    from autograder.references import misconceptions
 
     header = inspect.getsource(misconceptions).split("\ndef ", 1)[0].replace("from . import numpy_ref as ref", "")
     for problem in _of_kind(bank, ImplementProblem):
@@ -340,7 +340,7 @@ def test_numeric_texts_render_for_lecture_and_drawn_variants(bank: Bank) -> None
         variants = ([lecture_variant(problem)] if problem.lecture_example else []) + (
             [draw_variant(problem, s) for s in range(5)] if problem.parameters else [])
         for variant in variants:
-            prompt, solution = render_prompt(problem, variant), render_solution(problem, variant)
+            prompt, solution = kind_of(problem).prompt_text(problem, variant), kind_of(problem).solution_text(problem, variant)
             assert "{{" not in prompt + solution and "{%" not in prompt + solution, problem.id
             assert "nan" not in prompt + solution, problem.id
 
@@ -458,15 +458,23 @@ def test_answers_checked_against_a_part() -> None:
 # ------------------------------------------------------------------------ docs
 
 
-def test_examples_in_the_schema_page_are_valid_problems() -> None:
+def _schema_page_examples() -> dict[str, str]:
     text = (ROOT / "docs" / "question-bank.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
-    kinds = set()
-    for block in blocks:
-        problem = parse_problem(block, "docs/question-bank.md")
-        kinds.add(problem.kind)
-        assert check_problem(problem) == [], problem.id
-    assert kinds == {"implement", "numeric", "shape", "true_false", "multiple_choice"}
+    return {re.search(r"^kind: (\w+)$", block, flags=re.M).group(1): block for block in blocks}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_schema_page_has_a_valid_example_of_every_kind(kind: str) -> None:
+    examples = _schema_page_examples()
+    assert kind in examples, f"docs/question-bank.md has no example of {kind}"
+    problem = parse_problem(examples[kind], "docs/question-bank.md")
+    assert kind_of(problem) is KINDS[kind]
+    assert check_problem(problem) == [], problem.id
+
+
+def test_every_example_in_the_schema_page_is_of_a_registered_kind() -> None:
+    assert set(_schema_page_examples()) <= set(KINDS)
 
 
 def test_nothing_reads_the_course_notes() -> None:

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 from autograder.bank.load import Bank, load_bank
-from autograder.bank.model import ImplementProblem, NumericProblem
+from autograder.kinds import ImplementProblem, NumericProblem
 from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import select
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import build
 from autograder.build.manifest import find_manifest, resolve_assignment
-from autograder.build.reference_source import solution_body
+from autograder.bank.reference_source import solution_body
 from autograder.bundle import read_bundle
 from autograder.errors import QkvError
 from conftest import QKV, ROOT, said

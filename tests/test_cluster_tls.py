@@ -34,7 +34,7 @@ from autograder.errors import QkvError
 from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles, plaintext_warning
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from conftest import QKV, ROOT, graded_so_far, key_module, replace_function, said
-from solutions import misconceptions
+from autograder.references import misconceptions
 
 TLS_CONFIG_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
                    "distributed.comm.tls.client.key")

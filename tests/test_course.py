@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.bank.model import KINDS
+from autograder.kinds import KINDS
 from autograder.bank.validate import validate_report
 from autograder.course.bank import load_course_bank
 from autograder.course.find import bundled_course, find_course

@@ -9,13 +9,13 @@ import subprocess
 import pexpect
 import pytest
 
-from autograder.bank.answers import expected_shape
-from autograder.bank.model import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
 from autograder.bank.render import fmt
 from autograder.bank.resolve import resolve
 from autograder.exam.drill import run_drill
-from autograder.exam.key import part_answer
 from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
+from autograder.kinds import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.kinds.numeric import part_answer
+from autograder.kinds.shape import expected_shape
 from conftest import QKV, said
 
 

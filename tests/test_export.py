@@ -18,11 +18,11 @@ import pytest
 from conftest import said
 from click.testing import CliRunner
 
-from autograder.bank.model import NumericProblem
+from autograder.kinds import NumericProblem
 from autograder.cli import main
 from autograder.errors import QkvError
 from autograder.exam.lms import export
-from autograder.exam.lms.quiz import distinct_variants
+from autograder.bank.variants import distinct_variants
 from autograder.exam.markup import lms_html
 
 VARIANTS = 4
@@ -169,7 +169,7 @@ def test_moodle_xml_parses_back_with_tolerances_and_categories(bank, exports):
 
 def test_moodle_single_number_is_a_numerical_question_with_its_tolerance():
     from autograder.exam.lms.moodle import moodle_question
-    from autograder.exam.lms.quiz import NumericBlank, Question
+    from autograder.kinds.items import NumericBlank, Question
 
     question = Question("q-v1", "One number", "numerical", "What is $1/3$?", 2, "It is $0.3333$.",
                         (NumericBlank("value", 1 / 3, 5e-4, "0.3333"),))

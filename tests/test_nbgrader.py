@@ -40,14 +40,14 @@ from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator
 
 from autograder.bank.load import load_bank_strict
-from autograder.bank.model import KINDS, ImplementProblem, NumericProblem
+from autograder.kinds import KINDS, ImplementProblem, NumericProblem
 from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import compare, select
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import build
 from autograder.build.manifest import Assignment, default_assignments_root, find_manifest, resolve_assignment
-from autograder.build.reference_source import solution_body
+from autograder.bank.reference_source import solution_body
 from autograder.build.student_text import CLASS, TRACK_IMPORTS, written_prompt
 from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 

@@ -30,23 +30,16 @@ import pytest
 
 from qkv_runtime import sealed
 from qkv_runtime.answers import evaluate_dim
-from autograder.bank.answers import check_choice, check_part, check_shape, check_true_false, close, expected_shape
-from autograder.bank.model import (
-    AnswerPart,
-    AnswerTolerance,
-    ImplementProblem,
-    MultipleChoiceProblem,
-    NumericProblem,
-    ShapeProblem,
-    Tolerance,
-    TrueFalseProblem,
-)
+from autograder.kinds import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.kinds.multiple_choice import check_choice
+from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, close, numeric_part_data
+from autograder.kinds.shape import check_shape, expected_shape
+from autograder.kinds.true_false import check_true_false
 from qkv_runtime.compare import compare
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import BuildResult, build
 from autograder.build.manifest import Assignment
-from autograder.build.student import numeric_part_data
 from autograder.build.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check

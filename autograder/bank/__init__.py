@@ -1,11 +1,11 @@
 """Stage 1, the question bank: YAML problem files in, typed and validated `Problem`s out.
 
-model.py (the schema), load.py (YAML -> models), inputs.py (test input specs ->
-arrays), variants.py (parameters -> numbers and answers), render.py (templates
--> Markdown), answers.py (typed answers -> verdicts), outputs.py (judging
-function outputs), validate.py (`qkv validate`).
+model.py (the schema's shared pieces; each kind's model is in autograder/kinds/),
+load.py (YAML -> models), inputs.py (test input specs -> arrays), variants.py
+(parameters -> numbers and answers), render.py (templates -> Markdown),
+outputs.py (judging function outputs), resolve.py and reference_source.py
+(references and their source), validate.py (`qkv validate`).
+
+Nothing is imported here: the kinds import the modules below load.py, and
+load.py imports the kinds.
 """
-
-from autograder.bank.load import Bank, load_bank, load_bank_strict
-
-__all__ = ["Bank", "load_bank", "load_bank_strict"]

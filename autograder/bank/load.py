@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from autograder.bank import folders
-from autograder.bank.model import KINDS, Problem
 from autograder.errors import QkvError
+from autograder.kinds import KINDS, Problem, problem_adapter
 
-_PROBLEM = TypeAdapter(Problem)
 MAX_FILE_BYTES = 1_000_000
 
 
@@ -126,7 +125,7 @@ def parse_problem(text: str, where: str, folder: Path | None = None) -> Problem:
         at = f":{kind_node.start_mark.line + 1}" if kind_node is not None else ""
         raise QkvError(f"{where}{at}", f"kind: must be one of {', '.join(KINDS)}, got {data.get('kind')!r}")
     try:
-        return _PROBLEM.validate_python(data)
+        return problem_adapter().validate_python(data)
     except ValidationError as err:
         first = max(err.errors(), key=lambda e: len(e["loc"]))  # the deepest error names the field best
         node = _node_at(tree, _data_loc(first["loc"]))

@@ -1,17 +1,18 @@
-"""Typed problems of the question bank: what one YAML file may say.
+"""The shared pieces of the question bank's schema: plain data parsed from YAML in, frozen pydantic models out.
 
-Takes plain data parsed from YAML; gives frozen pydantic models, one class per
-problem kind, discriminated by `kind`. Unknown keys are errors, so a typo in a
-problem file is caught instead of silently ignored. `docs/question-bank.md`
-documents every field with an example of each kind.
+What every problem has (`ProblemBase`), tolerances, test inputs and test cases,
+parameter specs. Each kind's own model is in its module of autograder/kinds/,
+and `autograder.kinds.Problem` is their union, discriminated by `kind`.
+Unknown keys are errors, so a typo in a problem file is caught instead of
+silently ignored. `docs/question-bank.md` documents every field with an example
+of each kind.
 """
 
 from __future__ import annotations
 
-import ast
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 ProblemId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*[a-z0-9]$", max_length=80)]
 DottedRef = Annotated[str, Field(pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")]
@@ -42,13 +43,6 @@ class Tolerance(Strict):
 
     abs: float = Field(default=1e-6, ge=0)
     rel: float = Field(default=1e-6, ge=0)
-
-
-class AnswerTolerance(Tolerance):
-    """A hand-calculated answer's window: 5e-4 either side, and relative only when the problem asks for it."""
-
-    abs: float = Field(default=5e-4, ge=0)
-    rel: float = Field(default=0.0, ge=0)
 
 
 # ---------------------------------------------------------------- test inputs
@@ -115,18 +109,12 @@ class TestCase(Strict):
     )
 
 
-class Misconception(Strict):
-    """A named wrong implementation, run by the trusted grader to recognise a student's mistake."""
-
-    id: ProblemId
-    message: str = Field(min_length=10)
-    implementation: DottedRef | None = None
-
-
-# -------------------------------------------------------------- problem kinds
+# ------------------------------------------------------ every problem
 
 
 class ProblemBase(Strict):
+    """The fields every problem has; a kind's model adds `kind: Literal[its name]` and its own."""
+
     id: ProblemId
     title: str = Field(min_length=3)
     topic: Annotated[str, Field(pattern=r"^[a-z0-9-]+(/[a-z0-9-]+)*$")]
@@ -138,40 +126,7 @@ class ProblemBase(Strict):
     tags: list[str] = []
 
 
-class ImplementProblem(ProblemBase):
-    kind: Literal["implement"]
-    function: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
-    signature: str
-    returns: str
-    example: str = ""
-    references: dict[Track, DottedRef] = Field(min_length=1, description="one or both tracks")
-    stub: DottedRef = Field(
-        default="solutions.stubs.not_implemented",
-        description="what the stub does: validate checks that it fails every test",
-    )
-    public_tests: list[TestCase] = Field(min_length=1)
-    hidden_tests: list[TestCase] = Field(min_length=1)
-    misconceptions: list[Misconception] = []
-
-    @field_validator("signature")
-    @classmethod
-    def _signature_names_function(cls, value: str, info: Any) -> str:
-        function = info.data.get("function")
-        if function and not value.startswith(f"{function}("):
-            raise ValueError(f"must start with '{function}('")
-        try:  # stubs, notebooks and keys are written from it: it must be a Python def line
-            ast.parse(f"def {value}:\n    pass\n")
-        except SyntaxError as err:
-            raise ValueError(f"is not a Python signature ({err.msg})") from None
-        return value
-
-    @model_validator(mode="after")
-    def _unique_test_names(self) -> "ImplementProblem":
-        names = [t.name for t in self.public_tests + self.hidden_tests]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"test names must be unique, repeated: {', '.join(dupes)}")
-        return self
+# ------------------------------------------------------------ parameters
 
 
 class IntParam(Strict):
@@ -196,97 +151,3 @@ ParamSpec = Annotated[
     Discriminator(by_key({"ints": "IntParam", "choice": "ChoiceParam"}), custom_error_type="parameter_spec",
                   custom_error_message="a parameter is {ints: [...], range: [low, high]} or {choice: [...]}"),
 ]
-
-
-class AnswerPart(Strict):
-    """One number, vector or matrix the student computes by hand."""
-
-    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
-    label: str
-    form: Literal["scalar", "vector", "matrix", "integer"] = "scalar"
-    decimals: int | None = Field(default=None, ge=0, le=8, description="how the answer is rounded when shown")
-    tolerance: AnswerTolerance = AnswerTolerance()
-
-
-class LectureExample(Strict):
-    """The lecture's own numbers: fixed parameters and the figures the lecture prints."""
-
-    params: dict[str, Any]
-    expected: dict[str, Any]
-
-
-class NumericMisconception(Strict):
-    id: ProblemId
-    message: str = Field(min_length=10)
-    compute: DottedRef
-
-
-class NumericProblem(ProblemBase):
-    kind: Literal["numeric"]
-    parameters: dict[str, ParamSpec] = {}
-    compute: DottedRef = Field(description="function(**params) -> {part name: value}")
-    feasible: DottedRef | None = Field(
-        default=None,
-        description="function(params, answers) -> None when fine, else the reason the draw is rejected",
-    )
-    parts: list[AnswerPart] = Field(min_length=1)
-    lecture_example: LectureExample | None = None
-    misconceptions: list[NumericMisconception] = []
-
-    @model_validator(mode="after")
-    def _has_a_variant(self) -> "NumericProblem":
-        if not self.parameters and self.lecture_example is None:
-            raise ValueError("needs parameters or a lecture_example")
-        return self
-
-
-class TrueFalseProblem(ProblemBase):
-    kind: Literal["true_false"]
-    statement: str = Field(min_length=10)
-    answer: bool
-    correction: str | None = None
-    reason: str = Field(min_length=10)
-
-    @model_validator(mode="after")
-    def _false_has_correction(self) -> "TrueFalseProblem":
-        if not self.answer and not self.correction:
-            raise ValueError("a false statement needs its correction")
-        return self
-
-
-class Choice(Strict):
-    text: str
-    misconception: str | None = Field(default=None, description="for a wrong choice: the mistake it reflects")
-
-
-class MultipleChoiceProblem(ProblemBase):
-    kind: Literal["multiple_choice"]
-    choices: list[Choice] = Field(min_length=2, max_length=8)
-    answer: Annotated[str, Field(pattern=r"^[A-H]$")]
-
-    @model_validator(mode="after")
-    def _answer_is_a_choice(self) -> "MultipleChoiceProblem":
-        if ord(self.answer) - ord("A") >= len(self.choices):
-            raise ValueError(f"answer {self.answer} is not one of the {len(self.choices)} choices")
-        return self
-
-
-class ShapeMisconception(Strict):
-    answer: list[str]
-    message: str = Field(min_length=10)
-
-
-class ShapeProblem(ProblemBase):
-    kind: Literal["shape"]
-    parameters: dict[str, int] = Field(
-        default={}, description="values of the symbols, when the answer is asked in numbers"
-    )
-    answer: list[str] = Field(min_length=1, description="one entry per axis: a symbol, a number, or d/h")
-    misconceptions: list[ShapeMisconception] = []
-
-
-Problem = Annotated[
-    Union[ImplementProblem, NumericProblem, TrueFalseProblem, MultipleChoiceProblem, ShapeProblem],
-    Field(discriminator="kind"),
-]
-KINDS = ("implement", "numeric", "true_false", "multiple_choice", "shape")

@@ -1,19 +1,20 @@
-"""Problem text with its numbers filled in: a problem (and a variant) in, Markdown with LaTeX out.
+"""Problem text with its numbers filled in: a template and a variant in, Markdown with LaTeX out.
 
 Prompts and worked solutions of parameterised problems are Jinja2 templates
-rendered from the same parameters and answers, so the text can never disagree
-with the numbers that are graded.
+rendered from the same parameters and answers (kinds/numeric.py renders its
+own), so the text can never disagree with the numbers that are graded.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 import numpy as np
 
-from autograder.bank.model import AnswerPart, NumericProblem, Problem
-from autograder.bank.variants import Variant
+if TYPE_CHECKING:
+    from autograder.bank.variants import Variant
+    from autograder.kinds.numeric import AnswerPart, NumericProblem
 
 
 def _fmt_number(x: float, decimals: int | None = 4) -> str:
@@ -45,14 +46,21 @@ def latex(value: Any, decimals: int | None = 4) -> str:
     return r"\begin{pmatrix} " + body + r" \end{pmatrix}"
 
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
-_ENV.filters["fmt"] = fmt
-_ENV.filters["latex"] = latex
-_ENV.globals["np"] = np
+@functools.cache
+def _environment():
+    # imported here: grading imports this module (through the kinds) but never renders, and the
+    # Gradescope image installs only what grading needs (build/gradescope.py), without jinja2
+    import jinja2
+
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    environment.filters["fmt"] = fmt
+    environment.filters["latex"] = latex
+    environment.globals["np"] = np
+    return environment
 
 
 def render_text(template: str, context: dict[str, Any]) -> str:
-    return _ENV.from_string(template).render(**context)
+    return _environment().from_string(template).render(**context)
 
 
 def variant_context(problem: NumericProblem, variant: Variant) -> dict[str, Any]:
@@ -60,17 +68,3 @@ def variant_context(problem: NumericProblem, variant: Variant) -> dict[str, Any]
     rounded = {name: np.round(value, parts[name].decimals) if parts[name].decimals is not None else value
                for name, value in variant.answers.items()}
     return {**variant.params, "answer": rounded}
-
-
-def render_prompt(problem: Problem, variant: Variant | None = None) -> str:
-    if isinstance(problem, NumericProblem):
-        assert variant is not None, "a numeric problem's prompt needs its variant"
-        return render_text(problem.prompt, variant_context(problem, variant))
-    return problem.prompt
-
-
-def render_solution(problem: Problem, variant: Variant | None = None) -> str:
-    if isinstance(problem, NumericProblem):
-        assert variant is not None, "a numeric problem's solution needs its variant"
-        return render_text(problem.solution, variant_context(problem, variant))
-    return problem.solution

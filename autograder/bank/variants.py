@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autograder.bank.model import ChoiceParam, IntParam, NumericProblem
+from autograder.bank.model import ChoiceParam, IntParam
 from autograder.bank.resolve import resolve
 
+if TYPE_CHECKING:
+    from autograder.kinds.numeric import NumericProblem
+
 MAX_DRAWS = 5000
+DRAWS_PER_VARIANT = 4  # small parameter spaces may not have K distinct variants: stop looking after 4K draws
 
 
 class InfeasibleProblem(ValueError):
@@ -76,6 +80,18 @@ def draw_variant(problem: NumericProblem, seed: int, student: str | None = None)
         last_reason = reason
     raise InfeasibleProblem(f"no feasible parameters in {MAX_DRAWS} draws (last rejection: {last_reason})")
 
+
+def distinct_variants(problem: NumericProblem, seed: int, count: int) -> list[Variant]:
+    """Up to `count` variants with different parameters (problems without parameters have one)."""
+    if not problem.parameters:
+        return [draw_variant(problem, seed)]
+    found: dict[str, Variant] = {}
+    for n in range(count * DRAWS_PER_VARIANT):
+        variant = draw_variant(problem, seed, f"lms-variant-{n + 1}")
+        found.setdefault(repr(sorted(variant.params.items())), variant)
+        if len(found) == count:
+            break
+    return list(found.values())
 
 
 _DRAWN: dict[tuple[int, int, str | None], tuple[NumericProblem, Variant]] = {}

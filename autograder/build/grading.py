@@ -7,11 +7,11 @@ assignment's code problems: once, at build time, in the trusted process.
 from __future__ import annotations
 
 from autograder.bank.inputs import call_arguments
-from autograder.bank.model import ImplementProblem
 from autograder.bank.outputs import run_trusted
 from autograder.bank.resolve import resolve
 from autograder.build.manifest import Assignment
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
+from autograder.kinds.implement import ImplementProblem
 from qkv_runtime.compare import select
 
 

@@ -19,8 +19,9 @@ from autograder.bank.load import Bank
 from autograder.bundle import module_name
 from autograder.grading_policy import GradingPolicy
 from qkv_runtime.limits import Limits
-from autograder.bank.model import ImplementProblem, Problem, ProblemId, Track
+from autograder.bank.model import ProblemId, Track
 from autograder.errors import QkvError
+from autograder.kinds import Problem, kind_of
 
 StudentId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 
@@ -72,11 +73,11 @@ class Assignment:
 
     @property
     def implement(self) -> list[AssignedProblem]:
-        return [p for p in self.problems if isinstance(p.problem, ImplementProblem)]
+        return [p for p in self.problems if kind_of(p.problem).code]
 
     @property
     def written(self) -> list[AssignedProblem]:
-        return [p for p in self.problems if not isinstance(p.problem, ImplementProblem)]
+        return [p for p in self.problems if not kind_of(p.problem).code]
 
     @property
     def max_points(self) -> float:
@@ -160,16 +161,17 @@ def resolve_assignment(path: Path, bank: Bank, defaults: GradingPolicy = Grading
         if entry.id not in bank.problems:
             raise QkvError(str(path), f"{where}: unknown problem id '{entry.id}'")
         problem = bank.problems[entry.id]
-        if isinstance(problem, ImplementProblem) and manifest.track not in problem.references:
+        if not kind_of(problem).takes_track(problem, manifest.track):
             raise QkvError(
                 str(path), f"{where}: '{entry.id}' has no {manifest.track} reference, so the {manifest.track} track cannot take it"
             )
         resolved.append(AssignedProblem(problem, entry.points if entry.points is not None else problem.points))
-    functions = [p.problem.function for p in resolved if isinstance(p.problem, ImplementProblem)]
+    files = {p.problem.id: bank.paths[p.problem.id] for p in resolved}
+    assignment = Assignment(name, manifest, tuple(resolved), path, files)
+    functions = [p.problem.function for p in assignment.implement]
     clash = sorted({f for f in functions if functions.count(f) > 1})
     if clash:
         raise QkvError(str(path), f"problems: two problems ask for the same function {', '.join(clash)}")
     if manifest.variants == "per_student" and not manifest.roster:
         raise QkvError(str(path), "roster: per_student variants need the student ids, so each one's numbers can be listed")
-    files = {p.problem.id: bank.paths[p.problem.id] for p in resolved}
-    return Assignment(name, manifest, tuple(resolved), path, files)
+    return assignment

@@ -4,10 +4,10 @@
 `source/NAME/NAME.ipynb`, an nbgrader source notebook (cell metadata schema 3):
 locked prompts, a locked setup cell, a locked cell of grading helpers, and per
 problem a solution cell (the reference between BEGIN/END SOLUTION, or the right
-`ANSWERS` entry) and an autograded test cell. A test cell holds the public tests
-in the open and the hidden ones between BEGIN/END HIDDEN TESTS; its last line's
-value is the points earned, which nbgrader reads as partial credit, weighted per
-test as `qkv grade` does.
+`ANSWERS` entry) and an autograded test cell, both written by the problem's kind
+(autograder/kinds/). A test cell holds the public tests in the open and the
+hidden ones between BEGIN/END HIDDEN TESTS; its last line's value is the points
+earned, which nbgrader reads as partial credit, weighted per test as `qkv grade` does.
 
 Test inputs, expected outputs and each named mistake's outputs are the bundle's
 exact arrays, base64-encoded; the helpers cell embeds the portable runtime
@@ -20,33 +20,19 @@ problem ids and nothing depends on the clock, so builds are byte-identical.
 from __future__ import annotations
 
 import ast
-import base64
 import dataclasses
 import math
-import textwrap
 from importlib import resources
 from typing import Any
 
 import nbformat
-import numpy as np
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.bank.answers import expected_shape
-from autograder.bank.model import (
-    ImplementProblem,
-    MultipleChoiceProblem,
-    NumericProblem,
-    ShapeProblem,
-    TrueFalseProblem,
-)
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import variant_for
 from autograder.build.manifest import AssignedProblem, Assignment
 from autograder.build.notebook import KERNELSPEC
-from autograder.build.reference_source import reference_body
-from autograder.build.solution_key import written_answer
-from autograder.build.student_text import TRACK_IMPORTS, docstring, placeholder, problem_markdown
-from autograder.bundle import CodeProblem, GradedTest, GradingBundle
+from autograder.build.student_text import TRACK_IMPORTS, problem_markdown
+from autograder.bundle import GradingBundle
+from autograder.kinds import kind_of
 
 COURSE_ID = "qkv"
 SCHEMA_VERSION = 3
@@ -93,45 +79,6 @@ def _cell(kind: str, source: str, cell_id: str, role: str, problem: str | None =
     # role "selfcheck" for helpers and tests: `qkv grade` skips those cells of a submitted notebook
     cell.metadata["qkv"] = {"role": role, **({"problem": problem} if problem else {})}
     return cell
-
-
-# ---------------------------------------------------------------- literals
-
-
-def _array_literal(array: np.ndarray) -> str:
-    array = np.asarray(array)
-    if array.dtype.kind not in "biuf":
-        raise TypeError(f"cannot embed an array of {array.dtype} in a test cell")
-    little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-    data = base64.b64encode(little.tobytes()).decode("ascii")
-    return f"_qkv_array({little.dtype.str!r}, {tuple(array.shape)!r}, {data!r})"
-
-
-def _scalar_literal(value: Any) -> str:
-    if value is None or isinstance(value, (bool, int, str)):
-        return repr(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
-    if isinstance(value, np.generic):
-        return _scalar_literal(value.item())
-    raise TypeError(f"cannot embed {type(value).__name__} {value!r} in a test cell")
-
-
-def _value_literal(value: Any) -> str:
-    return _array_literal(value) if isinstance(value, np.ndarray) else _scalar_literal(value)
-
-
-def _plain_literal(value: Any) -> str:
-    """A Python literal for answers: numbers, lists, strings, booleans, dicts of them."""
-    if isinstance(value, np.ndarray):
-        return _plain_literal(value.tolist())
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_plain_literal(k)}: {_plain_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        inner = ", ".join(_plain_literal(v) for v in value)
-        return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
-            f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
-    return _scalar_literal(value)
 
 
 # ------------------------------------------------------------ fixed cells
@@ -210,124 +157,18 @@ def _helpers() -> str:
     return source
 
 
-# ------------------------------------------------------- implement problems
-
-
-def _solution_cell_source(problem: ImplementProblem, track: str) -> str:
-    body = reference_body(problem.signature, resolve(problem.references[track]))
-    return (
-        f'def {problem.signature}:\n    """{docstring(problem)}\n    """\n'
-        "    ### BEGIN SOLUTION\n"
-        f"{textwrap.indent(body, '    ')}\n"
-        "    ### END SOLUTION\n"
-    )
-
-
-def _check_line(test: GradedTest) -> str:
-    args = "[" + ", ".join(_value_literal(a) for a in test.args) + "]"
-    kwargs = "{" + ", ".join(f"{k!r}: {_value_literal(v)}" for k, v in sorted(test.kwargs.items())) + "}"
-    parts = [repr(test.name), repr(float(test.weight)), args, kwargs]
-    if test.expect_error:
-        parts.append(f"error={test.expect_error!r}")
-    else:
-        assert test.expected is not None
-        parts.append("want=[" + ", ".join(_array_literal(np.asarray(e)) for e in test.expected) + "]")
-        parts.append(f"tol=({float(test.tolerance.abs)!r}, {float(test.tolerance.rel)!r})")
-        if test.output != "all":
-            parts.append(f"output={test.output!r}")
-        if test.mutant_outputs:  # so a failed test names the mistake, as qkv grade does
-            mutants = ", ".join(f"{m!r}: [" + ", ".join(_array_literal(np.asarray(o)) for o in outputs) + "]"
-                                for m, outputs in sorted(test.mutant_outputs.items()))
-            parts.append("mutants={" + mutants + "}")
-    return f"_t.check({', '.join(parts)})"
-
-
-def _code_tests_source(code: CodeProblem, track: str) -> str:
-    public = [t for t in code.tests if t.visibility == "public"]
-    hidden = [t for t in code.tests if t.visibility == "hidden"]
-    lines = [
-        f"# Tests of {code.function} (locked): {len(public)} public test(s) here, {len(hidden)} hidden when graded.",
-        f"_t = _QkvTests(globals(), {code.id!r}, {code.function!r}, points={float(code.points)!r}, "
-        f"tests={len(code.tests)}, total_weight={float(code.total_weight)!r}, track={track!r}, "
-        f"mistakes={dict(sorted(code.misconceptions.items()))!r})",
-        *(_check_line(t) for t in public),
-    ]
-    if hidden:
-        lines += ["### BEGIN HIDDEN TESTS", *(_check_line(t) for t in hidden), "### END HIDDEN TESTS"]
-    lines.append("_t.score()")
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------- written problems
-
-
-def _class_variant(problem: NumericProblem, assignment: Assignment):
-    return variant_for(problem, assignment.manifest.seed, "same", None)
-
-
-def right_answer(assigned: AssignedProblem, assignment: Assignment) -> Any:
-    """What a student who is right writes in ANSWERS (the class-wide numbers for hand calculations)."""
-    problem = assigned.problem
-    return written_answer(problem, _class_variant(problem, assignment) if isinstance(problem, NumericProblem) else None)
-
-
-def _written_solution_source(assigned: AssignedProblem, assignment: Assignment) -> str:
-    problem = assigned.problem
-    pid = problem.id
-    if isinstance(problem, ShapeProblem):
-        form = f'ANSWERS[{pid!r}] = "..."  # a shape such as "n x d_v" or (3, 4)'
-    elif isinstance(problem, MultipleChoiceProblem):
-        letters = ", ".join(chr(65 + i) for i in range(len(problem.choices)))
-        form = f'ANSWERS[{pid!r}] = "..."  # one letter: {letters}'
-    else:
-        form = f"ANSWERS[{pid!r}] = {placeholder(problem)}"
-    lines = [f"# your answer, in this form: {form}"]
-    if isinstance(problem, TrueFalseProblem):
-        lines.append("# (when false, also write the corrected statement under \"correction\")")
-    lines += ["### BEGIN SOLUTION",
-              f"ANSWERS[{pid!r}] = {_plain_literal(right_answer(assigned, assignment))}",
-              "### END SOLUTION"]
-    return "\n".join(lines)
-
-
-def _written_tests_source(assigned: AssignedProblem, assignment: Assignment) -> str:
-    problem = assigned.problem
-    pid, points = problem.id, float(assigned.points)
-    hidden: list[str] = []
-    if isinstance(problem, NumericProblem):
-        answers = _class_variant(problem, assignment).answers
-        single = len(problem.parts) == 1
-        hidden = [f"_w.number({p.name!r}, {_plain_literal(np.asarray(answers[p.name], dtype=float))}, "
-                  f"{float(p.tolerance.abs)!r}, {float(p.tolerance.rel)!r}, single={single!r})" for p in problem.parts]
-    elif isinstance(problem, ShapeProblem):
-        hidden = [f"_w.shape({_plain_literal(tuple(expected_shape(problem)))}, {_plain_literal(dict(problem.parameters))})"]
-    elif isinstance(problem, TrueFalseProblem):
-        hidden = [f"_w.truth({problem.answer!r})"]
-    elif isinstance(problem, MultipleChoiceProblem):
-        hidden = [f"_w.choice({problem.answer!r}, {len(problem.choices)})"]
-    else:
-        raise TypeError(f"no test cell for {problem.kind}")
-    return "\n".join([
-        f"# Checks ANSWERS[{pid!r}] (locked): the answer is compared when this is graded.",
-        f"_w = _QkvAnswer(globals(), {pid!r}, points={points!r})",
-        "### BEGIN HIDDEN TESTS", *hidden, "### END HIDDEN TESTS",
-        "_w.score()",
-    ])
+# ---------------------------------------------------------------- notebook
 
 
 def _prompt(assigned: AssignedProblem, assignment: Assignment) -> str:
-    if assignment.manifest.variants == "per_student" and isinstance(assigned.problem, NumericProblem):
+    if assignment.manifest.variants == "per_student" and kind_of(assigned.problem).parameterised:
         class_wide = dataclasses.replace(assignment, manifest=assignment.manifest.model_copy(update={"variants": "same"}))
         return (problem_markdown(assigned, class_wide).rstrip("\n")
                 + "\n\n*nbgrader grades the class-wide numbers above; your own numbers are graded by `qkv grade`.*\n")
     return problem_markdown(assigned, assignment)
 
 
-# ---------------------------------------------------------------- notebook
-
-
 def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
-    code = {p.id: p for p in bundle.code}
     cells = [
         _cell("markdown", _intro(assignment), "qkv-intro", "intro", locked=True),
         _cell("code", _setup(assignment), "qkv-setup", "setup", locked=True),
@@ -337,12 +178,9 @@ def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
         problem = assigned.problem
         pid = problem.id
         cells.append(_cell("markdown", _prompt(assigned, assignment), f"{pid}-prompt", "prompt", pid, locked=True))
-        if isinstance(problem, ImplementProblem):
-            solution = _solution_cell_source(problem, assignment.track)
-            tests = _code_tests_source(code[pid], assignment.track)
-        else:
-            solution = _written_solution_source(assigned, assignment)
-            tests = _written_tests_source(assigned, assignment)
+        kind = kind_of(problem)
+        solution = kind.nbgrader_solution(assigned, assignment)
+        tests = kind.nbgrader_tests(assigned, assignment, bundle)
         cells.append(_cell("code", solution, f"{pid}-solution", "work", pid, solution=True))
         cells.append(_cell("code", tests, f"{pid}-tests", "selfcheck", pid,
                            grade=True, locked=True, points=float(assigned.points)))
@@ -360,4 +198,4 @@ def nbgrader_files(assignment: Assignment, bundle: GradingBundle) -> dict[str, b
     }
 
 
-__all__ = ["COURSE_ID", "nbgrader_files", "right_answer", "source_notebook"]
+__all__ = ["COURSE_ID", "nbgrader_files", "source_notebook"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.bank.model import ImplementProblem
 from autograder.build.manifest import Assignment
-from autograder.build.student_text import TRACK_IMPORTS, placeholder, problem_markdown, stub_function
+from autograder.build.student_text import TRACK_IMPORTS, problem_markdown
+from autograder.kinds import kind_of
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
@@ -50,11 +50,7 @@ def student_notebook(assignment: Assignment) -> str:
     for assigned in assignment.problems:
         problem = assigned.problem
         cells.append(_cell("markdown", problem_markdown(assigned, assignment), "prompt", problem.id))
-        if isinstance(problem, ImplementProblem):
-            work = "# your work\n" + stub_function(problem)
-        else:
-            work = f"# your work\nANSWERS[{problem.id!r}] = {placeholder(problem)}"
-        cells.append(_cell("code", work, "work", problem.id))
+        cells.append(_cell("code", kind_of(problem).student_cell(problem), "work", problem.id))
         cells.append(_cell("code", f"check({problem.id!r})", "selfcheck", problem.id))
     cells.append(_cell("code", "check()  # every problem at once, with a summary", "selfcheck"))
     notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})

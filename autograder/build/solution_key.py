@@ -10,43 +10,18 @@ from __future__ import annotations
 
 import json
 import pprint
-import textwrap
 
-import numpy as np
-
-from autograder.bank.answers import expected_shape
-from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import Variant, variant_for
 from autograder.build.manifest import Assignment
-from autograder.build.reference_source import reference_body
 from autograder.build.student_text import TRACK_IMPORTS
-
-
-def written_answer(problem, variant: Variant | None) -> object:
-    """What a right student writes in ANSWERS for a written problem; `variant` holds a numeric one's numbers."""
-    if isinstance(problem, NumericProblem):
-        values = {p.name: np.round(variant.answers[p.name], 10).tolist() for p in problem.parts}
-        return next(iter(values.values())) if len(values) == 1 else values
-    if isinstance(problem, ShapeProblem):
-        return " x ".join(expected_shape(problem))
-    if isinstance(problem, TrueFalseProblem):
-        return {"answer": problem.answer, "correction": problem.correction or ""}
-    assert isinstance(problem, MultipleChoiceProblem)
-    return problem.answer
+from autograder.kinds import kind_of
+from autograder.kinds.implement import key_function
 
 
 def key_answer(problem, assignment: Assignment, student: str | None) -> object:
     """The right answer for the assignment's variant of `problem` (the class's, or `student`'s own)."""
-    numeric = isinstance(problem, NumericProblem)
+    kind = kind_of(problem)
     manifest = assignment.manifest
-    return written_answer(problem, variant_for(problem, manifest.seed, manifest.variants, student) if numeric else None)
-
-
-def key_function(problem: ImplementProblem, track: str) -> str:
-    """The problem's function with the track's reference as its body."""
-    body = reference_body(problem.signature, resolve(problem.references[track]))
-    return f"def {problem.signature}:\n{textwrap.indent(body, '    ')}\n"
+    return kind.answer(problem, kind.variant(problem, manifest.seed, manifest.variants, student))
 
 
 def key_module(assignment: Assignment, student: str | None = None) -> str:

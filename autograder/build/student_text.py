@@ -6,26 +6,17 @@ three say the same thing.
 
 from __future__ import annotations
 
-import json
-import textwrap
-
 import jinja2
 
-from autograder.bank.model import (
-    ImplementProblem,
-    MultipleChoiceProblem,
-    NumericProblem,
-    TrueFalseProblem,
-)
-from autograder.bank.render import render_prompt
-from autograder.bank.variants import variant_for
 from autograder.build.manifest import AssignedProblem, Assignment
+from autograder.kinds import kind_of
+from autograder.kinds.base import CLASS
+from autograder.kinds.implement import docstring
 
 TRACK_IMPORTS = {
     "numpy": "import numpy as np",
     "torch": "import numpy as np\nimport torch",
 }
-CLASS = "*"  # the student key of class-wide variants
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.build", "templates"),
@@ -39,35 +30,14 @@ TEMPLATES.filters["points"] = lambda p: f"{p:g} point" + ("" if p == 1 else "s")
 # ------------------------------------------------------------------ stubs
 
 
-def docstring(problem: ImplementProblem) -> str:
-    text = problem.prompt.strip().replace('"""', "'''").replace("\\", "\\\\")
-    parts = [text, f"Returns: {problem.returns}"]
-    if problem.example.strip():
-        parts.append("Example:\n" + textwrap.indent(problem.example.strip().replace("\\", "\\\\"), "    "))
-    return textwrap.indent("\n\n".join(parts), "    ").lstrip()
-
-
-def placeholder(problem) -> str:
-    if isinstance(problem, NumericProblem):
-        if len(problem.parts) == 1:
-            return "None"
-        return "{" + ", ".join(f"{json.dumps(p.name)}: None" for p in problem.parts) + "}"
-    if isinstance(problem, TrueFalseProblem):
-        return '{"answer": None, "correction": ""}'
-    return "None"
-
-
-def stub_function(problem: ImplementProblem) -> str:
-    return f'def {problem.signature}:\n    """{docstring(problem)}\n    """\n    raise NotImplementedError("{problem.function}")\n'
-
-
 def stub_module(assignment: Assignment) -> str:
     return TEMPLATES.get_template("stub_module.py.j2").render(
         title=assignment.manifest.title, track=assignment.track, module=assignment.module_name,
         per_student=assignment.manifest.variants == "per_student", imports=TRACK_IMPORTS[assignment.track],
         code=[{"signature": p.problem.signature, "docstring": docstring(p.problem), "function": p.problem.function}
               for p in assignment.implement],
-        written=[{"id": p.problem.id, "title": p.problem.title, "points": p.points, "placeholder": placeholder(p.problem)}
+        written=[{"id": p.problem.id, "title": p.problem.title, "points": p.points,
+                  "placeholder": kind_of(p.problem).placeholder(p.problem)}
                  for p in assignment.written],
     )
 
@@ -80,29 +50,17 @@ def students_of(assignment: Assignment) -> list[str]:
 
 
 def written_prompt(assigned: AssignedProblem, assignment: Assignment, student: str) -> str:
-    problem = assigned.problem
-    if isinstance(problem, NumericProblem):
-        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants,
-                              None if student == CLASS else student)
-        return render_prompt(problem, variant)
-    text = render_prompt(problem)
-    if isinstance(problem, TrueFalseProblem):
-        text += f"\n\n> {problem.statement}"
-    if isinstance(problem, MultipleChoiceProblem):
-        text += "\n\n" + "\n".join(f"- **{chr(65 + i)}.** {c.text}" for i, c in enumerate(problem.choices))
-    return text
+    """The text a student answers (with their own numbers when the assignment's variants are per student)."""
+    problem, manifest = assigned.problem, assignment.manifest
+    kind = kind_of(problem)
+    return kind.question_markdown(problem, kind.variant(problem, manifest.seed, manifest.variants,
+                                                        None if student == CLASS else student))
 
 
 def problem_markdown(assigned: AssignedProblem, assignment: Assignment) -> str:
     problem = assigned.problem
     head = f"## {problem.title} ({assigned.points:g} point{'s' if assigned.points != 1 else ''})\n\n`{problem.id}`"
-    if isinstance(problem, ImplementProblem):
-        body = f"{problem.prompt.strip()}\n\n**Write** `{problem.signature}`: returns {problem.returns}."
-    elif isinstance(problem, NumericProblem) and assignment.manifest.variants == "per_student":
-        body = ("Your numbers depend on your student id: set `STUDENT_ID`, then run "
-                f"`python qkv_check.py --student YOUR_ID --show {problem.id}` (or `show(\"{problem.id}\")` in the notebook).")
-    else:
-        body = written_prompt(assigned, assignment, CLASS)
+    body = kind_of(problem).release_prompt(problem, assignment.manifest)
     return f"{head}\n\n{body.strip()}\n"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from autograder.bank.model import KINDS
+from autograder.kinds import KINDS
 from autograder.course.find import COURSE_FILE, Course, qkv_version
 from autograder.errors import QkvError
 

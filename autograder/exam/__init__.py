@@ -1,7 +1,7 @@
 """Side stage, exam prep: the bank in; practice exams with answer keys, a terminal drill and quiz exports out.
 
-select.py (balanced problems and their variants), key.py (right answers,
-tolerances, worked solutions, common mistakes), paper.py (exam and key documents),
+select.py (balanced problems and their variants), paper.py (exam and key
+documents: each problem's question, blanks and key come from its kind),
 markup.py (Markdown + LaTeX for pages, platforms, terminals), katex.py (offline
 formula rendering), pdf.py (printing through headless Chromium), drill.py
 (`qkv practice`), lms/ (`qkv export`: QTI, Moodle XML, GIFT).

@@ -1,7 +1,7 @@
 """The practice drill (`qkv practice`): drawn exam items in; one question at a time through injected `ask` and `say`
 functions, verdicts with the misconception a wrong answer matches, and a score with the topics to review out.
 
-Answers are judged by the bank's own checkers (the grader's tolerances); a
+Answers are judged by their kind's own checkers (the grader's tolerances); a
 numeric answer that equals a misconception's wrong-method answer is named by it.
 A typo in the answer's form is asked again instead of being marked wrong. End of
 input or Ctrl-C ends the drill with the summary of the problems finished so far.
@@ -12,41 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from autograder.bank.answers import (
-    AnswerFormatError,
-    Verdict,
-    check_choice,
-    check_part,
-    check_shape,
-    check_true_false,
-    close,
-    parse_bool,
-    parse_choice,
-    parse_numbers,
-    parse_shape,
-)
-from autograder.bank.model import AnswerPart, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
-from autograder.bank.render import render_prompt
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import Variant
-from autograder.exam.key import problem_key
 from autograder.exam.markup import terminal_text
 from autograder.exam.select import ExamItem
+from autograder.kinds import kind_of
+from autograder.kinds.items import DrillQuestion
+from qkv_runtime.answers import AnswerFormatError
 
 SKIP, QUIT = "skip", "quit"
 HELP = "Type your answer and press Enter; 'skip' shows the solution, 'quit' (or Ctrl-D) ends with your score."
-
-
-@dataclass(frozen=True)
-class Question:
-    """One answer the student types: a label, a reader that raises on a malformed answer, and a judge."""
-
-    label: str
-    read: Callable[[str], object]
-    judge: Callable[[str], Verdict]
-    points: float
 
 
 @dataclass(frozen=True)
@@ -81,81 +54,16 @@ class DrillSummary:
         return sorted(lost, key=lambda t: (t[1] / t[2], t[0]))
 
 
-def numeric_misconception(problem: NumericProblem, variant: Variant, part: AnswerPart, typed: str) -> str | None:
-    """The message of the misconception whose wrong-method answer to this part the typed answer equals."""
-    got = parse_numbers(typed)
-    right = variant.answers[part.name]
-    for wrong in problem.misconceptions:
-        answers = resolve(wrong.compute)(**variant.params)
-        if part.name not in answers:
-            continue
-        value = np.asarray(answers[part.name], dtype=float)
-        if got.size == value.size and not close(value, right, part.tolerance) \
-                and close(got.reshape(value.shape), value, part.tolerance):
-            return wrong.message
-    return None
-
-
-def _read_numbers(want: np.ndarray) -> Callable[[str], object]:
-    def read(typed: str) -> object:
-        got = parse_numbers(typed)
-        if got.size != np.size(want):
-            raise AnswerFormatError(f"expected {np.size(want)} number(s), got {got.size}")
-        return got
-
-    return read
-
-
-def _judge_part(problem: NumericProblem, variant: Variant, part: AnswerPart) -> Callable[[str], Verdict]:
-    def judge(typed: str) -> Verdict:
-        verdict = check_part(part, variant.answers[part.name], typed)
-        if verdict.correct:
-            return verdict
-        message = numeric_misconception(problem, variant, part, typed)
-        return Verdict(False, message, misconception=message) if message else verdict
-
-    return judge
-
-
-def questions(item: ExamItem) -> list[Question]:
-    problem = item.problem
-    if isinstance(problem, NumericProblem):
-        assert item.variant is not None
-        share = problem.points / len(problem.parts)
-        return [Question(part.label + _shape_hint(item.variant.answers[part.name]),
-                         _read_numbers(item.variant.answers[part.name]),
-                         _judge_part(problem, item.variant, part), share) for part in problem.parts]
-    if isinstance(problem, ShapeProblem):
-        return [Question("shape, e.g. (n, d_v)", parse_shape, lambda t: check_shape(problem, t), problem.points)]
-    if isinstance(problem, TrueFalseProblem):
-        return [Question("true or false", parse_bool, lambda t: check_true_false(problem, t), problem.points)]
-    if isinstance(problem, MultipleChoiceProblem):
-        letters = "ABCDEFGH"[:len(problem.choices)]
-        return [Question(f"your choice ({'/'.join(letters)})", lambda t: parse_choice(t, len(problem.choices)),
-                         lambda t: check_choice(problem, t), problem.points)]
-    raise ValueError(f"{problem.id}: the drill asks no {problem.kind} problems")
-
-
-def _shape_hint(value: np.ndarray) -> str:
-    if np.ndim(value) == 1:
-        return f" [{np.size(value)} numbers]"
-    if np.ndim(value) == 2:
-        return f" [{np.shape(value)[0]}x{np.shape(value)[1]} matrix, rows split by ;]"
-    return ""
+def questions(item: ExamItem) -> list[DrillQuestion]:
+    return kind_of(item.problem).drill_questions(item.problem, item.variant)
 
 
 def question_text(item: ExamItem) -> str:
-    problem = item.problem
-    text = render_prompt(problem, item.variant) if isinstance(problem, NumericProblem) else problem.prompt
-    if isinstance(problem, TrueFalseProblem):
-        text += f"\n\n  \"{problem.statement}\""
-    if isinstance(problem, MultipleChoiceProblem):
-        text += "\n\n" + "\n".join(f"  {chr(65 + i)}. {c.text}" for i, c in enumerate(problem.choices))
-    return terminal_text(text.strip())
+    return terminal_text(kind_of(item.problem).drill_text(item.problem, item.variant).strip())
 
 
 def solution_text(item: ExamItem) -> str:
-    key = problem_key(item.problem, item.variant)
+    key = kind_of(item.problem).key(item.problem, item.variant)
     answers = "\n".join(f"  {line.label}: {line.answer}" for line in key.lines)
     return f"{answers}\n\nWorked solution:\n{terminal_text(key.solution.strip())}"
 
@@ -164,7 +72,7 @@ class _Stop(Exception):
     pass
 
 
-def _ask_until_readable(question: Question, ask: Callable[[str], str], say: Callable[[str], None]) -> str | None:
+def _ask_until_readable(question: DrillQuestion, ask: Callable[[str], str], say: Callable[[str], None]) -> str | None:
     """The typed answer, or None when skipped; raises _Stop on quit, end of input or Ctrl-C."""
     while True:
         try:

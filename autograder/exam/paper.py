@@ -11,26 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jinja2
-import numpy as np
 
-from autograder.bank.model import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
-from autograder.bank.render import render_prompt
-from autograder.exam.key import ProblemKey, problem_key
 from autograder.exam.katex import KatexAssets
 from autograder.exam.markup import page_html
 from autograder.exam.select import Exam, ExamItem
+from autograder.kinds import kind_of
+from autograder.kinds.items import Blank, ProblemKey
 
 INSTRUCTIONS = (
     "Give each number to the decimals asked for; an answer within the stated tolerance earns the marks. "
     "Write vectors as (a, b, c), matrices row by row as [1 2; 3 4], shapes as (n, d_v), "
     "and fractions as decimals unless asked otherwise."
 )
-
-
-@dataclass(frozen=True)
-class Blank:
-    label: str
-    tall: bool = False  # room for a corrected statement or a function, not one line
 
 
 @dataclass(frozen=True)
@@ -67,33 +59,9 @@ def item_meta(item: ExamItem) -> str:
     return f"{problem.topic} · difficulty {'●' * problem.difficulty}{'○' * (3 - problem.difficulty)} · {_points(problem.points)}"
 
 
-def answer_form(value: np.ndarray, form: str) -> str:
-    if np.ndim(value) == 1:
-        return f" ({np.size(value)} numbers)"
-    if np.ndim(value) == 2:
-        return f" ({np.shape(value)[0]} × {np.shape(value)[1]} matrix, row by row)"
-    return " (a whole number)" if form == "integer" else ""
-
-
 def question(item: ExamItem) -> tuple[str, tuple[Blank, ...]]:
     """What the student reads for one item, and the blanks they fill in."""
-    problem = item.problem
-    if isinstance(problem, NumericProblem):
-        assert item.variant is not None
-        blanks = tuple(Blank(part.label + answer_form(item.variant.answers[part.name], part.form))
-                       for part in problem.parts)
-        return render_prompt(problem, item.variant), blanks
-    if isinstance(problem, ShapeProblem):
-        return problem.prompt, (Blank("shape"),)
-    if isinstance(problem, TrueFalseProblem):
-        return f"{problem.prompt}\n\n> {problem.statement}", (Blank("true or false"), Blank("why, or the corrected statement", tall=True))
-    if isinstance(problem, MultipleChoiceProblem):
-        choices = "\n".join(f"- **{chr(65 + i)}.** {c.text}" for i, c in enumerate(problem.choices))
-        return f"{problem.prompt}\n\n{choices}", (Blank("your choice (one letter)"),)
-    assert isinstance(problem, ImplementProblem)
-    example = f"\n\nExample:\n\n```python\n{problem.example.strip()}\n```" if problem.example.strip() else ""
-    text = f"Write the function `{problem.signature}`; it returns {problem.returns}.\n\n{problem.prompt.strip()}{example}"
-    return text, (Blank("your function", tall=True),)
+    return kind_of(item.problem).paper_question(item.problem, item.variant)
 
 
 def _one_line(text: str) -> str:
@@ -120,7 +88,7 @@ def exam_paper(exam: Exam) -> Paper:
 
 def key_paper(exam: Exam) -> Paper:
     items = tuple(PaperItem(item.number, item.problem.title, f"{item_meta(item)} · `{item.problem.id}`",
-                            key_markdown(problem_key(item.problem, item.variant)))
+                            key_markdown(kind_of(item.problem).key(item.problem, item.variant)))
                   for item in exam.items)
     intro = ("For instructors. Every number below was computed from the parameters printed in the exam of the "
              "same version; the tolerances are those the grader and `qkv practice` accept.")

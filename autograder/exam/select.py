@@ -14,11 +14,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 from autograder.bank.load import Bank
-from autograder.bank.model import KINDS, NumericProblem, Problem
-from autograder.bank.variants import Variant, draw_variant
+from autograder.bank.variants import Variant
 from autograder.errors import QkvError
+from autograder.kinds import KINDS, Problem, kind_of
 
-DEFAULT_KINDS = ("numeric", "shape", "true_false", "multiple_choice")  # code is practised with `qkv build`
+DEFAULT_KINDS = tuple(name for name, kind in KINDS.items() if not kind.code)  # code is practised with `qkv build`
 DIFFICULTIES = (1, 2, 3)
 # a count that does not split evenly gives its extra problems to the middle difficulty first
 _EXTRA_ORDER = (2, 1, 3)
@@ -37,7 +37,7 @@ class ExamSpec:
 class ExamItem:
     number: int
     problem: Problem
-    variant: Variant | None  # numeric problems only
+    variant: Variant | None  # kinds with numbers only
     group: str  # the topic group it was drawn for
 
 
@@ -129,7 +129,8 @@ def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> 
 
 
 def instantiate(problem: Problem, seed: int, student: str | None) -> Variant | None:
-    return draw_variant(problem, seed, student) if isinstance(problem, NumericProblem) else None
+    # an exam is drawn for at most one student, whose own numbers they are
+    return kind_of(problem).variant(problem, seed, "per_student", student)
 
 
 def draw_exam(bank: Bank, spec: ExamSpec) -> Exam:

@@ -3,7 +3,7 @@
 Pure functions in the trusted process. Student outputs are compared here with
 the expected values the sandbox never saw; when a test fails, the output is
 compared with each misconception's output to name the mistake. Written answers
-are judged against the student's own variant.
+are judged by their kind (`WrittenKind.grade`) against the student's own variant.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from autograder.bank.answers import check_choice, check_part, check_shape, check_true_false
-from autograder.bank.model import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
-from autograder.bank.variants import variant_for
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.grade.intake import Submission
+from autograder.kinds import kind_of
 from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.sandbox import ProblemRun, SubmissionRun
 from qkv_runtime.compare import compare, excerpt, select
@@ -115,26 +113,9 @@ def score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, s
 
     if answer is None or answer == "" or (isinstance(answer, dict) and all(v in (None, "") for v in answer.values())):
         return result(0.0, "not answered")
-    if isinstance(problem, NumericProblem):
-        variant = variant_for(problem, bundle.seed, bundle.variants, student)
-        single = len(problem.parts) == 1
-        verdicts = []
-        for part in problem.parts:
-            typed = answer if single and not isinstance(answer, dict) else (answer.get(part.name) if isinstance(answer, dict) else None)
-            verdicts.append(check_part(part, variant.answers[part.name], typed) if typed is not None
-                            else None)
-        right = sum(bool(v and v.correct) for v in verdicts)
-        notes = [v.message if v else f"{p.label}: not answered" for v, p in zip(verdicts, problem.parts)]
-        return result(right / len(problem.parts), "; ".join(notes))
-    if isinstance(problem, ShapeProblem):
-        verdict = check_shape(problem, answer)
-    elif isinstance(problem, TrueFalseProblem):
-        verdict = check_true_false(problem, answer)
-    elif isinstance(problem, MultipleChoiceProblem):
-        verdict = check_choice(problem, answer)
-    else:
-        raise TypeError(f"no scorer for {problem.kind}")
-    return result(1.0 if verdict.correct else 0.0, verdict.message, verdict.misconception)
+    kind = kind_of(problem)
+    marked = kind.grade(problem, answer, kind.variant(problem, bundle.seed, bundle.variants, student))
+    return result(marked.fraction, marked.message, marked.misconception)
 
 
 # ------------------------------------------------------------- submissions

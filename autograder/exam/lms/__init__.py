@@ -13,9 +13,9 @@ from pathlib import Path
 from autograder.bank.load import Bank
 from autograder.course.bank import load_course_bank_strict
 from autograder.course.find import find_course
-from autograder.bank.model import ImplementProblem, Problem
 from autograder.errors import QkvError
 from autograder.exam.lms.quiz import Quiz, build_quiz
+from autograder.kinds import Problem, kind_of
 
 FORMATS = {"qti": ".zip", "moodle": ".xml", "gift": ".gift.txt"}
 TOPIC_PREFIX = "topic:"
@@ -52,7 +52,7 @@ def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank
     if fmt not in FORMATS:
         raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
     ident, title, problems, seed = export_problems(name, bank or load_course_bank_strict(find_course()), seed)
-    code = sum(isinstance(p, ImplementProblem) for p, _ in problems)
+    code = sum(kind_of(p).code for p, _ in problems)
     if code == len(problems):
         raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
     quiz = build_quiz(ident, title, problems, seed, variants, split_entries=fmt != "moodle")

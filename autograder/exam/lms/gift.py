@@ -9,8 +9,9 @@ first, are escaped, and newlines written as `\\n`, because a blank line ends a q
 
 from __future__ import annotations
 
-from autograder.exam.lms.quiz import Question, Quiz, number_text
+from autograder.exam.lms.quiz import Quiz, number_text
 from autograder.exam.markup import lms_html
+from autograder.kinds.items import Question
 
 _SPECIAL = "~=#{}:"
 

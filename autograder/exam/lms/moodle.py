@@ -13,9 +13,10 @@ from __future__ import annotations
 import html
 import xml.etree.ElementTree as ET
 
-from autograder.exam.lms.quiz import Question, Quiz, cloze_weights, number_text
+from autograder.exam.lms.quiz import Quiz, cloze_weights, number_text
 from autograder.exam.lms.xml_elements import sub_element
 from autograder.exam.markup import lms_html
+from autograder.kinds.items import Question
 
 PENALTY = "0.3333333"  # Moodle's default for a wrong try in adaptive mode
 

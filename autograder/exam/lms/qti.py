@@ -12,9 +12,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from autograder.archive import zip_bytes
-from autograder.exam.lms.quiz import Question, QuestionGroup, Quiz, number_text
+from autograder.exam.lms.quiz import Quiz, number_text
 from autograder.exam.lms.xml_elements import sub_element
 from autograder.exam.markup import lms_html
+from autograder.kinds.items import Question, QuestionGroup
 
 QTI_NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
 CP_NS = "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1"

@@ -1,8 +1,8 @@
 """Source text of a reference function with the module-level helpers it needs: a function in, Python source out.
 
-Used for nbgrader's solution regions, which must be self-contained: the
-function, the helpers and constants it names (transitively), and the module's
-imports.
+Used for nbgrader's solution regions and the answer key's functions (kinds/implement.py),
+which must be self-contained: the function, the helpers and constants it names
+(transitively), and the module's imports.
 """
 
 from __future__ import annotations

@@ -1,0 +1,229 @@
+"""The interface of a problem kind, and the behaviour kinds answered in `ANSWERS` share.
+
+A `Kind` takes problems of its own model (for the build also the `Assignment`
+of build/manifest.py and the `GradingBundle` of bundle.py) and gives what each
+stage asks of it: text, notebook cells, self-check data, verdicts, answer keys,
+exam blanks, drill questions and quiz questions (the values of items.py).
+`WrittenKind` is the part shared by kinds answered in `ANSWERS`, and
+`AllOrNothingKind` that of those with one answer, right or wrong. Kinds import
+the bank and qkv_runtime, never a stage, so that every stage can import them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from autograder.bank.model import ProblemBase
+from autograder.kinds.cells import plain_literal
+from autograder.kinds.items import Blank, DrillQuestion, Marked, ProblemKey, Question, QuestionGroup, Verdict
+from qkv_runtime import sealed
+
+if TYPE_CHECKING:
+    from autograder.bank.variants import Variant
+    from autograder.build.manifest import AssignedProblem, Assignment, Manifest
+    from autograder.bundle import GradingBundle
+
+CLASS = "*"  # the student key of class-wide variants
+
+
+class Kind(ABC):
+    """What the pipeline asks of one kind of problem; autograder.kinds registers one instance per kind."""
+
+    name: ClassVar[str]  # the `kind:` of its problem files
+    model: ClassVar[type[ProblemBase]]  # its pydantic model, whose `kind` is Literal[name]
+    code: ClassVar[bool] = False  # answered with a function the grader runs, not an ANSWERS entry
+    parameterised: ClassVar[bool] = False  # its numbers, and so its prompt, are drawn per seed and student
+
+    # ------------------------------------------------------------ bank
+
+    def refs(self, problem) -> list[tuple[str, str]]:
+        """(field, dotted reference) pairs the problem depends on; `qkv validate` resolves them first."""
+        return []
+
+    def check(self, problem) -> list[str]:
+        """What else `qkv validate` finds wrong with the problem, as 'field: reason' strings."""
+        return self.render_findings(problem)
+
+    def render_findings(self, problem, variant: Variant | None = None) -> list[str]:
+        import jinja2  # a build dependency, as in bank/render.py: grading imports the kinds without it
+
+        out = []
+        for field, render in (("prompt", self.prompt_text), ("solution", self.solution_text)):
+            try:
+                render(problem, variant)
+            except (jinja2.TemplateError, TypeError, ValueError, KeyError) as err:
+                out.append(f"{field}: template does not render: {err}")
+        return out
+
+    def variant(self, problem, seed: int, mode: str, student: str | None) -> Variant | None:
+        """Its numbers under an assignment's `variants:` mode (as bank.variants.variant_for); None without numbers."""
+        return None
+
+    def prompt_text(self, problem, variant: Variant | None = None) -> str:
+        return problem.prompt
+
+    def solution_text(self, problem, variant: Variant | None = None) -> str:
+        return problem.solution
+
+    def takes_track(self, problem, track: str) -> bool:
+        """Whether an assignment of this track (numpy, torch) can use the problem."""
+        return True
+
+    # ----------------------------------------------------------- build
+
+    @abstractmethod
+    def release_prompt(self, problem, manifest: Manifest) -> str:
+        """The body of the problem's section in PROBLEMS.md and the notebooks."""
+
+    @abstractmethod
+    def student_cell(self, problem) -> str:
+        """The notebook cell the student fills in."""
+
+    @abstractmethod
+    def nbgrader_solution(self, assigned: AssignedProblem, assignment: Assignment) -> str:
+        """nbgrader's solution cell: the answer between BEGIN and END SOLUTION."""
+
+    @abstractmethod
+    def nbgrader_tests(self, assigned: AssignedProblem, assignment: Assignment, bundle: GradingBundle) -> str:
+        """nbgrader's autograded test cell; its last line's value is the points earned."""
+
+    @abstractmethod
+    def selfcheck_data(self, assigned: AssignedProblem, assignment: Assignment, bundle: GradingBundle,
+                       students: list[str]) -> dict[str, Any]:
+        """The problem's entry in selfcheck.json, beside id, kind, title and points; never an answer in clear."""
+
+    # ------------------------------------------------------------ exam
+
+    @abstractmethod
+    def paper_question(self, problem, variant: Variant | None) -> tuple[str, tuple[Blank, ...]]:
+        """What an exam paper asks (Markdown) and the blanks the student fills in."""
+
+    @abstractmethod
+    def key(self, problem, variant: Variant | None) -> ProblemKey:
+        """The right answers as a student writes them, the worked solution and the common wrong answers."""
+
+    def drill_text(self, problem, variant: Variant | None) -> str:
+        """What the drill shows before its questions (Markdown, turned into terminal text)."""
+        return self.prompt_text(problem, variant)
+
+    @abstractmethod
+    def drill_questions(self, problem, variant: Variant | None) -> list[DrillQuestion]:
+        """The answers the drill asks for, one at a time."""
+
+    @abstractmethod
+    def lms_groups(self, problem, points: float, seed: int, variants: int, split_entries: bool) -> list[QuestionGroup]:
+        """Quiz question groups for learning platforms; none for what a platform cannot grade."""
+
+
+class WrittenKind(Kind):
+    """A kind answered by an `ANSWERS[id]` entry, judged against the right answer."""
+
+    @abstractmethod
+    def answer(self, problem, variant: Variant | None) -> object:
+        """What a right student writes in ANSWERS; `variant` holds the numbers of a parameterised kind."""
+
+    def placeholder(self, problem) -> str:
+        """The ANSWERS entry of the release, before the student fills it in."""
+        return "None"
+
+    @abstractmethod
+    def grade(self, problem, answer: Any, variant: Variant | None) -> Marked:
+        """An answered ANSWERS entry, judged for `qkv grade`."""
+
+    def question_markdown(self, problem, variant: Variant | None) -> str:
+        """What the student reads to answer: the prompt, with the statement or choices it asks about."""
+        return self.prompt_text(problem, variant)
+
+    def release_prompt(self, problem, manifest: Manifest) -> str:
+        return self.question_markdown(problem, self.variant(problem, manifest.seed, manifest.variants, None))
+
+    def student_cell(self, problem) -> str:
+        return f"# your work\nANSWERS[{problem.id!r}] = {self.placeholder(problem)}"
+
+    # ----------------------------------------------------------- nbgrader
+
+    def answer_hint(self, problem) -> str:
+        """The right-hand side of the ANSWERS line shown above nbgrader's solution region."""
+        return self.placeholder(problem)
+
+    def answer_notes(self, problem) -> tuple[str, ...]:
+        """Comment lines that follow the hint."""
+        return ()
+
+    @abstractmethod
+    def nbgrader_checks(self, problem, variant: Variant | None) -> list[str]:
+        """The hidden lines of the test cell: calls of qkv_runtime.nbcells.WrittenAnswer (`_w`)."""
+
+    def nbgrader_solution(self, assigned: AssignedProblem, assignment: Assignment) -> str:
+        problem = assigned.problem
+        pid = problem.id
+        # nbgrader grades the class-wide numbers, whatever the assignment's variants
+        right = self.answer(problem, self.variant(problem, assignment.manifest.seed, "same", None))
+        return "\n".join([f"# your answer, in this form: ANSWERS[{pid!r}] = {self.answer_hint(problem)}",
+                          *self.answer_notes(problem),
+                          "### BEGIN SOLUTION", f"ANSWERS[{pid!r}] = {plain_literal(right)}", "### END SOLUTION"])
+
+    def nbgrader_tests(self, assigned: AssignedProblem, assignment: Assignment, bundle: GradingBundle) -> str:
+        problem = assigned.problem
+        pid, points = problem.id, float(assigned.points)
+        hidden = self.nbgrader_checks(problem, self.variant(problem, assignment.manifest.seed, "same", None))
+        return "\n".join([
+            f"# Checks ANSWERS[{pid!r}] (locked): the answer is compared when this is graded.",
+            f"_w = _QkvAnswer(globals(), {pid!r}, points={points!r})",
+            "### BEGIN HIDDEN TESTS", *hidden, "### END HIDDEN TESTS",
+            "_w.score()",
+        ])
+
+    # ------------------------------------------------------------ exam
+
+    @abstractmethod
+    def blanks(self, problem, variant: Variant | None) -> tuple[Blank, ...]:
+        """The blanks of an exam paper."""
+
+    def paper_question(self, problem, variant: Variant | None) -> tuple[str, tuple[Blank, ...]]:
+        return self.question_markdown(problem, variant), self.blanks(problem, variant)
+
+
+class AllOrNothingKind(WrittenKind):
+    """A written kind with one answer, right or wrong: full points or none."""
+
+    @abstractmethod
+    def read(self, problem, typed: Any) -> object:
+        """The typed answer parsed; raises AnswerFormatError when it is malformed (the drill asks again)."""
+
+    @abstractmethod
+    def judge(self, problem, typed: Any) -> Verdict:
+        """Right or wrong, with the misconception a wrong answer matches."""
+
+    def grade(self, problem, answer: Any, variant: Variant | None) -> Marked:
+        verdict = self.judge(problem, answer)
+        return Marked(1.0 if verdict.correct else 0.0, verdict.message, verdict.misconception)
+
+    @abstractmethod
+    def drill_label(self, problem) -> str:
+        """The drill's prompt for the answer, e.g. "true or false"."""
+
+    def drill_questions(self, problem, variant: Variant | None) -> list[DrillQuestion]:
+        return [DrillQuestion(self.drill_label(problem), lambda typed: self.read(problem, typed),
+                              lambda typed: self.judge(problem, typed), problem.points)]
+
+    @abstractmethod
+    def lms_question(self, problem, points: float) -> Question:
+        """The one quiz question of the problem."""
+
+    def lms_groups(self, problem, points: float, seed: int, variants: int, split_entries: bool) -> list[QuestionGroup]:
+        return [QuestionGroup(problem.id, problem.title, points, (self.lms_question(problem, points),))]
+
+
+# ------------------------------------------------ self-check data of answers
+
+
+def part_digest(assignment: str, student: str, problem: str, part: str, canonical: str) -> str:
+    # self-check data: moved verbatim from build/student.py (as `_digest`)
+    return sealed.answer_digest(sealed.digest_salt(assignment, student, problem, part), canonical)
+
+
+def answer_digests(assignment: str, students: list[str], problem, canonical: str) -> dict[str, dict[str, str]]:
+    # self-check data: moved verbatim from build/student.py (as `digests_of` in `_written_data`)
+    return {s: {"answer": part_digest(assignment, s, problem.id, "answer", canonical)} for s in students}

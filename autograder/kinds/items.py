@@ -1,0 +1,115 @@
+"""What a kind hands the stages: plain values, no behaviour.
+
+Verdicts and marks for grading and the drill, key lines for answer keys, blanks
+for exam papers, drill questions, and the neutral quiz questions the LMS writers
+(exam/lms/qti.py, moodle.py, gift.py) write down. They live here, below the
+kinds, because the kinds make them and the stages read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Verdict:
+    correct: bool
+    message: str
+    misconception: str | None = None
+
+
+@dataclass(frozen=True)
+class Marked:
+    """A written answer judged for the grader: the share of the points it earns, and why."""
+
+    fraction: float
+    message: str
+    misconception: str | None = None
+
+
+# ------------------------------------------------------------ answer keys
+
+
+@dataclass(frozen=True)
+class KeyLine:
+    label: str
+    answer: str  # as a student writes it, e.g. "(0.0634, 0.4683, 0.4683)"
+    accepted: str = ""  # e.g. "within 0.0005 of each entry"; empty when nothing else needs saying
+
+
+@dataclass(frozen=True)
+class Mistake:
+    answer: str  # the wrong answer it gives, e.g. "B" or "scores: (2, 4, 4)"
+    message: str
+
+
+@dataclass(frozen=True)
+class ProblemKey:
+    lines: tuple[KeyLine, ...]
+    solution: str  # Markdown with LaTeX
+    mistakes: tuple[Mistake, ...]
+
+
+# ---------------------------------------------------------- exams, drill
+
+
+@dataclass(frozen=True)
+class Blank:
+    label: str
+    tall: bool = False  # room for a corrected statement or a function, not one line
+
+
+@dataclass(frozen=True)
+class DrillQuestion:
+    """One answer the student types: a label, a reader that raises on a malformed answer, and a judge."""
+
+    label: str
+    read: Callable[[str], object]
+    judge: Callable[[str], Verdict]
+    points: float
+
+
+# ---------------------------------------------------------------- quizzes
+
+QuestionKind = Literal["numerical", "cloze", "multichoice", "truefalse", "shortanswer"]
+
+
+@dataclass(frozen=True)
+class NumericBlank:
+    label: str
+    value: float
+    tolerance: float  # absolute: answers within value ± tolerance are right
+    shown: str  # the value as the key shows it
+
+
+@dataclass(frozen=True)
+class Choice:
+    text: str  # Markdown
+    correct: bool
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    ident: str
+    title: str
+    kind: QuestionKind
+    text: str  # Markdown with LaTeX
+    points: float
+    feedback: str  # the worked solution, shown after the attempt
+    blanks: tuple[NumericBlank, ...] = ()  # numerical: one; cloze: every entry, part by part
+    part_of_blank: tuple[int, ...] = ()  # cloze: which answer part each blank belongs to
+    part_labels: tuple[str, ...] = ()  # cloze: the label of each answer part
+    choices: tuple[Choice, ...] = ()  # multichoice
+    truth: bool | None = None  # truefalse
+    accepted: tuple[str, ...] = ()  # shortanswer
+
+
+@dataclass(frozen=True)
+class QuestionGroup:
+    ident: str
+    title: str
+    points: float  # of each question; a student answers one question of the group
+    questions: tuple[Question, ...]

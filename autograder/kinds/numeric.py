@@ -1,0 +1,457 @@
+"""`numeric`: a hand calculation; numbers drawn per seed and student, answers computed by the reference.
+
+Takes a `NumericProblem` and its `Variant` (bank/variants.py); gives the prompt
+and solution rendered from the variant's numbers, each part judged within its
+tolerance (points split equally over the parts), the self-check's salted
+digests on a grid inside the tolerance, validate's checks of the lecture's
+figures, the draws and the misconception twins, and the answer key, exam
+blanks, drill questions and quiz groups, each naming a misconception whose
+wrong-method answer a typed answer equals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from autograder.bank.model import DottedRef, ParamSpec, ProblemBase, ProblemId, Strict, Tolerance
+from autograder.bank.render import fmt, render_text, variant_context
+from autograder.bank.resolve import resolve
+from autograder.bank.variants import InfeasibleProblem, Variant, distinct_variants, draw_variant, lecture_variant, variant_for
+from autograder.kinds.base import CLASS, WrittenKind
+from autograder.kinds.cells import plain_literal
+from autograder.kinds.items import (
+    Blank, DrillQuestion, KeyLine, Marked, Mistake, NumericBlank, ProblemKey, Question, QuestionGroup, Verdict,
+)
+from qkv_runtime import sealed
+from qkv_runtime.answers import AnswerFormatError, parse_numbers
+
+
+class AnswerTolerance(Tolerance):
+    """A hand-calculated answer's window: 5e-4 either side, and relative only when the problem asks for it."""
+
+    abs: float = Field(default=5e-4, ge=0)
+    rel: float = Field(default=0.0, ge=0)
+
+
+class AnswerPart(Strict):
+    """One number, vector or matrix the student computes by hand."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
+    label: str
+    form: Literal["scalar", "vector", "matrix", "integer"] = "scalar"
+    decimals: int | None = Field(default=None, ge=0, le=8, description="how the answer is rounded when shown")
+    tolerance: AnswerTolerance = AnswerTolerance()
+
+
+class LectureExample(Strict):
+    """The lecture's own numbers: fixed parameters and the figures the lecture prints."""
+
+    params: dict[str, Any]
+    expected: dict[str, Any]
+
+
+class NumericMisconception(Strict):
+    id: ProblemId
+    message: str = Field(min_length=10)
+    compute: DottedRef
+
+
+class NumericProblem(ProblemBase):
+    kind: Literal["numeric"]
+    parameters: dict[str, ParamSpec] = {}
+    compute: DottedRef = Field(description="function(**params) -> {part name: value}")
+    feasible: DottedRef | None = Field(
+        default=None,
+        description="function(params, answers) -> None when fine, else the reason the draw is rejected",
+    )
+    parts: list[AnswerPart] = Field(min_length=1)
+    lecture_example: LectureExample | None = None
+    misconceptions: list[NumericMisconception] = []
+
+    @model_validator(mode="after")
+    def _has_a_variant(self) -> "NumericProblem":
+        if not self.parameters and self.lecture_example is None:
+            raise ValueError("needs parameters or a lecture_example")
+        return self
+
+
+# ------------------------------------------------------------ judging numbers
+
+
+def close(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> bool:
+    return got.shape == want.shape and bool(
+        np.all(np.abs(got - want) <= tolerance.abs + tolerance.rel * np.abs(want))
+    )
+
+
+def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
+    try:
+        got = parse_numbers(typed)
+    except AnswerFormatError as err:
+        return Verdict(False, f"{part.label}: {err}")
+    want = np.asarray(want, dtype=float)
+    if got.size == want.size and got.shape != want.shape:
+        got = got.reshape(want.shape)  # a flat list for a matrix, or [x] for a scalar, is fine
+    if got.shape != want.shape:
+        return Verdict(False, f"{part.label}: expected {want.size} number(s), got {got.size}")
+    if close(got, want, part.tolerance):
+        return Verdict(True, f"{part.label}: correct")
+    window = f"{part.tolerance.abs:g}" + (f" + {part.tolerance.rel:g} x |answer|" if part.tolerance.rel else "")
+    return Verdict(False, f"{part.label}: not within {window} of the answer")
+
+
+def numeric_misconception(problem: NumericProblem, variant: Variant, part: AnswerPart, typed: str) -> str | None:
+    """The message of the misconception whose wrong-method answer to this part the typed answer equals."""
+    got = parse_numbers(typed)
+    right = variant.answers[part.name]
+    for wrong in problem.misconceptions:
+        answers = resolve(wrong.compute)(**variant.params)
+        if part.name not in answers:
+            continue
+        value = np.asarray(answers[part.name], dtype=float)
+        if got.size == value.size and not close(value, right, part.tolerance) \
+                and close(got.reshape(value.shape), value, part.tolerance):
+            return wrong.message
+    return None
+
+
+# ---------------------------------------------------------------------- text
+
+
+def render_prompt(problem: NumericProblem, variant: Variant | None) -> str:
+    assert variant is not None, "a numeric problem's prompt needs its variant"
+    return render_text(problem.prompt, variant_context(problem, variant))
+
+
+def render_solution(problem: NumericProblem, variant: Variant | None) -> str:
+    assert variant is not None, "a numeric problem's solution needs its variant"
+    return render_text(problem.solution, variant_context(problem, variant))
+
+
+def shown_decimals(part: AnswerPart) -> int:
+    """The part's own decimals, or enough digits that rounding stays well inside the tolerance."""
+    if part.decimals is not None:
+        return part.decimals
+    return max(0, math.ceil(-math.log10(part.tolerance.abs)) + 1) if part.tolerance.abs > 0 else 6
+
+
+def tolerance_text(tolerance: Tolerance, value: np.ndarray) -> str:
+    """The window check_part accepts around this answer, |got - want| <= abs + rel * |want|, in words."""
+    windows = {float(w) for w in np.ravel(tolerance.abs + tolerance.rel * np.abs(value))}
+    if windows == {0.0}:
+        return "exact"
+    each = " for each entry" if np.ndim(value) else ""
+    if len(windows) == 1:
+        return f"accepted within ±{windows.pop():.3g}{each}"
+    return f"accepted within ±({tolerance.abs:g} + {tolerance.rel:g} × |answer|){each}"
+
+
+def part_answer(part: AnswerPart, value: np.ndarray) -> str:
+    return fmt(value, shown_decimals(part))
+
+
+def numeric_mistakes(problem: NumericProblem, variant: Variant) -> list[Mistake]:
+    """Each misconception's wrong answers on this variant, for the parts where they differ from the right ones."""
+    mistakes = []
+    for wrong in problem.misconceptions:
+        answers = resolve(wrong.compute)(**variant.params)
+        differ = [f"{part.label}: {part_answer(part, np.asarray(answers[part.name], dtype=float))}"
+                  for part in problem.parts
+                  if part.name in answers
+                  and not close(np.asarray(answers[part.name], dtype=float), variant.answers[part.name], part.tolerance)]
+        if differ:
+            mistakes.append(Mistake("; ".join(differ), wrong.message))
+    return mistakes
+
+
+def answer_form(value: np.ndarray, form: str) -> str:
+    if np.ndim(value) == 1:
+        return f" ({np.size(value)} numbers)"
+    if np.ndim(value) == 2:
+        return f" ({np.shape(value)[0]} × {np.shape(value)[1]} matrix, row by row)"
+    return " (a whole number)" if form == "integer" else ""
+
+
+# --------------------------------------------------------------------- drill
+
+
+def _read_numbers(want: np.ndarray) -> Callable[[str], object]:
+    def read(typed: str) -> object:
+        got = parse_numbers(typed)
+        if got.size != np.size(want):
+            raise AnswerFormatError(f"expected {np.size(want)} number(s), got {got.size}")
+        return got
+
+    return read
+
+
+def _judge_part(problem: NumericProblem, variant: Variant, part: AnswerPart) -> Callable[[str], Verdict]:
+    def judge(typed: str) -> Verdict:
+        verdict = check_part(part, variant.answers[part.name], typed)
+        if verdict.correct:
+            return verdict
+        message = numeric_misconception(problem, variant, part, typed)
+        return Verdict(False, message, misconception=message) if message else verdict
+
+    return judge
+
+
+def _shape_hint(value: np.ndarray) -> str:
+    if np.ndim(value) == 1:
+        return f" [{np.size(value)} numbers]"
+    if np.ndim(value) == 2:
+        return f" [{np.shape(value)[0]}x{np.shape(value)[1]} matrix, rows split by ;]"
+    return ""
+
+
+# ----------------------------------------------------------------- quizzes
+
+def entry_labels(label: str, value: np.ndarray) -> list[str]:
+    flat = np.size(value)
+    if flat == 1:
+        return [label]
+    if np.ndim(value) == 2:
+        cols = np.shape(value)[1]
+        return [f"{label}, row {i // cols + 1}, column {i % cols + 1}" for i in range(flat)]
+    return [f"{label}, entry {i + 1} of {flat}" for i in range(flat)]
+
+
+def numeric_blanks(problem: NumericProblem, variant: Variant) -> list[tuple[int, NumericBlank]]:
+    blanks = []
+    for index, part in enumerate(problem.parts):
+        value = np.asarray(variant.answers[part.name], dtype=float)
+        shown = [part_answer(part, x) for x in value.reshape(-1)]
+        for label, x, text in zip(entry_labels(part.label, value), value.reshape(-1), shown):
+            # four significant digits: the platforms show the window to the instructor
+            window = float(f"{part.tolerance.abs + part.tolerance.rel * abs(float(x)):.4g}")
+            blanks.append((index, NumericBlank(label, float(x), window, text)))
+    return blanks
+
+
+def _variant_title(problem: NumericProblem, n: int, of: int) -> str:
+    return problem.title if of == 1 else f"{problem.title} (variant {n} of {of})"
+
+
+def numeric_groups(problem: NumericProblem, points: float, seed: int, variants: int,
+                   split_entries: bool) -> list[QuestionGroup]:
+    """Variants of the problem from which a platform draws one; with `split_entries`, one group per answer entry."""
+    drawn = [(render_prompt(problem, v), render_solution(problem, v), numeric_blanks(problem, v))
+             for v in distinct_variants(problem, seed, variants)]
+    if not split_entries:
+        questions = tuple(
+            Question(f"{problem.id}-v{n}", _variant_title(problem, n, len(drawn)),
+                     "numerical" if len(blanks) == 1 else "cloze", prompt, points, solution,
+                     tuple(b for _, b in blanks), tuple(i for i, _ in blanks), tuple(p.label for p in problem.parts))
+            for n, (prompt, solution, blanks) in enumerate(drawn, 1))
+        return [QuestionGroup(problem.id, problem.title, points, questions)]
+    groups = []
+    first_blanks = drawn[0][2]
+    for e, (part_index, first) in enumerate(first_blanks):
+        entries = sum(1 for i, _ in first_blanks if i == part_index)
+        share = points / len(problem.parts) / entries
+        questions = tuple(
+            Question(f"{problem.id}-e{e + 1}-v{n}", f"{_variant_title(problem, n, len(drawn))}: {blanks[e][1].label}",
+                     "numerical", f"{prompt.strip()}\n\n**Give:** {blanks[e][1].label}.", share, solution,
+                     (blanks[e][1],))
+            for n, (prompt, solution, blanks) in enumerate(drawn, 1))
+        groups.append(QuestionGroup(f"{problem.id}-e{e + 1}", f"{problem.title}: {first.label}", share, questions))
+    return groups
+
+
+# ----------------------------------------------------------- self-check data
+
+
+def number_digests(salt: Callable[[str], str], values: Any, mode: str, steps: list[float]) -> list[str]:
+    """Digests of `values` snapped to the grid `steps`: one for the whole part, or one per entry.
+
+    `salt(suffix)` gives the salt of the part ("" ) or of entry i ("[i]").
+    """
+    # self-check data: moved verbatim from build/student.py
+    values = np.asarray(values, dtype=float)
+    ks = [sealed.grid_index(x, step) for x, step in zip(values.reshape(-1), steps)]
+    if mode == "whole":
+        return [sealed.answer_digest(salt(""), sealed.grid_form(ks, values.shape))]
+    return [sealed.answer_digest(salt(f"[{i}]"), sealed.grid_form([k], ())) for i, k in enumerate(ks)]
+
+
+def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart,
+                      wrong: list[Any]) -> tuple[dict[str, Any], list[list[str] | None]]:
+    """One part for one student: how it is hashed and the digests of the right answer, and of each
+    wrong answer in `wrong` (None where a wrong answer has another shape or is within tolerance)."""
+    # self-check data: moved verbatim from build/student.py
+    want = np.asarray(want, dtype=float)
+    tol = part.tolerance
+    mode, steps, exact = sealed.grid_plan(want, tol.abs, tol.rel, part.decimals)
+    entry = {"mode": mode, "steps": steps, "exact": exact, "digests": number_digests(salt, want, mode, steps)}
+    wrong_digests: list[list[str] | None] = []
+    for value in wrong:
+        value = None if value is None else np.asarray(value, dtype=float)
+        if value is None or value.size != want.size or close(value.reshape(want.shape), want, tol):
+            wrong_digests.append(None)  # another shape, or not a mistake for these numbers
+        else:
+            wrong_digests.append(number_digests(salt, value.reshape(want.shape), mode, steps))
+    return entry, wrong_digests
+
+
+def _numeric_data(assigned, assignment, students: list[str]) -> dict[str, Any]:
+    # self-check data: moved verbatim from build/student.py
+    problem = assigned.problem
+    parts = problem.parts
+    digests: dict[str, dict[str, Any]] = {}
+    shapes: dict[str, list[int]] = {}
+    wrong: dict[str, list[dict[str, Any]]] = {}
+    for student in students:
+        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants,
+                              None if student == CLASS else student)
+        mistakes = [resolve(m.compute)(**variant.params) for m in problem.misconceptions]
+        digests[student] = {}
+        found: list[dict[str, list[str]]] = [{} for _ in mistakes]
+        for part in parts:
+            want = variant.answers[part.name]
+            shapes[part.name] = list(np.shape(want))
+            salt = lambda suffix, p=part.name: sealed.digest_salt(  # noqa: E731
+                assignment.name, student, problem.id, p + suffix)
+            entry, wrong_parts = numeric_part_data(salt, want, part, [m.get(part.name) for m in mistakes])
+            digests[student][part.name] = entry
+            for i, d in enumerate(wrong_parts):
+                if d is not None:
+                    found[i][part.name] = d
+        wrong[student] = [{"message": m.message, "digests": f}
+                          for m, f in zip(problem.misconceptions, found) if f]
+    return {
+        "parts": [{"name": p.name, "label": p.label, "shape": shapes[p.name],
+                   "tolerance": p.tolerance.model_dump()} for p in parts],
+        "digests": digests,
+        "misconceptions": wrong,
+    }
+
+
+# ---------------------------------------------------------------------- kind
+
+VARIANTS_CHECKED = 20  # drawn by `qkv validate` for each parameterised problem
+
+
+class NumericKind(WrittenKind):
+    name = "numeric"
+    model = NumericProblem
+    parameterised = True
+
+    def refs(self, problem: NumericProblem) -> list[tuple[str, str]]:
+        refs = [("compute", problem.compute)] + ([("feasible", problem.feasible)] if problem.feasible else [])
+        return refs + [(f"misconceptions.{m.id}", m.compute) for m in problem.misconceptions]
+
+    def check(self, problem: NumericProblem) -> list[str]:
+        problems: list[str] = []
+        variants = []
+        if problem.lecture_example is not None:
+            variant = lecture_variant(problem)
+            variants.append(variant)
+            parts = {p.name: p for p in problem.parts}
+            for name, figure in problem.lecture_example.expected.items():
+                if name not in parts:
+                    problems.append(f"lecture_example.expected.{name}: no part of that name")
+                    continue
+                got = variant.answers[name]
+                want = np.asarray(figure, dtype=float)
+                tol = parts[name].tolerance
+                if got.shape != want.shape or not np.allclose(got, want, atol=tol.abs, rtol=tol.rel):
+                    problems.append(
+                        f"lecture_example.expected.{name}: computed {np.round(got, 6).tolist()} "
+                        f"but the file says {want.tolist()}"
+                    )
+        if problem.parameters:
+            try:
+                variants += [draw_variant(problem, seed) for seed in range(VARIANTS_CHECKED)]
+            except InfeasibleProblem as err:
+                problems.append(f"parameters: {err}")
+        for variant in variants:
+            for wrong in problem.misconceptions:
+                wrong_answers = resolve(wrong.compute)(**variant.params)
+                # indistinguishable when every part it gives is within that part's grading tolerance
+                if all(close(np.asarray(wrong_answers[p.name], dtype=float), variant.answers[p.name], p.tolerance)
+                       for p in problem.parts if p.name in wrong_answers):
+                    problems.append(f"misconceptions.{wrong.id}: gives the right answer for {variant.params}")
+                    break
+        for variant in variants[:3]:
+            problems += [found for found in self.render_findings(problem, variant) if found not in problems]
+        return problems
+
+    def variant(self, problem: NumericProblem, seed: int, mode: str, student: str | None) -> Variant:
+        return variant_for(problem, seed, mode, student)
+
+    def prompt_text(self, problem: NumericProblem, variant: Variant | None = None) -> str:
+        return render_prompt(problem, variant)
+
+    def solution_text(self, problem: NumericProblem, variant: Variant | None = None) -> str:
+        return render_solution(problem, variant)
+
+    # ------------------------------------------------------------ build
+
+    def release_prompt(self, problem: NumericProblem, manifest) -> str:
+        if manifest.variants == "per_student":
+            return ("Your numbers depend on your student id: set `STUDENT_ID`, then run "
+                    f"`python qkv_check.py --student YOUR_ID --show {problem.id}` (or `show(\"{problem.id}\")` in the notebook).")
+        return super().release_prompt(problem, manifest)
+
+    def placeholder(self, problem: NumericProblem) -> str:
+        if len(problem.parts) == 1:
+            return "None"
+        return "{" + ", ".join(f"{json.dumps(p.name)}: None" for p in problem.parts) + "}"
+
+    def answer(self, problem: NumericProblem, variant: Variant | None) -> object:
+        assert variant is not None
+        values = {p.name: np.round(variant.answers[p.name], 10).tolist() for p in problem.parts}
+        return next(iter(values.values())) if len(values) == 1 else values
+
+    def nbgrader_checks(self, problem: NumericProblem, variant: Variant | None) -> list[str]:
+        assert variant is not None
+        single = len(problem.parts) == 1
+        return [f"_w.number({p.name!r}, {plain_literal(np.asarray(variant.answers[p.name], dtype=float))}, "
+                f"{float(p.tolerance.abs)!r}, {float(p.tolerance.rel)!r}, single={single!r})" for p in problem.parts]
+
+    def selfcheck_data(self, assigned, assignment, bundle, students: list[str]) -> dict[str, Any]:
+        return _numeric_data(assigned, assignment, students)
+
+    def grade(self, problem: NumericProblem, answer: Any, variant: Variant | None) -> Marked:
+        assert variant is not None
+        single = len(problem.parts) == 1
+        verdicts = []
+        for part in problem.parts:
+            typed = answer if single and not isinstance(answer, dict) else (answer.get(part.name) if isinstance(answer, dict) else None)
+            verdicts.append(check_part(part, variant.answers[part.name], typed) if typed is not None
+                            else None)
+        right = sum(bool(v and v.correct) for v in verdicts)
+        notes = [v.message if v else f"{p.label}: not answered" for v, p in zip(verdicts, problem.parts)]
+        return Marked(right / len(problem.parts), "; ".join(notes))
+
+    # ------------------------------------------------------------- exam
+
+    def blanks(self, problem: NumericProblem, variant: Variant | None) -> tuple[Blank, ...]:
+        assert variant is not None
+        return tuple(Blank(part.label + answer_form(variant.answers[part.name], part.form)) for part in problem.parts)
+
+    def key(self, problem: NumericProblem, variant: Variant | None) -> ProblemKey:
+        assert variant is not None, "a numeric problem's key needs its variant"
+        lines = tuple(KeyLine(part.label, part_answer(part, variant.answers[part.name]),
+                              tolerance_text(part.tolerance, variant.answers[part.name])) for part in problem.parts)
+        return ProblemKey(lines, render_solution(problem, variant), tuple(numeric_mistakes(problem, variant)))
+
+    def drill_questions(self, problem: NumericProblem, variant: Variant | None) -> list[DrillQuestion]:
+        assert variant is not None
+        share = problem.points / len(problem.parts)
+        return [DrillQuestion(part.label + _shape_hint(variant.answers[part.name]),
+                              _read_numbers(variant.answers[part.name]),
+                              _judge_part(problem, variant, part), share) for part in problem.parts]
+
+    def lms_groups(self, problem: NumericProblem, points: float, seed: int, variants: int,
+                   split_entries: bool) -> list[QuestionGroup]:
+        return numeric_groups(problem, points, seed, variants, split_entries)
+
+
+NUMERIC = NumericKind()

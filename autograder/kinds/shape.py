@@ -1,0 +1,117 @@
+"""`shape`: give the shape of an array, in symbols (`n x d_v`) or, with `parameters`, in numbers.
+
+Takes a `ShapeProblem`; gives the shape judged axis by axis after evaluating
+symbols and expressions (`d/h`), the misconception a known wrong shape reflects,
+its self-check digests, nbgrader cells, key, exam blank, drill question and a
+short-answer quiz question that accepts the usual spellings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from autograder.bank.model import ProblemBase, Strict
+from autograder.kinds.base import AllOrNothingKind, answer_digests, part_digest
+from autograder.kinds.cells import plain_literal
+from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
+from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_shape
+
+
+class ShapeMisconception(Strict):
+    answer: list[str]
+    message: str = Field(min_length=10)
+
+
+class ShapeProblem(ProblemBase):
+    kind: Literal["shape"]
+    parameters: dict[str, int] = Field(
+        default={}, description="values of the symbols, when the answer is asked in numbers"
+    )
+    answer: list[str] = Field(min_length=1, description="one entry per axis: a symbol, a number, or d/h")
+    misconceptions: list[ShapeMisconception] = []
+
+
+def expected_shape(problem: ShapeProblem) -> tuple[str, ...]:
+    return tuple(evaluate_dim(d, problem.parameters) for d in problem.answer)
+
+
+def check_shape(problem: ShapeProblem, typed: Any) -> Verdict:
+    try:
+        got = tuple(evaluate_dim(d, problem.parameters) for d in parse_shape(typed))
+    except AnswerFormatError as err:
+        return Verdict(False, str(err))
+    if got == expected_shape(problem):
+        return Verdict(True, "correct shape")
+    for wrong in problem.misconceptions:
+        if got == tuple(evaluate_dim(d, problem.parameters) for d in wrong.answer):
+            return Verdict(False, wrong.message, misconception=" x ".join(wrong.answer))
+    return Verdict(False, f"{' x '.join(got)} is not the shape")
+
+
+def shape_spellings(dims: list[str]) -> list[str]:
+    """The ways a student may write a shape, for platforms that compare strings."""
+    forms: list[str] = []
+    for variant in (dims, [d.replace("_", "") for d in dims]):
+        forms += ["(" + ", ".join(variant) + ")", "(" + ",".join(variant) + ")", " x ".join(variant),
+                  "x".join(variant), " × ".join(variant), "[" + ", ".join(variant) + "]"]
+    return list(dict.fromkeys(forms))
+
+
+def _selfcheck_data(problem: ShapeProblem, name: str, students: list[str]) -> dict[str, Any]:
+    # self-check data: moved verbatim from build/student.py (the shape branch of `_written_data`)
+    return {
+        "symbols": problem.parameters,
+        "digests": answer_digests(name, students, problem, "x".join(expected_shape(problem))),
+        "misconceptions": {s: [{"message": m.message, "digests": {"answer": part_digest(
+            name, s, problem.id, "answer",
+            "x".join(evaluate_dim(d, problem.parameters) for d in m.answer))}}
+            for m in problem.misconceptions] for s in students},
+    }
+
+
+class ShapeKind(AllOrNothingKind):
+    name = "shape"
+    model = ShapeProblem
+
+    def answer(self, problem: ShapeProblem, variant) -> object:
+        return " x ".join(expected_shape(problem))
+
+    def answer_hint(self, problem: ShapeProblem) -> str:
+        return '"..."  # a shape such as "n x d_v" or (3, 4)'
+
+    def nbgrader_checks(self, problem: ShapeProblem, variant) -> list[str]:
+        return [f"_w.shape({plain_literal(tuple(expected_shape(problem)))}, {plain_literal(dict(problem.parameters))})"]
+
+    def selfcheck_data(self, assigned, assignment, bundle, students: list[str]) -> dict[str, Any]:
+        return _selfcheck_data(assigned.problem, assignment.name, students)
+
+    def read(self, problem: ShapeProblem, typed: Any) -> object:
+        return parse_shape(typed)
+
+    def judge(self, problem: ShapeProblem, typed: Any) -> Verdict:
+        return check_shape(problem, typed)
+
+    def blanks(self, problem: ShapeProblem, variant) -> tuple[Blank, ...]:
+        return (Blank("shape"),)
+
+    def key(self, problem: ShapeProblem, variant) -> ProblemKey:
+        symbols = "(" + ", ".join(problem.answer) + ")"
+        numbers = "(" + ", ".join(expected_shape(problem)) + ")" if problem.parameters else ""
+        line = KeyLine("shape", symbols if not numbers else f"{numbers}, that is {symbols}")
+        mistakes = tuple(Mistake("(" + ", ".join(m.answer) + ")", m.message) for m in problem.misconceptions)
+        return ProblemKey((line,), problem.solution, mistakes)
+
+    def drill_label(self, problem: ShapeProblem) -> str:
+        return "shape, e.g. (n, d_v)"
+
+    def lms_question(self, problem: ShapeProblem, points: float) -> Question:
+        accepted = shape_spellings(list(problem.answer))
+        if problem.parameters:
+            accepted += shape_spellings(list(expected_shape(problem)))
+        return Question(problem.id, problem.title, "shortanswer", problem.prompt, points, problem.solution,
+                        accepted=tuple(dict.fromkeys(accepted)))
+
+
+SHAPE = ShapeKind()

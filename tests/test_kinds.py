@@ -1,0 +1,217 @@
+"""The registry of problem kinds: every registered kind gives every behaviour, and a new kind is one module.
+
+Parametrised over autograder.kinds.KINDS, so a kind is tested here as soon as it
+is registered. The last tests register a kind defined in this file (`yes_no`)
+and follow it through the schema's union, the tables of kinds, `qkv build`,
+grading, exam papers, the drill and a quiz export: no stage is told about it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from autograder.bank.load import Bank, parse_problem
+from autograder.bank.model import ProblemBase
+from autograder.build import build
+from autograder.bundle import read_bundle
+from autograder.cli import main
+from autograder.errors import QkvError
+from autograder.exam import exam_files
+from autograder.exam.drill import run_drill
+from autograder.exam.lms import export
+from autograder.exam.select import ExamSpec, draw_exam
+from autograder.grade.score import score_written
+from autograder.kinds import KINDS, AllOrNothingKind, Kind, WrittenKind, kind_of, problem_adapter
+from autograder.kinds.base import answer_digests
+from autograder.kinds.items import Blank, KeyLine, ProblemKey, Question, Verdict
+from conftest import ROOT
+from qkv_runtime.answers import AnswerFormatError, parse_bool
+
+BEHAVIOURS = sorted(name for name, _ in inspect.getmembers(Kind, inspect.isfunction) if not name.startswith("_"))
+WRITTEN_BEHAVIOURS = sorted(name for name, _ in inspect.getmembers(WrittenKind, inspect.isfunction)
+                            if not name.startswith("_"))
+
+
+# ----------------------------------------------------------- every kind
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_every_kind_gives_every_behaviour(name: str) -> None:
+    kind = KINDS[name]
+    assert kind.name == name
+    assert not type(kind).__abstractmethods__
+    assert issubclass(kind.model, ProblemBase)
+    assert typing.get_args(kind.model.model_fields["kind"].annotation) == (name,), "the model's kind is its name"
+    assert kind.code != isinstance(kind, WrittenKind), "a kind is answered either with code or in ANSWERS"
+    for behaviour in BEHAVIOURS + (WRITTEN_BEHAVIOURS if not kind.code else []):
+        assert callable(getattr(kind, behaviour)), behaviour
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_the_bank_has_problems_of_every_kind_and_each_knows_its_kind(bank: Bank, name: str) -> None:
+    problems = [p for p in bank.problems.values() if p.kind == name]
+    assert problems
+    assert all(kind_of(p) is KINDS[name] and isinstance(p, KINDS[name].model) for p in problems)
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_the_schema_page_has_a_section_on_every_kind(name: str) -> None:
+    # its example is checked by test_bank.py's test_the_schema_page_has_a_valid_example_of_every_kind
+    assert f"\n## `{name}`" in (ROOT / "docs" / "question-bank.md").read_text(encoding="utf-8")
+
+
+def test_an_unknown_kind_is_answered_with_every_registered_kind() -> None:
+    with pytest.raises(QkvError) as caught:
+        parse_problem("id: x1\nkind: essay\n", "x1.yaml")
+    assert f"must be one of {', '.join(KINDS)}, got 'essay'" in str(caught.value)
+
+
+def _validate_header(path: Path, monkeypatch) -> str:
+    monkeypatch.setenv("COLUMNS", "250")  # so that no column name is wrapped
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    return next(line for line in result.output.splitlines() if " topic " in line)
+
+
+def test_the_validate_table_has_a_column_per_kind(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "empty").mkdir()
+    header = _validate_header(tmp_path / "empty", monkeypatch)
+    assert [cell.strip() for cell in header.strip("┃ ").split("┃")] == ["topic", *KINDS, "points"]
+
+
+# ----------------------------------------------- a kind of this file's own
+
+
+class YesNoProblem(ProblemBase):
+    kind: typing.Literal["yes_no"]
+    answer: bool
+
+
+class YesNoKind(AllOrNothingKind):
+    """A question answered yes or no: the smallest kind, registered only by the tests below."""
+
+    name = "yes_no"
+    model = YesNoProblem
+
+    def answer(self, problem, variant) -> object:
+        return "yes" if problem.answer else "no"
+
+    def nbgrader_checks(self, problem, variant) -> list[str]:
+        return [f"_w.truth({problem.answer!r})"]
+
+    def selfcheck_data(self, assigned, assignment, bundle, students) -> dict:
+        canonical = "true" if assigned.problem.answer else "false"
+        return {"digests": answer_digests(assignment.name, students, assigned.problem, canonical), "misconceptions": {}}
+
+    def read(self, problem, typed) -> object:
+        return parse_bool(typed)
+
+    def judge(self, problem, typed) -> Verdict:
+        try:
+            right = parse_bool(typed) == problem.answer
+        except AnswerFormatError as err:
+            return Verdict(False, str(err))
+        return Verdict(right, "correct" if right else f"the answer is {self.answer(problem, None)}")
+
+    def blanks(self, problem, variant) -> tuple[Blank, ...]:
+        return (Blank("yes or no"),)
+
+    def key(self, problem, variant) -> ProblemKey:
+        return ProblemKey((KeyLine("answer", self.answer(problem, None)),), problem.solution, ())
+
+    def drill_label(self, problem) -> str:
+        return "yes or no"
+
+    def lms_question(self, problem, points: float) -> Question:
+        return Question(problem.id, problem.title, "truefalse", problem.prompt, points, problem.solution,
+                        truth=problem.answer)
+
+
+YES_NO_FILE = """\
+id: rows-sum-to-one
+title: Do the weights sum to one?
+kind: yes_no
+topic: tiny/weights
+points: 2
+difficulty: 1
+source: "L08 p.20"
+prompt: "Does each row of softmax(S) sum to one?"
+answer: true
+solution: "Each exponential is divided by its row's sum."
+"""
+
+MANIFEST = """\
+title: "A kind of its own"
+track: numpy
+seed: 7
+problems:
+  - rows-sum-to-one
+  - output-shape
+"""
+
+
+@pytest.fixture
+def yes_no(monkeypatch) -> YesNoKind:
+    kind = YesNoKind()
+    monkeypatch.setitem(KINDS, kind.name, kind)  # registered for this test only
+    return kind
+
+
+@pytest.fixture
+def tiny_bank(yes_no, bank: Bank, tmp_path: Path) -> Bank:
+    path = tmp_path / "bank" / "tiny" / "rows-sum-to-one.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(YES_NO_FILE, encoding="utf-8")
+    problem = parse_problem(YES_NO_FILE, str(path))
+    return Bank({**bank.problems, problem.id: problem}, {**bank.paths, problem.id: path}, bank.root)
+
+
+def test_a_registered_kind_joins_the_union_and_the_tables(yes_no, tmp_path: Path, monkeypatch) -> None:
+    problem = problem_adapter().validate_python(yaml.safe_load(YES_NO_FILE))
+    assert isinstance(problem, YesNoProblem) and kind_of(problem) is yes_no
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "rows-sum-to-one.yaml").write_text(YES_NO_FILE, encoding="utf-8")
+    assert "yes_no" in _validate_header(tmp_path, monkeypatch)
+    with pytest.raises(QkvError, match="must be one of .*yes_no"):
+        parse_problem("id: x1\nkind: essay\n", "x1.yaml")
+
+
+def test_a_registered_kind_is_built_graded_examined_drilled_and_exported(tiny_bank: Bank, tmp_path: Path) -> None:
+    (tmp_path / "assignments").mkdir()
+    (tmp_path / "assignments" / "tiny.yaml").write_text(MANIFEST, encoding="utf-8")
+    built = build("tiny", tmp_path / "dist" / "tiny", bank=tiny_bank, assignments_root=tmp_path / "assignments")
+
+    student = built.out / "student"
+    assert "Does each row of softmax(S) sum to one?" in (student / "PROBLEMS.md").read_text(encoding="utf-8")
+    assert "ANSWERS['rows-sum-to-one'] = None" in (student / "tiny.ipynb").read_text(encoding="utf-8")
+    entry = next(p for p in json.loads((student / "selfcheck.json").read_text(encoding="utf-8"))["problems"]
+                 if p["id"] == "rows-sum-to-one")
+    assert entry["kind"] == "yes_no" and set(entry) == {"id", "kind", "title", "points", "digests", "misconceptions"}
+    assert "_w.truth(True)" in (built.out / "nbgrader" / "source" / "tiny" / "tiny.ipynb").read_text(encoding="utf-8")
+    assert "'rows-sum-to-one': 'yes'" in (built.out / "key" / "tiny.py").read_text(encoding="utf-8")
+
+    bundle = read_bundle(built.out / "autograder")
+    written = next(w for w in bundle.written if w.id == "rows-sum-to-one")
+    assert score_written(written, "Yes", bundle, "ada").score == 2.0
+    wrong = score_written(written, "no", bundle, "ada")
+    assert (wrong.score, wrong.message) == (0.0, "the answer is yes")
+
+    exam = draw_exam(tiny_bank, ExamSpec(topics=("tiny",), kinds=("yes_no",), count=1))
+    papers = exam_files(exam, "md")
+    assert "yes or no" in papers["exam.md"].decode() and "**answer:** yes" in papers["answer-key.md"].decode()
+
+    typed, said = ["maybe", "yes"], []
+    summary = run_drill(list(exam.items), ask=lambda prompt: typed.pop(0), say=said.append)
+    assert summary.earned == summary.possible == 2.0
+    assert any("try again" in line for line in said)
+
+    quiz = export("topic:tiny", "gift", bank=tiny_bank)
+    assert quiz.skipped_code == 0 and "{TRUE####" in quiz.data.decode()
+
+
