@@ -104,38 +104,53 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--jobs", type=click.IntRange(1, 256), help="submissions graded at once (default: CPU cores)")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600),
               help="wall seconds for loading a submission, and again for each problem (default: the assignment's)")
-@click.option("--regrade", is_flag=True, help="grade again submissions already in the gradebook")
+@click.option("--regrade", is_flag=False, flag_value="*", default=None, metavar="[STUDENT,...]",
+              help="grade again submissions already in the gradebook: all of them, or only these students")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
+              help="roster CSV (id,name,email,lms_id,section,extension): every hand-in is matched to its ids")
+@click.option("--strict", is_flag=True, help="grade nothing while intake has conflicts, off-roster or unmatched hand-ins")
 @click.option("--isolation", type=click.Choice(["require", "allow-rlimits", "bwrap", "rlimits"]),
               help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
                    "resource limits only (student code can read your files); default: the assignment's policy")
 @click.option("--cluster", metavar="ADDRESS",
               help="grade on Dask: a scheduler's tcp://HOST:8786, or local:N to start N worker processes here")
 def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
-          timeout: float | None, regrade: bool, isolation: str | None, cluster: str | None) -> None:
-    """Grade every submission in SUBMISSIONS for assignment NAME (resumable; unchanged work is not regraded)."""
+          timeout: float | None, regrade: str | None, roster: Path | None, strict: bool, isolation: str | None,
+          cluster: str | None) -> None:
+    """Grade every submission in SUBMISSIONS (a folder, or the LMS's zip of the class) for assignment NAME
+    (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autograder.build.manifest import find_manifest
+    from autograder.classroom.roster import load_roster
+    from autograder.classroom.terminal import changes_table, intake_counts, intake_table, late_table
     from autograder.report.summary import gradebook_table, summary_table
     from autograder.routes.class_grading import grade_class
 
+    class_roster = load_roster(roster) if roster else None
     dist = dist or Path("dist") / name
     if not (dist / "autograder").is_dir():
         find_manifest(name)  # an unknown assignment is the clearer error
         raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
     out = out or Path("grades") / name
+    only = None if regrade in (None, "*") else [s.strip() for s in regrade.split(",") if s.strip()]
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar:
         task = bar.add_task("", total=None)
-        run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade,
-                          isolation=isolation, cluster=cluster,
+        run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade == "*",
+                          isolation=isolation, cluster=cluster, roster=class_roster, strict=strict, only=only,
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=student))
     for note in run.notes:
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
-    for item in run.intake:
-        err_console.print(f"[yellow]intake:[/] {escape(terminal_safe(item.where))}: {escape(terminal_safe(item.what))}",
-                          highlight=False, soft_wrap=True)
+    if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows
+                                       if r.status != "skipped"):
+        console.print(intake_table(run.rows))
+        console.print(f"intake: {intake_counts(run.rows)}; every row is in [bold]{escape(str(run.out))}/intake.csv[/]")
+    else:
+        for item in run.intake:
+            err_console.print(f"[yellow]intake:[/] {escape(terminal_safe(item.where))}: {escape(terminal_safe(item.what))}",
+                              highlight=False, soft_wrap=True)
     if run.isolation == "rlimits-only":
         err_console.print("[bold red]WARNING: student code ran under resource limits ONLY, without namespaces or a "
                           "uid of its own: it could read your files. Install bubblewrap (apt-get install bubblewrap).[/]")
@@ -144,6 +159,12 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                           "with the grader's files checked unreadable to it, but without namespaces.")
     console.print(gradebook_table(run.results))
     console.print(summary_table(run.results, run.bundle.title, run.isolation))
+    if run.bundle.due and run.late:
+        late = late_table(run.late)
+        console.print(late if late.row_count else f"late penalties: none; all {len(run.late)} on time")
+    if run.changes:
+        console.print(changes_table(run.changes))
+        console.print(f"changes: [bold]{escape(str(run.out))}/changes.csv[/]")
     console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "
                   f"gradebook: [bold]{escape(str(run.out))}/gradebook.csv[/], "
                   f"feedback: [bold]{escape(str(run.out))}/feedback/<student>/feedback.html[/]")
@@ -246,3 +267,27 @@ def export(name: str, fmt: str, variants: int, seed: int | None, out: Path | Non
     console.print(f"{len(result.quiz.groups)} question groups, {questions} questions: [bold]{escape(str(path))}[/] ({len(result.data):,} bytes)")
     if result.skipped_code:
         console.print(f"left out {result.skipped_code} code problem(s): platforms cannot grade them (use `qkv build`)")
+
+
+def _grades_folder(name: str, grades: Path | None) -> Path:
+    return grades or Path("grades") / name
+
+
+@main.command()
+@click.argument("name")
+@click.argument("student")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+def history(name: str, student: str, grades: Path | None) -> None:
+    """Every grading of STUDENT for assignment NAME: file, time, bundle, score, and what changed each time."""
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.history import trail
+    from autograder.classroom.terminal import history_table
+
+    folder = _grades_folder(name, grades)
+    with open_gradebook(folder, name) as db:
+        found = trail(db, student)
+    if not found:
+        raise QkvError(student, f"no grading of this student in {folder / 'gradebook.sqlite'}")
+    console.print(history_table(student, found))
+
