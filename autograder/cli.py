@@ -291,3 +291,39 @@ def history(name: str, student: str, grades: Path | None) -> None:
         raise QkvError(student, f"no grading of this student in {folder / 'gradebook.sqlite'}")
     console.print(history_table(student, found))
 
+
+@main.command("export-grades")
+@click.argument("name")
+@click.option("--format", "fmt", required=True, metavar="canvas|moodle|csv",
+              help="canvas: gradebook import CSV; moodle: grade import CSV (match by email or ID number); csv: every figure")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+@click.option("--out", type=click.Path(path_type=Path), metavar="FILE", help="default: DIR/NAME-FORMAT.csv")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
+              help="roster CSV (default: the one the last qkv grade used)")
+@click.option("--column", metavar="TEXT",
+              help="the grade column's header (Canvas: 'Name (assignment id)' updates that assignment; "
+                   "default: the assignment's title)")
+def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, roster: Path | None,
+                  column: str | None) -> None:
+    """Write NAME's final grades (after late penalties) as an LMS import file, and a file of feedback comments."""
+    from autograder.classroom.classbook import open_gradebook, stored_title
+    from autograder.classroom.grades_export import FORMATS, export_files
+    from autograder.classroom.roster import load_roster
+    from autograder.report.files import write_atomic
+
+    if fmt not in FORMATS:
+        raise QkvError("--format", f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+    folder = _grades_folder(name, grades)
+    class_roster = load_roster(roster) if roster else None
+    out = out or folder / f"{name}-{fmt}.csv"
+    with open_gradebook(folder, name) as db:
+        files, lines = export_files(db, fmt, out, column or stored_title(db) or name, class_roster)
+    for path, data in files.items():
+        write_atomic(path, data)
+    graded = sum(1 for line in lines if line.final is not None)
+    console.print(f"{graded} grade(s), {len(lines) - graded} left blank (nothing graded): "
+                  + ", ".join(f"[bold]{escape(str(p))}[/]" for p in files))
+    if fmt == "canvas" and not any(line.lms_id for line in lines):
+        err_console.print("[yellow]note:[/] no lms_id in the roster: Canvas matches these rows by SIS User ID only")
+

@@ -183,3 +183,68 @@ def test_the_stored_answers_are_the_written_ones(canvas_class):
         answers = json.loads(db.execute("SELECT answers FROM gradings WHERE student = 's2026001'").fetchone()[0])
     assert answers["mha-heads-and-parameters"] == "C" and answers["rnn-sequential"]["answer"] is False
 
+
+# ------------------------------------------------------------------------- exports
+
+
+def export(out: Path, fmt: str, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+    target = out / f"export-{fmt}.csv"
+    done = subprocess.run([str(QKV), "export-grades", "attention-numpy", "--format", fmt, "--grades", str(out),
+                           "--out", str(target), *extra], capture_output=True, text=True)
+    return done, target
+
+
+def test_canvas_import_file_reads_back_by_canvas_rules(canvas_class):
+    _, out = canvas_class
+    done, path = export(out, "canvas", "--column", "Attention HW (4321)")
+    assert done.returncode == 0, done.stderr
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    # Canvas: the first five columns by these names, then one column per assignment; an optional Points Possible row
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention HW (4321)"]
+    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == 80
+    roster = {s.lms_id: s for s in load_roster(CANVAS / "roster.csv").students}
+    grades = {}
+    for row in rows[2:]:
+        student = roster[row[1]]  # Canvas matches on ID, the Canvas user id
+        assert (row[2], row[3], row[4]) == (student.id, student.email, student.section)
+        grades[student.id] = float(row[5]) if row[5] else None
+    assert grades["s2026002"] == 60 and grades["s2026006"] == 31 and grades["s2026001"] == 80
+    assert grades["s2026009"] is None  # nothing handed in: blank, Canvas keeps what it has
+    assert len(grades) == 9
+
+
+def test_moodle_import_file_reads_back_by_email_and_id_number(canvas_class):
+    _, out = canvas_class
+    done, path = export(out, "moodle")
+    assert done.returncode == 0, done.stderr
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    by_email = {r["Email address"]: r for r in rows}
+    by_id = {r["ID number"]: r for r in rows}
+    title = "Attention from scratch (NumPy)"
+    assert float(by_email["ben@uni.example"][title]) == 60 and by_email["ben@uni.example"] is by_id["s2026002"]
+    assert "late penalty -16" in by_email["ben@uni.example"]["Feedback"]
+    assert by_email["ivy@uni.example"][title] == ""
+
+
+def test_plain_csv_and_comment_file(canvas_class):
+    _, out = canvas_class
+    done, path = export(out, "csv")
+    assert done.returncode == 0, done.stderr
+    rows = {r["id"]: r for r in csv_rows(path)}
+    assert (rows["s2026006"]["raw"], rows["s2026006"]["penalty"], rows["s2026006"]["final"]) == ("71", "40", "31")
+    assert rows["s2026009"]["status"] == "missing" and rows["s2026005"]["status"] == "load_error"
+    comments = {r["id"]: r["comment"] for r in csv_rows(path.with_name("export-csv-comments.csv"))}
+    assert "softmax-rows" in comments["s2026002"] and "s2026009" not in comments
+    assert comments["s2026003"].startswith("72.71/80")
+
+
+def test_export_errors_are_one_line(canvas_class, tmp_path):
+    _, out = canvas_class
+    for args, said in ((["--format", "blackboard", "--grades", str(out)], "--format: unknown format 'blackboard'"),
+                       (["--format", "canvas", "--grades", str(tmp_path / "none")], "no such grades folder"),
+                       (["--format", "canvas", "--grades", str(tmp_path)], "no gradebook here")):
+        done = subprocess.run([str(QKV), "export-grades", "attention-numpy", *args], capture_output=True, text=True)
+        assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not list(tmp_path.glob("*.csv"))
