@@ -327,3 +327,35 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     if fmt == "canvas" and not any(line.lms_id for line in lines):
         err_console.print("[yellow]note:[/] no lms_id in the roster: Canvas matches these rows by SIS User ID only")
 
+
+@main.command()
+@click.argument("name")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+@click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME, for choice texts (default: dist/NAME)")
+def stats(name: str, grades: Path | None, dist: Path | None) -> None:
+    """Item analysis of NAME's gradebook: facility, discrimination, alpha, distractors, misconceptions; DIR/stats.html."""
+    from autograder.bundle import read_bundle
+    from autograder.classroom.classbook import open_gradebook, stored_title
+    from autograder.classroom.stats import analyse, bundle_info, load_scores
+    from autograder.classroom.stats_page import stats_html, stats_table
+    from autograder.report.files import write_atomic
+
+    folder = _grades_folder(name, grades)
+    with open_gradebook(folder, name) as db:
+        scores = load_scores(db)
+        title = stored_title(db) or name
+    if not scores.students:
+        raise QkvError(str(folder), "no graded submission to analyse")
+    bundle_dir = (dist or Path("dist") / name) / "autograder"
+    info = bundle_info(read_bundle(bundle_dir)) if (bundle_dir / "assignment.json").is_file() else ((), {}, {}, {})
+    if not info[0]:
+        err_console.print(f"[yellow]note:[/] no build of {escape(name)} at {escape(str(bundle_dir))}: "
+                          "choice items are shown without their texts")
+    analysis = analyse(scores, *info)
+    write_atomic(folder / "stats.html", stats_html(analysis, title).encode())
+    console.print(stats_table(analysis))
+    alpha = "-" if analysis.alpha is None else f"{analysis.alpha:.2f}"
+    console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "
+                  f"report: [bold]{escape(str(folder / 'stats.html'))}[/]")
+
