@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from autograder.errors import QkvError
 from autograder.report.summary import terminal_safe
@@ -359,3 +360,61 @@ def stats(name: str, grades: Path | None, dist: Path | None) -> None:
     console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "
                   f"report: [bold]{escape(str(folder / 'stats.html'))}[/]")
 
+
+@main.command()
+@click.argument("name")
+@click.argument("submissions", type=click.Path(path_type=Path))
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE", help="roster CSV, as given to qkv grade")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder, for the written answers (default: grades/NAME)")
+@click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME (default: dist/NAME)")
+@click.option("--threshold", type=click.FloatRange(0.05, 1.0), default=None,
+              help="code similarity at which a pair is flagged (default: 0.9)")
+def copying(name: str, submissions: Path, roster: Path | None, grades: Path | None, dist: Path | None,
+            threshold: float | None) -> None:
+    """Copying signals for the instructor: numbers that fit another student's variant, and code pairs unusually
+    similar once the stub is ignored; DIR/copying.html (never shown to students)."""
+    import tempfile
+
+    from autograder.bundle import read_bundle
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.collect import collect, program_text
+    from autograder.classroom.copying import CODE_THRESHOLD, answer_flags, code_pairs
+    from autograder.classroom.copying_page import copying_csv, copying_html
+    from autograder.classroom.roster import load_roster
+    from autograder.classroom.stats import load_scores
+    from autograder.grade.intake import read_submission
+    from autograder.report.files import write_atomic
+    from autograder.routes.class_grading import check_submissions
+
+    class_roster = load_roster(roster) if roster else None
+    check_submissions(submissions)
+    dist = dist or Path("dist") / name
+    bundle = read_bundle(dist / "autograder")
+    folder = _grades_folder(name, grades)
+    with open_gradebook(folder, name) as db:
+        scores = load_scores(db)
+    stub = "\n".join(program_text(read_submission("stub", dist / "student" / f"{bundle.module}{suffix}").program)
+                     for suffix in (".py", ".ipynb"))
+    with tempfile.TemporaryDirectory(prefix="qkv-copying-") as work:
+        handed = collect(submissions, bundle.module, bundle.name, class_roster, Path(work))
+        codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
+    per_student = bundle.variants == "per_student"
+    numeric = [w.problem for w in bundle.written if w.problem.kind == "numeric" and w.problem.parameters]
+    flags = answer_flags(list(scores.students), scores.answers, numeric, bundle.seed) if per_student else []
+    report = code_pairs(codes, stub, threshold or CODE_THRESHOLD)
+    write_atomic(folder / "copying.html", copying_html(bundle.title, per_student, flags, report).encode())
+    write_atomic(folder / "copying.csv", copying_csv(flags, report).encode())
+    table = Table(title="Copying signals (instructors only)")
+    for column in ("signal", "students", "evidence"):
+        table.add_column(column, overflow="fold")
+    for f in flags:
+        table.add_row("numbers", Text(terminal_safe(f"{f.student} has {f.other}'s")),
+                      f"{f.fits_other} part(s) fit {terminal_safe(f.other)}'s numbers only, {f.fits_own} their own only")
+    for p in report.pairs:
+        table.add_row("code", Text(terminal_safe(f"{p.a} and {p.b}")), f"similarity {p.similarity:.3f}")
+    console.print(table)
+    levels = ", ".join(f">= {level}: {count}" for level, count in report.above.items())
+    console.print(f"{report.compared} code pairs compared ({levels}); threshold {report.threshold}"
+                  + ("" if per_student else "; numbers: not applicable, every student has the same numbers"))
+    console.print(f"report: [bold]{escape(str(folder / 'copying.html'))}[/]")

@@ -248,3 +248,25 @@ def test_export_errors_are_one_line(canvas_class, tmp_path):
         done = subprocess.run([str(QKV), "export-grades", "attention-numpy", *args], capture_output=True, text=True)
         assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not list(tmp_path.glob("*.csv"))
+
+
+# ------------------------------------------------------------------------- copying
+
+
+def test_qkv_copying_reports_for_the_instructor_only(canvas_class, built_numpy):
+    _, out = canvas_class
+    done = subprocess.run([str(QKV), "copying", "attention-numpy", str(CANVAS / "attention-numpy-submissions.zip"),
+                           "--roster", str(CANVAS / "roster.csv"), "--grades", str(out), "--dist", str(built_numpy.out)],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert "numbers: not applicable" in done.stdout and "28 code pairs compared" in done.stdout
+    page = (out / "copying.html").read_text()
+    assert 'id="answers-na"' in page and "For the instructor only" in page
+    flags = csv_rows(out / "copying.csv")
+    # the samples are all the answer key with a function or two swapped: they are near-copies of each other
+    pairs = {(r["student"], r["other"]) for r in flags if r["signal"] == "code"}
+    assert ("s2026001", "s2026008") in pairs and not any("s2026005" in p or "s2026007" in p for p in pairs)
+    for feedback in (out / "feedback").rglob("*"):  # never shown to students
+        if feedback.is_file():
+            text = feedback.read_text(errors="replace")
+            assert "copying" not in text.lower() and "similar" not in text.lower(), feedback
