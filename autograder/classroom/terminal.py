@@ -28,34 +28,46 @@ def intake_counts(rows: Sequence[IntakeRow]) -> str:
     return ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in order if counts[s])
 
 
+def _needs_a_look(row: IntakeRow) -> bool:
+    if row.status != "graded":
+        return True
+    return bool(row.message) and row.message != "the LMS marks it LATE"  # lateness has its own table
+
+
 def intake_table(rows: Sequence[IntakeRow], limit: int = 40) -> Table:
-    """Every row that needs a look: anything not plainly graded, and graded ones with a message."""
-    shown = [r for r in rows if r.status != "graded" or r.message]
+    """Every row that needs a look: anything not plainly graded (all rows are in intake.csv)."""
+    shown = [r for r in rows if _needs_a_look(r)]
     table = Table(title=f"Intake: {intake_counts(rows)}")
-    for column in ("status", "entry", "student", "identified by", "handed in", "what"):
-        table.add_column(column, overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("entry", overflow="fold", ratio=2)
+    table.add_column("student", no_wrap=True)
+    table.add_column("why", overflow="fold", ratio=3)
     order = {"conflict": 0, "off_roster": 1, "unmatched": 2, "rejected": 3, "superseded": 4, "missing": 5,
              "graded": 6, "skipped": 7}
     for row in sorted(shown, key=lambda r: (order.get(r.status, 9), r.entry, r.student))[:limit]:
-        when = f"{row.submitted_at} ({row.time_source})" if row.submitted_at else "-"
-        table.add_row(_t(row.status), _t(row.entry or "-"), _t(row.student or "-"), _t(row.identified_by or "-"),
-                      _t(when), _t(row.message or "-"))
+        why = row.message.removesuffix("; the LMS marks it LATE") or row.identified_by or "-"
+        table.add_row(_t(row.status), _t(row.entry or "-"), _t(row.student or "-"), _t(why))
     if len(shown) > limit:
         table.caption = f"first {limit} of {len(shown)} rows; all are in intake.csv"
     return table
 
 
+def _when(moment: dt.datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+
 def late_table(late: dict[str, LateOutcome], limit: int = 40) -> Table:
-    """The students whose lateness cost points (or who were late within the grace or an extension)."""
+    """The students whose lateness cost points, or who were late within the grace or an extension."""
     shown = [(s, o) for s, o in sorted(late.items()) if o.penalty or o.late_seconds > 0 or o.extension]
     table = Table(title=f"Late penalties: {sum(1 for _, o in late.items() if o.penalty)} of {len(late)} students")
-    for column, justify in (("student", "left"), ("due", "left"), ("handed in", "left"), ("raw", "right"),
-                            ("penalty", "right"), ("final", "right"), ("rule", "left")):
-        table.add_column(column, justify=justify, overflow="fold")
+    table.add_column("student", no_wrap=True)
+    table.add_column("due", no_wrap=True)
+    table.add_column("handed in", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("rule", overflow="fold")
     for student, o in shown[:limit]:
-        table.add_row(_t(student), _t(o.due.isoformat(timespec="minutes") if o.due else "-"),
-                      _t(f"{o.submitted_at.isoformat(timespec='minutes')} ({o.time_source})" if o.submitted_at else "-"),
-                      points(o.raw), f"-{points(o.penalty)}" if o.penalty else "0", points(o.final), _t(o.rule))
+        score = f"{points(o.raw)} -{points(o.penalty)} = {points(o.final)}" if o.penalty else points(o.final)
+        table.add_row(_t(student), _when(o.due), _when(o.submitted_at), score, _t(o.rule))
     if len(shown) > limit:
         table.caption = f"first {limit} of {len(shown)}; all are in gradebook.csv"
     return table
