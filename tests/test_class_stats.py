@@ -149,3 +149,23 @@ def test_qkv_stats_writes_the_page_and_a_table(small_gradebook):
                              capture_output=True, text=True)
     assert missing.returncode == 1 and "no such grades folder" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_gradings_of_two_bundles_are_read_test_by_test(small_gradebook):
+    """After a rebuild that added a test, students graded before and after have different tests: each
+    test's column holds only the scores of those who had it."""
+    with Gradebook(small_gradebook / "gradebook.sqlite") as book:
+        book.rebind("e" * 64)
+        newer = result("a", 1, 1, 2, "B", {})
+        extra = TestResult("P1", "t3", "hidden", 0.5, 1.0, False, "")
+        p1 = newer.problems[0]
+        newer = SubmissionResult("a", "digest-a2", "graded", "", 4.5, 5.0,
+                                 (ProblemResult("P1", "implement", 2.5, 3.0, "", (*p1.tests, extra)), newer.problems[1]),
+                                 answers={"P2": "B"})
+        book.record(newer, "bwrap")
+    scores, a = analysed(small_gradebook)
+    columns = {(p, t): i for i, (p, t, _) in enumerate(scores.columns)}
+    assert set(columns) == {("P1", "t1"), ("P1", "t2"), ("P1", "t3"), ("P2", "answer")}
+    t3 = scores.tests[:, columns[("P1", "t3")]]
+    assert t3.tolist() == [0.5, 0.0, 0.0, 0.0]  # only a has it
+    assert scores.tests[:, columns[("P1", "t1")]].tolist() == [1.0, 1.0, 0.0, 0.0]

@@ -114,37 +114,57 @@ class ItemAnalysis:
 
 
 def load_scores(db: sqlite3.Connection) -> Scores:
+    """The latest grading of each student whose file ran. When they were all graded with one bundle (the usual
+    case: the same tests for everyone), the scores are read as one column in the table's order and reshaped;
+    otherwise each test's scores come packed per test (grading id, score, ...). Either way, no Python loop
+    runs per test row."""
     latest = "SELECT MAX(id) FROM gradings GROUP BY student"
-    rows = db.execute(f"SELECT id, student, status, answers FROM gradings WHERE id IN ({latest}) ORDER BY student").fetchall()
-    graded = [(gid, student, answers) for gid, student, status, answers in rows if status == "graded"]
-    index = {gid: i for i, (gid, _, _) in enumerate(graded)}
-    column_of: dict[tuple[str, str], int] = {}
+    rows = db.execute(f"SELECT id, student, status, answers, bundle FROM gradings WHERE id IN ({latest}) ORDER BY id"
+                      ).fetchall()
+    graded = [(gid, student, answers, bundle) for gid, student, status, answers, bundle in rows if status == "graded"]
+    ids = np.array([g[0] for g in graded], dtype=np.int64)  # ascending: rows come ORDER BY id
+    students = [g[1] for g in graded]
+    chosen = f"SELECT id FROM gradings WHERE status = 'graded' AND id IN ({latest})"
+
+    def positions(found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices of those grading ids that belong to analysed students, and which of `found` they are."""
+        at = np.clip(np.searchsorted(ids, found), 0, max(len(ids) - 1, 0))
+        keep = (ids[at] == found) if len(ids) else np.zeros(len(found), dtype=bool)
+        return at[keep], keep
+
     columns: list[tuple[str, str, str]] = []
     maxima: list[float] = []
-    cells: list[tuple[int, int, float]] = []
+    matrix = np.zeros((len(graded), 0))
+    if graded:
+        keys = db.execute("SELECT problem, test, visibility, max_score FROM grading_tests WHERE grading = ? "
+                          "ORDER BY problem, test", (int(ids[0]),)).fetchall()
+        if len({g[3] for g in graded}) == 1 and keys:
+            flat = np.fromiter((r[0] for r in db.execute(
+                f"SELECT score FROM grading_tests WHERE grading IN ({chosen}) ORDER BY grading, problem, test")), float)
+            if flat.size == len(graded) * len(keys):
+                columns = [(p, t, v) for p, t, v, _ in keys]
+                maxima = [m for *_, m in keys]
+                matrix = flat.reshape(len(graded), len(keys))
+        if not columns:  # gradings of several bundles: tests differ between students
+            cells = []
+            for problem, test, visibility, max_score, packed in db.execute(
+                    f"SELECT problem, test, MAX(visibility), MAX(max_score), group_concat(grading || ' ' || score, ' ') "
+                    f"FROM grading_tests WHERE grading IN ({chosen}) GROUP BY problem, test"):
+                columns.append((problem, test, visibility))
+                maxima.append(max_score)
+                cells.append(np.array(packed.split(), dtype=float).reshape(-1, 2))
+            matrix = np.zeros((len(graded), len(columns)))
+            for col, pairs in enumerate(cells):
+                at, keep = positions(pairs[:, 0].astype(np.int64))
+                matrix[at, col] = pairs[keep, 1]
     misconceptions: dict[tuple[str, str], set[str]] = {}
-    students = [student for _, student, _ in graded]
-    for gid, problem, test, visibility, score, max_score, misconception in db.execute(
-            f"SELECT grading, problem, test, visibility, score, max_score, misconception FROM grading_tests "
-            f"WHERE grading IN ({latest})"):
-        row = index.get(gid)
-        if row is None:
-            continue
-        key = (problem, test)
-        col = column_of.get(key)
-        if col is None:
-            col = column_of[key] = len(columns)
-            columns.append((problem, test, visibility))
-            maxima.append(max_score)
-        cells.append((row, col, score))
-        if misconception:
-            misconceptions.setdefault((problem, misconception), set()).add(students[row])
-    matrix = np.zeros((len(graded), len(columns)))
-    if cells:
-        r, c, v = (np.array(x) for x in zip(*cells))
-        matrix[r.astype(int), c.astype(int)] = v
+    student_of = dict(zip(ids.tolist(), students))
+    for gid, problem, misconception in db.execute(
+            f"SELECT grading, problem, misconception FROM grading_tests "
+            f"WHERE misconception IS NOT NULL AND grading IN ({chosen})"):
+        misconceptions.setdefault((problem, misconception), set()).add(student_of[gid])
     answers = {}
-    for _, student, text in graded:
+    for _, student, text, _ in graded:
         try:
             value = json.loads(text)
         except ValueError:
@@ -154,8 +174,9 @@ def load_scores(db: sqlite3.Connection) -> Scores:
     sample = db.execute("SELECT result FROM submissions WHERE status = 'graded' LIMIT 1").fetchone()
     if sample:  # each problem's kind, from one stored result
         kinds = {p["problem_id"]: p["kind"] for p in json.loads(sample[0]).get("problems", [])}
-    return Scores(tuple(students), tuple(columns), matrix, np.array(maxima, dtype=float), misconceptions, answers,
-                  excluded=len(rows) - len(graded), problem_kinds=kinds)
+    order = sorted(range(len(students)), key=students.__getitem__)  # by student id, as every report lists them
+    return Scores(tuple(students[i] for i in order), tuple(columns), matrix[order], np.array(maxima, dtype=float),
+                  misconceptions, answers, excluded=len(rows) - len(graded), problem_kinds=kinds)
 
 
 # ---------------------------------------------------------------- the numbers

@@ -8,7 +8,8 @@ and HTML reports are exports of this database.
 `submissions` and `test_scores` hold each student's latest grading; `gradings` and
 `grading_tests` keep every grading ever made (the submission's digest, when, the bundle's
 fingerprint, per-test scores, where the file came from and when it was handed in), written in
-the same transaction; autograder/classroom/history.py reads them.
+the same transaction; autograder/classroom/history.py reads them (grading_tests is clustered by
+grading, so one grading's tests, or a whole class's in order, are read without a sort).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ CREATE TABLE IF NOT EXISTS grading_tests (
     passed        INTEGER NOT NULL,
     misconception TEXT,
     PRIMARY KEY (grading, problem, test)
-);
+) WITHOUT ROWID;
 """
 
 
