@@ -374,37 +374,15 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
             threshold: float | None) -> None:
     """Copying signals for the instructor: numbers that fit another student's variant, and code pairs unusually
     similar once the stub is ignored; DIR/copying.html (never shown to students)."""
-    import tempfile
-
-    from autograder.bundle import read_bundle
-    from autograder.classroom.classbook import open_gradebook
-    from autograder.classroom.collect import collect, program_text
-    from autograder.classroom.copying import CODE_THRESHOLD, answer_flags, code_pairs
-    from autograder.classroom.copying_page import copying_csv, copying_html
     from autograder.classroom.roster import load_roster
-    from autograder.classroom.stats import load_scores
-    from autograder.grade.intake import read_submission
-    from autograder.report.files import write_atomic
+    from autograder.classroom.signals import copying_signals
     from autograder.routes.class_grading import check_submissions
 
     class_roster = load_roster(roster) if roster else None
     check_submissions(submissions)
-    dist = dist or Path("dist") / name
-    bundle = read_bundle(dist / "autograder")
-    folder = _grades_folder(name, grades)
-    with open_gradebook(folder, name) as db:
-        scores = load_scores(db)
-    stub = "\n".join(program_text(read_submission("stub", dist / "student" / f"{bundle.module}{suffix}").program)
-                     for suffix in (".py", ".ipynb"))
-    with tempfile.TemporaryDirectory(prefix="qkv-copying-") as work:
-        handed = collect(submissions, bundle.module, bundle.name, class_roster, Path(work))
-        codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
-    per_student = bundle.variants == "per_student"
-    numeric = [w.problem for w in bundle.written if w.problem.kind == "numeric" and w.problem.parameters]
-    flags = answer_flags(list(scores.students), scores.answers, numeric, bundle.seed) if per_student else []
-    report = code_pairs(codes, stub, threshold or CODE_THRESHOLD)
-    write_atomic(folder / "copying.html", copying_html(bundle.title, per_student, flags, report).encode())
-    write_atomic(folder / "copying.csv", copying_csv(flags, report).encode())
+    found = copying_signals(name, submissions, dist or Path("dist") / name, _grades_folder(name, grades), class_roster,
+                            threshold)
+    flags, report, per_student = found.answers, found.code, found.per_student
     table = Table(title="Copying signals (instructors only)")
     for column in ("signal", "students", "evidence"):
         table.add_column(column, overflow="fold")
@@ -417,4 +395,5 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
     levels = ", ".join(f">= {level}: {count}" for level, count in report.above.items())
     console.print(f"{report.compared} code pairs compared ({levels}); threshold {report.threshold}"
                   + ("" if per_student else "; numbers: not applicable, every student has the same numbers"))
-    console.print(f"report: [bold]{escape(str(folder / 'copying.html'))}[/]")
+    console.print(f"report: [bold]{escape(str(found.files[0]))}[/]")
+

@@ -15,7 +15,10 @@ One module per idea, data flowing one way (roster -> unpack -> layouts -> identi
 | `classbook` | the gradebook | the roster snapshot and late outcomes stored beside the grades |
 | `history` | the gradebook | each student's trail of gradings; who gained or lost points |
 | `grades_export` | the gradebook | Canvas / Moodle / plain CSV and a comment file |
+| `canvas_push` | grade lines, a Canvas URL and token | the changes, posted through canvasapi (or only listed) |
 | `stats` | the gradebook | item analysis: facility, discrimination, alpha, distractors |
-| `stats_page` | `ItemAnalysis` | stats.html with plots |
-| `copying` | answers, variants, code | `CopyFlag`s for the instructor, never for students |
+| `stats_page` | `ItemAnalysis` | stats.html with plots, a terminal table |
+| `copying` | answers, variants, code | `AnswerFlag`s and a `CodeReport`, for the instructor, never for students |
+| `copying_page`, `signals` | the flags; SUBMISSIONS, build, gradebook | copying.html and copying.csv; `qkv copying`'s run |
+| `terminal` | intake rows, late outcomes, changes, a trail | rich tables |
 """
