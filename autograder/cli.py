@@ -397,3 +397,47 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
                   + ("" if per_student else "; numbers: not applicable, every student has the same numbers"))
     console.print(f"report: [bold]{escape(str(found.files[0]))}[/]")
 
+
+@main.command("push-grades")
+@click.argument("name")
+@click.option("--canvas", "url", required=True, metavar="URL", help="your Canvas, e.g. https://canvas.example.edu")
+@click.option("--course", "course_id", type=click.IntRange(1), required=True, help="the Canvas course id")
+@click.option("--assignment", "assignment_id", type=click.IntRange(1), required=True, help="the Canvas assignment id")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
+              help="roster CSV (default: the one the last qkv grade used); lms_id is the Canvas user id")
+@click.option("--dry-run", is_flag=True, help="show what would change in Canvas, change nothing")
+@click.option("--no-comments", is_flag=True, help="post the grades without the feedback comments")
+def push_grades(name: str, url: str, course_id: int, assignment_id: int, grades: Path | None, roster: Path | None,
+                dry_run: bool, no_comments: bool) -> None:
+    """Post NAME's final grades (and comments) to a Canvas assignment through its API; the token is read from
+    the environment variable CANVAS_API_TOKEN."""
+    import os
+
+    from autograder.classroom.canvas_push import push
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.grades_export import grade_lines
+    from autograder.classroom.roster import load_roster
+
+    token = os.environ.get("CANVAS_API_TOKEN", "")
+    if not token:
+        raise QkvError("CANVAS_API_TOKEN", "not set: make a token in Canvas (Account, Settings, New access token) "
+                                           "and export CANVAS_API_TOKEN=...")
+    class_roster = load_roster(roster) if roster else None
+    with open_gradebook(_grades_folder(name, grades), name) as db:
+        lines, _ = grade_lines(db, class_roster)
+    result = push(lines, url, token, course_id, assignment_id, dry_run, comments=not no_comments)
+    console.print(("Would change in Canvas (dry run)" if dry_run else "Posted to Canvas")
+                  + f": {len(result.changes)} grade(s)")
+    table = Table()
+    for column in ("student", "Canvas user", "now", "final"):
+        table.add_column(column, justify="left" if column == "student" else "right")
+    for change in result.changes:
+        table.add_row(Text(terminal_safe(change.student)), str(change.user_id),
+                      "-" if change.before is None else f"{change.before:g}", f"{change.after:g}")
+    console.print(table)
+    console.print(f"{result.unchanged} already right in Canvas"
+                  + (f"; not in this Canvas assignment (no lms_id, or not listed): {', '.join(result.not_in_canvas[:10])}"
+                     if result.not_in_canvas else "")
+                  + (f"; Canvas job {result.progress}" if result.progress else ""))
