@@ -41,6 +41,11 @@ demo: setup
 	$(BIN)/qkv validate
 	$(BIN)/qkv build attention-numpy
 	$(BIN)/qkv grade attention-numpy examples/submissions/attention-numpy --out grades/demo --timeout 3
+	@# the same class as Canvas's "Download Submissions" zip, with a roster: the intake report, late penalties
+	$(BIN)/qkv grade attention-numpy examples/canvas/attention-numpy-submissions.zip --roster examples/canvas/roster.csv \
+	  --out grades/demo-canvas --timeout 3
+	$(BIN)/qkv stats attention-numpy --grades grades/demo-canvas
+	$(BIN)/qkv export-grades attention-numpy --format canvas --grades grades/demo-canvas
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -104,6 +104,7 @@ class GradingBundle:
     problem_order: tuple[str, ...]
     limits: Limits = Limits()
     isolation: str = "require"  # the manifest's policy: "require" or "allow-rlimits"
+    late: dict[str, Any] | None = None  # the manifest's late policy as plain data (classroom/deadlines.py reads it)
 
     @property
     def module(self) -> str:
@@ -163,7 +164,7 @@ def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, 
         "format": FORMAT_VERSION,
         "name": bundle.name, "title": bundle.title, "track": bundle.track, "seed": bundle.seed,
         "variants": bundle.variants, "due": bundle.due, "problem_order": list(bundle.problem_order),
-        "limits": bundle.limits.to_json(), "isolation": bundle.isolation,
+        "limits": bundle.limits.to_json(), "isolation": bundle.isolation, "late": bundle.late,
         "code": code,
         "written": [{"id": w.id, "points": w.points} for w in bundle.written],
     }
@@ -234,4 +235,5 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         name=meta["name"], title=meta["title"], track=meta["track"], seed=meta["seed"], variants=meta["variants"],
         due=meta["due"], code=tuple(code), written=tuple(written), problem_order=tuple(meta["problem_order"]),
         limits=Limits.from_json(meta["limits"]), isolation=str(meta["isolation"]),
+        late=meta.get("late") if isinstance(meta.get("late"), dict) else None,
     )

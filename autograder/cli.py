@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from autograder.errors import QkvError
 from autograder.report.summary import terminal_safe
@@ -160,7 +161,11 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--jobs", type=click.IntRange(1, 256), help="submissions graded at once (default: CPU cores)")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600),
               help="wall seconds for loading a submission, and again for each problem (default: the assignment's)")
-@click.option("--regrade", is_flag=True, help="grade again submissions already in the gradebook")
+@click.option("--regrade", is_flag=False, flag_value="*", default=None, metavar="[STUDENT,...]",
+              help="grade again submissions already in the gradebook: all of them, or only these students")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
+              help="roster CSV (id,name,email,lms_id,section,extension): every hand-in is matched to its ids")
+@click.option("--strict", is_flag=True, help="grade nothing while intake has conflicts, off-roster or unmatched hand-ins")
 @click.option("--isolation", type=click.Choice(["require", "allow-rlimits", "bwrap", "rlimits"]),
               help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
                    "resource limits only (student code can read your files); default: the assignment's policy")
@@ -176,12 +181,15 @@ def build(name: str, out: Path | None) -> None:
               help="with a tls:// --cluster: this client's private key (default: distributed.comm.tls.client.key, "
                    "or the key in the --tls-cert file)")
 def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
-          timeout: float | None, regrade: bool, isolation: str | None, cluster: str | None,
-          tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None) -> None:
-    """Grade every submission in SUBMISSIONS for assignment NAME (resumable; unchanged work is not regraded)."""
+          timeout: float | None, regrade: str | None, roster: Path | None, strict: bool, isolation: str | None,
+          cluster: str | None, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None) -> None:
+    """Grade every submission in SUBMISSIONS (a folder, or the LMS's zip of the class) for assignment NAME
+    (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autograder.build.manifest import find_manifest
+    from autograder.classroom.roster import load_roster
+    from autograder.classroom.terminal import changes_table, intake_counts, intake_table, late_table
     from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
     from autograder.report.summary import gradebook_table, summary_table
     from autograder.routes.class_grading import grade_class
@@ -194,26 +202,35 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
             shown(message, category, filename, lineno, file, line)
 
     course = current_course()
+    roster = roster or (course.roster if course.roster is not None and course.roster.is_file() else None)
+    class_roster = load_roster(roster) if roster else None
     dist = dist or course.output("dist", name)
     if not (dist / "autograder").is_dir():
         find_manifest(name, course.assignments)  # an unknown assignment is the clearer error
         raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
     out = out or course.output("grades", name)
+    only = None if regrade in (None, "*") else [s.strip() for s in regrade.split(",") if s.strip()]
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar, \
             warnings.catch_warnings():
         shown = warnings.showwarning
         warnings.showwarning = show_warning  # the plaintext-cluster warning as one line, when it is raised
         task = bar.add_task("", total=None)
-        run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade,
+        run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade == "*",
                           isolation=isolation, cluster=cluster, tls=TlsFiles(tls_ca, tls_cert, tls_key),
+                          roster=class_roster, strict=strict, only=only,
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=student))
     for note in run.notes:
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
-    for item in run.intake:
-        err_console.print(f"[yellow]intake:[/] {escape(terminal_safe(item.where))}: {escape(terminal_safe(item.what))}",
-                          highlight=False, soft_wrap=True)
+    if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows
+                                       if r.status != "skipped"):
+        console.print(intake_table(run.rows))
+        console.print(f"intake: {intake_counts(run.rows)}; every row is in [bold]{escape(str(run.out))}/intake.csv[/]")
+    else:
+        for item in run.intake:
+            err_console.print(f"[yellow]intake:[/] {escape(terminal_safe(item.where))}: {escape(terminal_safe(item.what))}",
+                              highlight=False, soft_wrap=True)
     if run.isolation == "rlimits-only":
         err_console.print("[bold red]WARNING: student code ran under resource limits ONLY, without namespaces or a "
                           "uid of its own: it could read your files. Install bubblewrap (apt-get install bubblewrap).[/]")
@@ -222,6 +239,12 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                           "with the grader's files checked unreadable to it, but without namespaces.")
     console.print(gradebook_table(run.results))
     console.print(summary_table(run.results, run.bundle.title, run.isolation))
+    if run.bundle.due and run.late:
+        late = late_table(run.late)
+        console.print(late if late.row_count else f"late penalties: none; all {len(run.late)} on time")
+    if run.changes:
+        console.print(changes_table(run.changes))
+        console.print(f"changes: [bold]{escape(str(run.out))}/changes.csv[/]")
     console.print(f"graded {run.graded_now}, unchanged and skipped {run.skipped}; "
                   f"gradebook: [bold]{escape(str(run.out))}/gradebook.csv[/], "
                   f"feedback: [bold]{escape(str(run.out))}/feedback/<student>/feedback.html[/]")
@@ -326,3 +349,182 @@ def export(name: str, fmt: str, variants: int, seed: int | None, out: Path | Non
     console.print(f"{len(result.quiz.groups)} question groups, {questions} questions: [bold]{escape(str(path))}[/] ({len(result.data):,} bytes)")
     if result.skipped_code:
         console.print(f"left out {result.skipped_code} code problem(s): platforms cannot grade them (use `qkv build`)")
+
+
+def _grades_folder(name: str, grades: Path | None) -> Path:
+    return grades or current_course().output("grades", name)
+
+
+@main.command()
+@click.argument("name")
+@click.argument("student")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+def history(name: str, student: str, grades: Path | None) -> None:
+    """Every grading of STUDENT for assignment NAME: file, time, bundle, score, and what changed each time."""
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.history import trail
+    from autograder.classroom.terminal import history_table
+
+    folder = _grades_folder(name, grades)
+    with open_gradebook(folder, name) as db:
+        found = trail(db, student)
+    if not found:
+        raise QkvError(student, f"no grading of this student in {folder / 'gradebook.sqlite'}")
+    console.print(history_table(student, found))
+
+
+@main.command("export-grades")
+@click.argument("name")
+@click.option("--format", "fmt", required=True, metavar="canvas|moodle|csv",
+              help="canvas: gradebook import CSV; moodle: grade import CSV (match by email or ID number); csv: every figure")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+@click.option("--out", type=click.Path(path_type=Path), metavar="FILE", help="default: DIR/NAME-FORMAT.csv")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
+              help="roster CSV (default: the one the last qkv grade used)")
+@click.option("--column", metavar="TEXT",
+              help="the grade column's header (Canvas: 'Name (assignment id)' updates that assignment; "
+                   "default: the assignment's title)")
+def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, roster: Path | None,
+                  column: str | None) -> None:
+    """Write NAME's final grades (after late penalties) as an LMS import file, and a file of feedback comments."""
+    from autograder.classroom.classbook import open_gradebook, stored_title
+    from autograder.classroom.grades_export import FORMATS, export_files
+    from autograder.classroom.roster import load_roster
+    from autograder.report.files import write_atomic
+
+    if fmt not in FORMATS:
+        raise QkvError("--format", f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
+    folder = _grades_folder(name, grades)
+    class_roster = load_roster(roster) if roster else None
+    out = out or folder / f"{name}-{fmt}.csv"
+    with open_gradebook(folder, name) as db:
+        files, lines = export_files(db, fmt, out, column or stored_title(db) or name, class_roster)
+    for path, data in files.items():
+        write_atomic(path, data)
+    graded = sum(1 for line in lines if line.final is not None)
+    console.print(f"{graded} grade(s), {len(lines) - graded} left blank (nothing graded): "
+                  + ", ".join(f"[bold]{escape(str(p))}[/]" for p in files))
+    if fmt == "canvas" and not any(line.lms_id for line in lines):
+        err_console.print("[yellow]note:[/] no lms_id in the roster: Canvas matches these rows by SIS User ID only")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+@click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME, for choice texts (default: dist/NAME)")
+def stats(name: str, grades: Path | None, dist: Path | None) -> None:
+    """Item analysis of NAME's gradebook: facility, discrimination, alpha, distractors, misconceptions; DIR/stats.html."""
+    from autograder.bundle import read_bundle
+    from autograder.classroom.classbook import open_gradebook, stored_title
+    from autograder.classroom.stats import analyse, bundle_info, load_scores
+    from autograder.classroom.stats_page import stats_html, stats_table
+    from autograder.report.files import write_atomic
+
+    folder = _grades_folder(name, grades)
+    with open_gradebook(folder, name) as db:
+        scores = load_scores(db)
+        title = stored_title(db) or name
+    if not scores.students:
+        raise QkvError(str(folder), "no graded submission to analyse")
+    bundle_dir = (dist or current_course().output("dist", name)) / "autograder"
+    info = bundle_info(read_bundle(bundle_dir)) if (bundle_dir / "assignment.json").is_file() else ((), {}, {}, {})
+    if not info[0]:
+        err_console.print(f"[yellow]note:[/] no build of {escape(name)} at {escape(str(bundle_dir))}: "
+                          "choice items are shown without their texts")
+    analysis = analyse(scores, *info)
+    write_atomic(folder / "stats.html", stats_html(analysis, title).encode())
+    console.print(stats_table(analysis))
+    alpha = "-" if analysis.alpha is None else f"{analysis.alpha:.2f}"
+    console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "
+                  f"report: [bold]{escape(str(folder / 'stats.html'))}[/]")
+
+
+@main.command()
+@click.argument("name")
+@click.argument("submissions", type=click.Path(path_type=Path))
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE", help="roster CSV, as given to qkv grade")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder, for the written answers (default: grades/NAME)")
+@click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME (default: dist/NAME)")
+@click.option("--threshold", type=click.FloatRange(0.05, 1.0), default=None,
+              help="code similarity at which a pair is flagged (default: 0.9)")
+def copying(name: str, submissions: Path, roster: Path | None, grades: Path | None, dist: Path | None,
+            threshold: float | None) -> None:
+    """Copying signals for the instructor: numbers that fit another student's variant, and code pairs unusually
+    similar once the stub is ignored; DIR/copying.html (never shown to students)."""
+    from autograder import extras
+    from autograder.classroom.roster import load_roster
+    from autograder.classroom.signals import copying_signals
+    from autograder.routes.class_grading import check_submissions
+
+    extras.require("copying", "qkv copying")
+
+    class_roster = load_roster(roster) if roster else None
+    check_submissions(submissions)
+    found = copying_signals(name, submissions, dist or current_course().output("dist", name), _grades_folder(name, grades), class_roster,
+                            threshold)
+    flags, report, per_student = found.answers, found.code, found.per_student
+    table = Table(title="Copying signals (instructors only)")
+    for column in ("signal", "students", "evidence"):
+        table.add_column(column, overflow="fold")
+    for f in flags:
+        table.add_row("numbers", Text(terminal_safe(f"{f.student} has {f.other}'s")),
+                      f"{f.fits_other} part(s) fit {terminal_safe(f.other)}'s numbers only, {f.fits_own} their own only")
+    for p in report.pairs:
+        table.add_row("code", Text(terminal_safe(f"{p.a} and {p.b}")), f"similarity {p.similarity:.3f}")
+    console.print(table)
+    levels = ", ".join(f">= {level}: {count}" for level, count in report.above.items())
+    console.print(f"{report.compared} code pairs compared ({levels}); threshold {report.threshold}"
+                  + ("" if per_student else "; numbers: not applicable, every student has the same numbers"))
+    console.print(f"report: [bold]{escape(str(found.files[0]))}[/]")
+
+
+@main.command("push-grades")
+@click.argument("name")
+@click.option("--canvas", "url", required=True, metavar="URL", help="your Canvas, e.g. https://canvas.example.edu")
+@click.option("--course", "course_id", type=click.IntRange(1), required=True, help="the Canvas course id")
+@click.option("--assignment", "assignment_id", type=click.IntRange(1), required=True, help="the Canvas assignment id")
+@click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
+              help="the grading folder (qkv grade's --out; default: grades/NAME)")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
+              help="roster CSV (default: the one the last qkv grade used); lms_id is the Canvas user id")
+@click.option("--dry-run", is_flag=True, help="show what would change in Canvas, change nothing")
+@click.option("--no-comments", is_flag=True, help="post the grades without the feedback comments")
+def push_grades(name: str, url: str, course_id: int, assignment_id: int, grades: Path | None, roster: Path | None,
+                dry_run: bool, no_comments: bool) -> None:
+    """Post NAME's final grades (and comments) to a Canvas assignment through its API; the token is read from
+    the environment variable CANVAS_API_TOKEN."""
+    import os
+
+    from autograder import extras
+    from autograder.classroom.canvas_push import push
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.grades_export import grade_lines
+    from autograder.classroom.roster import load_roster
+
+    extras.require("canvas", "qkv push-grades")
+
+    token = os.environ.get("CANVAS_API_TOKEN", "")
+    if not token:
+        raise QkvError("CANVAS_API_TOKEN", "not set: make a token in Canvas (Account, Settings, New access token) "
+                                           "and export CANVAS_API_TOKEN=...")
+    class_roster = load_roster(roster) if roster else None
+    with open_gradebook(_grades_folder(name, grades), name) as db:
+        lines, _ = grade_lines(db, class_roster)
+    result = push(lines, url, token, course_id, assignment_id, dry_run, comments=not no_comments)
+    console.print(("Would change in Canvas (dry run)" if dry_run else "Posted to Canvas")
+                  + f": {len(result.changes)} grade(s)")
+    table = Table()
+    for column in ("student", "Canvas user", "now", "final"):
+        table.add_column(column, justify="left" if column == "student" else "right")
+    for change in result.changes:
+        table.add_row(Text(terminal_safe(change.student)), str(change.user_id),
+                      "-" if change.before is None else f"{change.before:g}", f"{change.after:g}")
+    console.print(table)
+    console.print(f"{result.unchanged} already right in Canvas"
+                  + (f"; not in this Canvas assignment (no lms_id, or not listed): {', '.join(result.not_in_canvas[:10])}"
+                     if result.not_in_canvas else "")
+                  + (f"; Canvas job {result.progress}" if result.progress else ""))

@@ -2,7 +2,8 @@
 
 The core builds, grades and self-checks the NumPy track. `torch` adds the torch
 track, `cluster` grading on Dask, `nbgrader` running the nbgrader course folder
-(qkv itself only writes it).
+(qkv itself only writes it), `copying` the code-similarity signals, `canvas` pushing
+grades through Canvas's API.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ EXTRAS = {
     "torch": ("torch", "the torch track needs PyTorch"),
     "cluster": ("distributed", "grading on a Dask cluster needs dask and distributed"),
     "nbgrader": ("nbgrader", "the nbgrader route needs nbgrader and a Jupyter kernel"),
+    "copying": ("copydetect", "qkv copying compares code with copydetect"),
+    "canvas": ("canvasapi", "qkv push-grades talks to Canvas through canvasapi"),
 }
 
 

@@ -50,6 +50,7 @@ class SubmissionResult:
     problems: tuple[ProblemResult, ...] = field(default_factory=tuple)
     stdout: str = ""
     notes: tuple[str, ...] = ()  # what went wrong while it loaded, e.g. a notebook's failed cells
+    answers: dict[str, Any] = field(default_factory=dict)  # the written answers as handed in (plain data), by problem id
 
     def to_json(self) -> dict[str, Any]:
         # dataclasses.asdict deep-copies recursively and cost ~30 ms a submission; the fields are flat
@@ -61,4 +62,5 @@ class SubmissionResult:
         problems = tuple(
             ProblemResult(**{**p, "tests": tuple(TestResult(**t) for t in p["tests"])}) for p in data["problems"]
         )
-        return SubmissionResult(**{**data, "problems": problems, "notes": tuple(data.get("notes", ()))})
+        return SubmissionResult(**{**data, "problems": problems, "notes": tuple(data.get("notes", ())),
+                                   "answers": data.get("answers") or {}})

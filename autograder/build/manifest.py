@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from autograder.bank.load import Bank
 from autograder.bundle import module_name
@@ -35,6 +35,17 @@ class ProblemEntry(_Strict):
     points: float | None = Field(default=None, gt=0, le=1000)
 
 
+class LatePolicy(_Strict):
+    """What handing in after `due` costs (autograder/classroom/deadlines.py; docs/class.md)."""
+
+    grace_minutes: float = Field(default=0, ge=0, le=7 * 24 * 60, description="minutes after the due date still on time")
+    penalty_percent: float = Field(default=0, ge=0, le=100,
+                                   description="percent of the assignment's points taken per started `per` late")
+    per: Literal["hour", "day"] = "day"
+    cap_percent: float = Field(default=100, ge=0, le=100, description="the most the lateness penalty takes, in percent")
+    last: dt.datetime | dt.date | None = Field(default=None, description="hand-ins after this get zero")
+
+
 class Manifest(_Strict):
     title: str = Field(min_length=3)
     track: Track
@@ -49,6 +60,19 @@ class Manifest(_Strict):
     )
     problems: list[Union[ProblemId, ProblemEntry]] = Field(min_length=1)
     grading: GradingPolicy = GradingPolicy()
+    late: LatePolicy | None = None
+
+    @model_validator(mode="after")
+    def _late_needs_due(self) -> "Manifest":
+        if self.late is not None and self.due is None:
+            raise ValueError("late: a late policy needs a due date (due:)")
+        if self.late is not None and self.late.last is not None and self.due is not None:
+            def moment(value: dt.datetime | dt.date) -> dt.datetime:
+                value = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time(23, 59, 59))
+                return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+            if moment(self.late.last) < moment(self.due):
+                raise ValueError("late.last: the last date is before the due date")
+        return self
 
 
 @dataclass(frozen=True)

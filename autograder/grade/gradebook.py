@@ -4,6 +4,12 @@ One transaction per graded submission, so `kill -9` at any moment loses at
 most the submissions in flight and never leaves a half-written row; running
 the same command again grades exactly what is missing or changed. CSV, JSON
 and HTML reports are exports of this database.
+
+`submissions` and `test_scores` hold each student's latest grading; `gradings` and
+`grading_tests` keep every grading ever made (the submission's digest, when, the bundle's
+fingerprint, per-test scores, where the file came from and when it was handed in), written in
+the same transaction; autograder/classroom/history.py reads them (grading_tests is clustered by
+grading, so one grading's tests, or a whole class's in order, are read without a sort).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.errors import QkvError
@@ -37,7 +44,43 @@ CREATE TABLE IF NOT EXISTS test_scores (
     max_score  REAL NOT NULL,
     PRIMARY KEY (student, problem, test)
 );
+CREATE TABLE IF NOT EXISTS gradings (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    student      TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    graded_at    REAL NOT NULL,
+    bundle       TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    score        REAL NOT NULL,
+    max_score    REAL NOT NULL,
+    isolation    TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    submitted_at TEXT,
+    time_source  TEXT NOT NULL,
+    answers      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gradings_by_student ON gradings (student, id);
+CREATE TABLE IF NOT EXISTS grading_tests (
+    grading       INTEGER NOT NULL REFERENCES gradings(id) ON DELETE CASCADE,
+    problem       TEXT NOT NULL,
+    test          TEXT NOT NULL,
+    visibility    TEXT NOT NULL,
+    score         REAL NOT NULL,
+    max_score     REAL NOT NULL,
+    passed        INTEGER NOT NULL,
+    misconception TEXT,
+    PRIMARY KEY (grading, problem, test)
+) WITHOUT ROWID;
 """
+
+
+@dataclass(frozen=True)
+class GradingContext:
+    """What intake knew about the graded file, kept with the grading."""
+
+    source: str = ""  # where in SUBMISSIONS, as shown
+    submitted_at: str | None = None  # ISO 8601
+    time_source: str = ""  # "Gradescope metadata", "zip entry time", "file mtime", ...
 
 
 class Gradebook:
@@ -89,20 +132,33 @@ class Gradebook:
     def graded_digests(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT student, digest FROM submissions").fetchall())
 
-    def record(self, result: SubmissionResult, isolation: str) -> None:
-        """Store one submission's result in a single transaction (replacing an older one)."""
+    def record(self, result: SubmissionResult, isolation: str, context: GradingContext = GradingContext()) -> None:
+        """Store one submission's result in a single transaction: the latest (replacing an older one) and its history."""
+        bundle = self.db.execute("SELECT value FROM meta WHERE key = 'bundle'").fetchone()
+        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed), t.misconception)
+                 for p in result.problems for t in p.tests]
+        now = time.time()
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute("DELETE FROM submissions WHERE student = ?", (result.student,))
             self.db.execute(
                 "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (result.student, result.digest, time.time(), result.status, result.score, result.max_score,
+                (result.student, result.digest, now, result.status, result.score, result.max_score,
                  isolation, json.dumps(result.to_json(), allow_nan=True)),
             )
             self.db.executemany(
                 "INSERT INTO test_scores VALUES (?, ?, ?, ?, ?)",
                 [(result.student, p.problem_id, t.name, t.score, t.max_score) for p in result.problems for t in p.tests],
             )
+            grading = self.db.execute(
+                "INSERT INTO gradings (student, digest, graded_at, bundle, status, score, max_score, isolation, source,"
+                " submitted_at, time_source, answers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (result.student, result.digest, now, bundle[0] if bundle else "", result.status, result.score,
+                 result.max_score, isolation, context.source, context.submitted_at, context.time_source,
+                 json.dumps(result.answers, allow_nan=True)),
+            ).lastrowid
+            self.db.executemany("INSERT INTO grading_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                [(grading, *test) for test in tests])
 
     def results(self, known: Mapping[str, SubmissionResult] = {}) -> list[tuple[SubmissionResult, str]]:
         """Every stored result with its isolation, by student; those in `known` (just recorded) are not decoded again."""

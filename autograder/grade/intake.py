@@ -228,3 +228,9 @@ def intake(folder: Path, module: Optional[str] = None) -> IntakeReport:
         else:
             submissions.append(read_submission(student, path))
     return IntakeReport(tuple(submissions), tuple(notes))
+
+
+# the rules above, for the class intake (autograder/classroom/layouts.py), which finds entries its own way
+gradable_files = _walk
+pick_work = _pick
+nbgrader_root = _nbgrader_root

@@ -136,5 +136,6 @@ def grade_submission(bundle: GradingBundle, submission: Submission, run: Submiss
     if run.status == "ok" and bundle.code and not any(p.function in run.defined for p in bundle.code):
         status, message = "no_functions", "defines none of the functions of the assignment"
     total = round(sum(p.score for p in ordered), 4)
+    handed_in = {w.id: answers[w.id] for w in bundle.written if w.id in answers}  # kept for item analysis
     return SubmissionResult(submission.student, submission.digest, status, message, total, bundle.max_points,
-                            ordered, run.stdout, tuple(run.cell_errors))
+                            ordered, run.stdout, tuple(run.cell_errors), handed_in)

@@ -13,6 +13,7 @@ import base64
 import datetime as dt
 import io
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import numpy as np
@@ -58,16 +59,21 @@ def _show_heatmap(test: TestResult, past_due: bool) -> bool:
     return test.heatmap is not None and not test.passed and (test.visibility == "public" or past_due)
 
 
-def feedback_html(result: SubmissionResult, title: str, due: str | None, isolation: str) -> str:
+def feedback_html(result: SubmissionResult, title: str, due: str | None, isolation: str, late: Any = None) -> str:
+    """`late`, when given, is the student's own deadline (classroom.deadlines.LateOutcome): shown, and it
+    decides when hidden tests' heatmaps appear."""
+    if late is not None and late.due is not None:
+        due = late.due.isoformat()
     past_due = _past_due(due)
     heatmaps = {
         (t.problem_id, t.name): (heatmap_png(t.heatmap["got"]), heatmap_png(t.heatmap["want"]))
         for p in result.problems for t in p.tests if _show_heatmap(t, past_due)
     }
     return _ENV.get_template("feedback.html.j2").render(
-        result=result, title=title, heatmaps=heatmaps, past_due=past_due, isolation=isolation,
+        result=result, title=title, heatmaps=heatmaps, past_due=past_due, isolation=isolation, late=late,
     )
 
 
-def write_feedback(path: Path, result: SubmissionResult, title: str, due: str | None, isolation: str) -> None:
-    write_atomic(path, feedback_html(result, title, due, isolation).encode())
+def write_feedback(path: Path, result: SubmissionResult, title: str, due: str | None, isolation: str,
+                   late: Any = None) -> None:
+    write_atomic(path, feedback_html(result, title, due, isolation, late).encode())

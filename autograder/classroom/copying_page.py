@@ -1,0 +1,33 @@
+"""The copying signals for the instructor: `AnswerFlag`s and a `CodeReport` in; copying.html (tables, and each
+flagged pair side by side) and copying.csv out. Written beside the gradebook, never under feedback/."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import jinja2
+
+from autograder.classroom.copying import MIN_PARTS, NOISE, AnswerFlag, CodeReport
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("autograder.classroom", "templates"), autoescape=True,
+                          undefined=jinja2.StrictUndefined)
+
+
+def copying_html(title: str, per_student: bool, answer_flags: list[AnswerFlag], code: CodeReport) -> str:
+    return _ENV.get_template("copying.html.j2").render(title=title, per_student=per_student, answer_flags=answer_flags,
+                                                       code=code, min_parts=MIN_PARTS, noise=NOISE)
+
+
+def copying_csv(answer_flags: list[AnswerFlag], code: CodeReport) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["signal", "student", "other", "score", "evidence"])
+    for f in answer_flags:
+        writer.writerow(["numbers", f.student, f.other, f"{f.fits_other}-{f.fits_own}",
+                         f"{f.fits_other} part(s) right for {f.other}'s numbers only, {f.fits_own} for their own only: "
+                         + ", ".join(f.evidence)])
+    for p in code.pairs:
+        writer.writerow(["code", p.a, p.b, f"{p.similarity:.3f}",
+                         f"shares {p.shares[0]:.3f} / {p.shares[1]:.3f}, {p.tokens} filtered characters in common"])
+    return buffer.getvalue()

@@ -1,0 +1,138 @@
+"""Deadlines: the manifest's due date and late policy, a student's extension and submission time in,
+a `LateOutcome` (raw score, penalty, final score and the rule that applied) out. Pure functions.
+
+The rules, in order (docs/class.md):
+1. no due date, or no known submission time: no penalty;
+2. the student's own due date is the extension's date, or the due date plus its hours (an extension
+   never makes it earlier); the last date moves by as much;
+3. on or before the student's due date: on time;
+4. after the last date (`late.last`): zero;
+5. within `grace_minutes` after the due date: on time (within the grace);
+6. otherwise each started hour or day (`per`) since the due date costs `penalty_percent` of the
+   assignment's points, at most `cap_percent`, and never more than the raw score.
+A date without a time means the end of that day; a date or time without a zone is in the due date's zone
+(UTC when the due date has none).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Optional
+
+from autograder.classroom.roster import Extension
+
+UNIT = {"hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    due: Optional[dt.datetime] = None
+    grace_minutes: float = 0.0
+    penalty_percent: float = 0.0
+    per: Literal["hour", "day"] = "day"
+    cap_percent: float = 100.0
+    last: Optional[dt.datetime] = None
+
+    def describe(self) -> str:
+        if self.due is None:
+            return "no due date"
+        parts = [f"due {self.due.isoformat(timespec='minutes')}"]
+        if self.grace_minutes:
+            parts.append(f"{self.grace_minutes:g} minutes' grace")
+        if self.penalty_percent:
+            parts.append(f"-{self.penalty_percent:g}% of the points per {self.per} late"
+                         + (f", at most -{self.cap_percent:g}%" if self.cap_percent < 100 else ""))
+        if self.last:
+            parts.append(f"zero after {self.last.isoformat(timespec='minutes')}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class LateOutcome:
+    raw: float
+    penalty: float
+    final: float
+    max_score: float
+    rule: str
+    due: Optional[dt.datetime]  # the student's own
+    submitted_at: Optional[dt.datetime]
+    time_source: str = ""
+    late_seconds: float = 0.0
+    extension: str = ""
+
+
+def as_moment(value: dt.datetime | dt.date | str | None, zone: dt.tzinfo) -> Optional[dt.datetime]:
+    """A due date as an aware moment: a bare date is the end of that day, a naive time is in `zone`."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        value = dt.date.fromisoformat(text) if len(text) == 10 else dt.datetime.fromisoformat(text)
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time(23, 59, 59))
+    return value if value.tzinfo else value.replace(tzinfo=zone)
+
+
+def policy_from(due: str | None, late: Mapping[str, Any] | None) -> LatePolicy:
+    """The bundle's `due` and `late` (plain data, as the manifest wrote them) as a LatePolicy."""
+    moment = as_moment(due, dt.timezone.utc)
+    zone = moment.tzinfo if moment else dt.timezone.utc
+    late = dict(late or {})
+    return LatePolicy(
+        due=moment, grace_minutes=float(late.get("grace_minutes") or 0), penalty_percent=float(late.get("penalty_percent") or 0),
+        per=late.get("per") or "day", cap_percent=float(100 if late.get("cap_percent") is None else late["cap_percent"]),
+        last=as_moment(late.get("last"), zone),
+    )
+
+
+def student_due(policy: LatePolicy, extension: Optional[Extension]) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
+    """(the student's due date, the student's last date)."""
+    if policy.due is None:
+        return None, policy.last
+    due = policy.due
+    if extension is not None:
+        if extension.hours is not None:
+            due = policy.due + dt.timedelta(hours=extension.hours)
+        elif extension.due is not None:
+            due = max(policy.due, as_moment(extension.due, policy.due.tzinfo))
+    shift = due - policy.due
+    return due, (policy.last + shift if policy.last else None)
+
+
+def _round(x: float) -> float:
+    return round(x, 4)
+
+
+def apply_policy(policy: LatePolicy, raw: float, max_score: float, submitted_at: Optional[dt.datetime],
+                 extension: Optional[Extension] = None, time_source: str = "") -> LateOutcome:
+    due, last = student_due(policy, extension)
+    ext = str(extension) if extension else ""
+
+    def outcome(penalty: float, rule: str, late_seconds: float = 0.0) -> LateOutcome:
+        penalty = _round(min(max(penalty, 0.0), raw))
+        return LateOutcome(raw, penalty, _round(raw - penalty), max_score, rule, due, submitted_at, time_source,
+                           late_seconds, ext)
+
+    if due is None:
+        return outcome(0.0, "no due date")
+    if submitted_at is None:
+        return outcome(0.0, "no submission time known: no penalty")
+    late = (submitted_at - due).total_seconds()
+    suffix = " (with the extension)" if extension else ""
+    if late <= 0:
+        return outcome(0.0, "on time" + suffix)
+    if last is not None and submitted_at > last:
+        return outcome(raw, f"after the last date {last.isoformat(timespec='minutes')}: zero", late)
+    if late <= policy.grace_minutes * 60:
+        return outcome(0.0, f"within the {policy.grace_minutes:g}-minute grace" + suffix, late)
+    if not policy.penalty_percent:
+        return outcome(0.0, "late, no penalty in the policy", late)
+    units = math.ceil(late / UNIT[policy.per].total_seconds())
+    percent = units * policy.penalty_percent
+    capped = percent >= policy.cap_percent
+    percent = min(percent, policy.cap_percent)
+    unit = policy.per + ("s" if units != 1 else "")
+    rule = f"{units} {unit} late: -{percent:g}% of {max_score:g} points" + (" (the cap)" if capped else "") + suffix
+    return outcome(max_score * percent / 100.0, rule, late)

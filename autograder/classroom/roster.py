@@ -1,0 +1,199 @@
+"""The roster: a CSV file in, a `Roster` of `Student`s out (or a one-line `QkvError` naming the file and line).
+
+Columns (a header row, names in any order and case): `id` (required: the student id grading uses,
+letters, digits, `.`, `-`, `_`), `name`, `email`, `lms_id` (the LMS's own number for the student:
+Canvas user id, Moodle participant id), `section`, `extension` (hours, e.g. `48`, or a new due date
+in ISO 8601, e.g. `2026-12-20T23:59+08:00`). Any other column is kept as it is (`github` is read by
+the GitHub Classroom layout). Bounded: size, rows and field length; ids, lms ids and emails unique.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from autograder.errors import QkvError
+
+MAX_ROSTER_BYTES = 20_000_000
+MAX_STUDENTS = 100_000
+MAX_FIELD = 1_000
+MAX_EXTENSION_HOURS = 24 * 366
+KNOWN = ("id", "name", "email", "lms_id", "section", "extension")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Extension:
+    """More time for one student: `hours` after the due date, or a new due date (naive = the due date's zone)."""
+
+    hours: Optional[float] = None
+    due: Optional[dt.datetime | dt.date] = None
+
+    def __str__(self) -> str:
+        return f"+{self.hours:g} h" if self.hours is not None else f"until {self.due.isoformat()}"
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    name: str = ""
+    email: str = ""
+    lms_id: str = ""
+    section: str = ""
+    extension: Optional[Extension] = None
+    extra: tuple[tuple[str, str], ...] = ()  # the other columns, in file order
+
+    def get(self, column: str) -> str:
+        return dict(self.extra).get(column, "")
+
+
+@dataclass(frozen=True)
+class Roster:
+    students: tuple[Student, ...]
+    source: str = ""
+    _by: dict[str, dict[str, Student]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, dict[str, Student]] = {"id": {}, "fold": {}, "lms": {}, "email": {}, "name": {}, "github": {}}
+        ambiguous: dict[str, set[str]] = {k: set() for k in index}
+        for s in self.students:
+            keys = {"id": s.id, "fold": s.id.casefold(), "lms": s.lms_id, "email": s.email.casefold(),
+                    "name": normal_name(s.name), "github": s.get("github").casefold()}
+            for kind, key in keys.items():
+                if not key:
+                    continue
+                if key in index[kind]:
+                    ambiguous[kind].add(key)
+                index[kind][key] = s
+        for kind, keys in ambiguous.items():  # a key two students share identifies neither
+            for key in keys:
+                index[kind].pop(key, None)
+        object.__setattr__(self, "_by", index)
+
+    def __len__(self) -> int:
+        return len(self.students)
+
+    def __contains__(self, student_id: str) -> bool:
+        return student_id in self._by["id"]
+
+    def by_id(self, value: str) -> Optional[Student]:
+        """A roster id, exactly, else one that differs only in case (when no other student's does)."""
+        return self._by["id"].get(value) or self._by["fold"].get(value.casefold())
+
+    def by_lms_id(self, value: str) -> Optional[Student]:
+        return self._by["lms"].get(value.strip())
+
+    def by_email(self, value: str) -> Optional[Student]:
+        return self._by["email"].get(value.strip().casefold())
+
+    def by_name(self, value: str) -> Optional[Student]:
+        return self._by["name"].get(normal_name(value))
+
+    def by_github(self, value: str) -> Optional[Student]:
+        return self._by["github"].get(value.casefold())
+
+
+def normal_name(name: str) -> str:
+    return " ".join(name.casefold().split())
+
+
+def parse_extension(text: str) -> Optional[Extension]:
+    """'' -> None; '48' or '1.5' -> hours; an ISO 8601 date or date-time -> a new due date. Raises ValueError."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        hours = float(text)
+    except ValueError:
+        hours = None
+    if hours is not None:
+        if not math.isfinite(hours) or not 0 <= hours <= MAX_EXTENSION_HOURS:
+            raise ValueError(f"{text!r} hours is not between 0 and {MAX_EXTENSION_HOURS}")
+        return Extension(hours=hours)
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return Extension(due=dt.date.fromisoformat(text))
+        return Extension(due=dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        raise ValueError(f"{text[:40]!r} is neither hours nor an ISO 8601 date") from None
+
+
+def parse_roster(text: str, where: str) -> Roster:
+    """A roster from CSV text; `where` names the file in errors."""
+    if "\x00" in text:
+        raise QkvError(where, "holds NUL bytes: not a CSV text file")
+    text = text.removeprefix("\ufeff")
+    csv.field_size_limit(MAX_FIELD * 4)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None or not any(h.strip() for h in header):
+            raise QkvError(where, "is empty: a roster needs a header row with at least an `id` column")
+        columns = [h.strip() for h in header]
+        lowered = [c.lower() for c in columns]
+        if "id" not in lowered:
+            raise QkvError(f"{where}:1", f"no `id` column in the header (found: {', '.join(columns)[:120]})")
+        for name in set(lowered):
+            if lowered.count(name) > 1 and name:
+                raise QkvError(f"{where}:1", f"column `{name}` appears twice")
+        students: list[Student] = []
+        seen: dict[str, dict[str, int]] = {"id": {}, "lms_id": {}, "email": {}}
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(students) >= MAX_STUDENTS:
+                raise QkvError(where, f"more than {MAX_STUDENTS:,} students")
+            if len(row) != len(columns):
+                raise QkvError(f"{where}:{line}", f"{len(row)} fields, the header has {len(columns)}")
+            for cell in row:
+                if len(cell) > MAX_FIELD:
+                    raise QkvError(f"{where}:{line}", f"a field longer than {MAX_FIELD} characters")
+            values = {c: v.strip() for c, v in zip(lowered, row)}
+            student_id = values["id"]
+            if not _ID.fullmatch(student_id):
+                raise QkvError(f"{where}:{line}", f"id {student_id[:40]!r}: an id is 1-64 letters, digits, '.', '-', '_'")
+            try:
+                extension = parse_extension(values.get("extension", ""))
+            except ValueError as err:
+                raise QkvError(f"{where}:{line}", f"extension: {err}") from None
+            for key in seen:
+                value = values.get(key, "").casefold() if key == "email" else values.get(key, "")
+                if value and value in seen[key]:
+                    raise QkvError(f"{where}:{line}", f"{key} {value[:40]!r} is also on line {seen[key][value]}")
+                if value:
+                    seen[key][value] = line
+            extra = tuple((c, v.strip()) for c, low, v in zip(columns, lowered, row) if low not in KNOWN)
+            students.append(Student(student_id, values.get("name", ""), values.get("email", ""),
+                                    values.get("lms_id", ""), values.get("section", ""), extension, extra))
+    except csv.Error as err:
+        raise QkvError(f"{where}:{reader.line_num}", f"not valid CSV: {err}") from None
+    if not students:
+        raise QkvError(where, "has a header but no students")
+    return Roster(tuple(students), where)
+
+
+def load_roster(path: Path) -> Roster:
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise QkvError(where, "is not a file: a roster is a CSV file")
+        if size > MAX_ROSTER_BYTES:
+            raise QkvError(where, f"is {size:,} bytes; a roster may have at most {MAX_ROSTER_BYTES:,}")
+        raw = path.read_bytes()[: MAX_ROSTER_BYTES + 1]
+    except FileNotFoundError:
+        raise QkvError(where, "no such roster file") from None
+    except OSError as err:
+        raise QkvError(where, f"cannot read the roster: {err.strerror or err}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise QkvError(where, f"is not UTF-8 text (byte {err.start}); save the roster as UTF-8 CSV") from None
+    return parse_roster(text, where)

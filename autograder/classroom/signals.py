@@ -1,0 +1,54 @@
+"""`qkv copying`'s run: SUBMISSIONS (as `qkv grade` takes them), the build and the gradebook in; the answer
+flags, the code report and the two files written beside the gradebook (copying.html, copying.csv) out.
+
+The written answers come from the gradebook (what grading saw), the code from SUBMISSIONS (read by the
+same intake, so ids are the roster's), the stub from the student release (module and notebook).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from autograder.bundle import read_bundle
+from autograder.classroom.classbook import open_gradebook
+from autograder.classroom.collect import collect, program_text
+from autograder.classroom.copying import CODE_THRESHOLD, AnswerFlag, CodeReport, answer_flags, code_pairs
+from autograder.classroom.copying_page import copying_csv, copying_html
+from autograder.classroom.roster import Roster
+from autograder.classroom.stats import load_scores
+from autograder.grade.intake import read_submission
+from autograder.report.files import write_atomic
+
+
+@dataclass(frozen=True)
+class Signals:
+    per_student: bool
+    answers: list[AnswerFlag]
+    code: CodeReport
+    files: tuple[Path, ...]
+
+
+def stub_text(release: Path, module: str) -> str:
+    return "\n".join(program_text(read_submission("stub", release / f"{module}{suffix}").program)
+                     for suffix in (".py", ".ipynb"))
+
+
+def copying_signals(name: str, submissions: Path, dist: Path, grades: Path, roster: Optional[Roster],
+                    threshold: Optional[float] = None) -> Signals:
+    bundle = read_bundle(dist / "autograder")
+    with open_gradebook(grades, name) as db:
+        scores = load_scores(db)
+    with tempfile.TemporaryDirectory(prefix="qkv-copying-") as work:
+        handed = collect(submissions, bundle.module, bundle.name, roster, Path(work))
+        codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
+    per_student = bundle.variants == "per_student"
+    numeric = [w.problem for w in bundle.written if w.problem.kind == "numeric" and w.problem.parameters]
+    flags = answer_flags(list(scores.students), scores.answers, numeric, bundle.seed) if per_student else []
+    report = code_pairs(codes, stub_text(dist / "student", bundle.module), threshold or CODE_THRESHOLD)
+    page, table = grades / "copying.html", grades / "copying.csv"
+    write_atomic(page, copying_html(bundle.title, per_student, flags, report).encode())
+    write_atomic(table, copying_csv(flags, report).encode())
+    return Signals(per_student, flags, report, (page, table))

@@ -1,0 +1,309 @@
+"""Item analysis: the gradebook's latest grading of each student (and the bundle, for choice texts) in,
+an `ItemAnalysis` out. `load_scores` does the reading; `analyse` is pure numpy.
+
+Students whose file could not be run at all (status other than `graded`) are left out: they tell
+nothing about the items. For each item (a problem, and each hidden test of a code problem), over the
+n students analysed, with x the item's score and t the total score:
+
+- mean: mean(x); facility: mean(x) / the item's points;
+- discrimination, point-biserial: Pearson's r of x and t - x (the rest score, so an item is not
+  correlated with itself); for a pass/fail item this is the point-biserial correlation;
+- discrimination, upper-lower: facility in the top 27% of students by t minus facility in the bottom
+  27% (g = max(1, round(0.27 n)) students each, ties broken by student id);
+- Cronbach's alpha over the problems: k/(k-1) * (1 - sum var(x_i) / var(t)), sample variances;
+- flags: facility above 0.95, point-biserial below 0.2, or no variance at all.
+Choice items (multiple_choice, true_false) get a distractor table: how many chose each option, overall
+and in the upper and lower groups. Each named misconception is counted once per student who matched it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from qkv_runtime.answers import AnswerFormatError, parse_bool, parse_choice
+
+GROUP = 0.27
+LOW_DISCRIMINATION = 0.2
+HIGH_FACILITY = 0.95
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The latest grading of each analysed student, as arrays."""
+
+    students: tuple[str, ...]
+    columns: tuple[tuple[str, str, str], ...]  # (problem, test, visibility) per test column
+    tests: np.ndarray  # students x columns: points earned
+    test_max: np.ndarray  # columns
+    misconceptions: dict[tuple[str, str], set[str]]  # (problem, misconception) -> students
+    answers: dict[str, dict[str, Any]]  # student -> problem -> answer as handed in
+    excluded: int = 0  # graded but not run (load errors, no functions, ...)
+    problem_kinds: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChoiceItem:
+    """What `analyse` needs to know of a choice problem: its options, which is right, and their texts."""
+
+    kind: str  # multiple_choice or true_false
+    options: tuple[str, ...]  # "A", "B", ... or "true", "false"
+    correct: str
+    texts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ItemStats:
+    problem: str
+    test: Optional[str]  # None for a whole problem
+    kind: str
+    max_score: float
+    mean: float
+    facility: float
+    point_biserial: Optional[float]
+    upper_lower: Optional[float]
+    flags: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.problem if self.test is None else f"{self.problem}::{self.test}"
+
+
+@dataclass(frozen=True)
+class Distractor:
+    option: str
+    text: str
+    correct: bool
+    count: int
+    upper: int
+    lower: int
+
+
+@dataclass(frozen=True)
+class MisconceptionCount:
+    problem: str
+    misconception: str
+    message: str
+    students: int
+    share: float
+
+
+@dataclass(frozen=True)
+class ItemAnalysis:
+    students: int
+    excluded: int
+    max_score: float
+    totals: np.ndarray
+    alpha: Optional[float]
+    group_size: int
+    problems: tuple[ItemStats, ...]
+    hidden_tests: tuple[ItemStats, ...]
+    distractors: dict[str, tuple[Distractor, ...]]
+    misconceptions: tuple[MisconceptionCount, ...]
+
+    @property
+    def flagged(self) -> list[ItemStats]:
+        return [i for i in (*self.problems, *self.hidden_tests) if i.flags]
+
+
+# ------------------------------------------------------------------ reading
+
+
+def load_scores(db: sqlite3.Connection) -> Scores:
+    """The latest grading of each student whose file ran. When they were all graded with one bundle (the usual
+    case: the same tests for everyone), the scores are read as one column in the table's order and reshaped;
+    otherwise each test's scores come packed per test (grading id, score, ...). Either way, no Python loop
+    runs per test row."""
+    latest = "SELECT MAX(id) FROM gradings GROUP BY student"
+    rows = db.execute(f"SELECT id, student, status, answers, bundle FROM gradings WHERE id IN ({latest}) ORDER BY id"
+                      ).fetchall()
+    graded = [(gid, student, answers, bundle) for gid, student, status, answers, bundle in rows if status == "graded"]
+    ids = np.array([g[0] for g in graded], dtype=np.int64)  # ascending: rows come ORDER BY id
+    students = [g[1] for g in graded]
+    chosen = f"SELECT id FROM gradings WHERE status = 'graded' AND id IN ({latest})"
+
+    def positions(found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices of those grading ids that belong to analysed students, and which of `found` they are."""
+        at = np.clip(np.searchsorted(ids, found), 0, max(len(ids) - 1, 0))
+        keep = (ids[at] == found) if len(ids) else np.zeros(len(found), dtype=bool)
+        return at[keep], keep
+
+    columns: list[tuple[str, str, str]] = []
+    maxima: list[float] = []
+    matrix = np.zeros((len(graded), 0))
+    if graded:
+        keys = db.execute("SELECT problem, test, visibility, max_score FROM grading_tests WHERE grading = ? "
+                          "ORDER BY problem, test", (int(ids[0]),)).fetchall()
+        if len({g[3] for g in graded}) == 1 and keys:
+            flat = np.fromiter((r[0] for r in db.execute(
+                f"SELECT score FROM grading_tests WHERE grading IN ({chosen}) ORDER BY grading, problem, test")), float)
+            if flat.size == len(graded) * len(keys):
+                columns = [(p, t, v) for p, t, v, _ in keys]
+                maxima = [m for *_, m in keys]
+                matrix = flat.reshape(len(graded), len(keys))
+        if not columns:  # gradings of several bundles: tests differ between students
+            cells = []
+            for problem, test, visibility, max_score, packed in db.execute(
+                    f"SELECT problem, test, MAX(visibility), MAX(max_score), group_concat(grading || ' ' || score, ' ') "
+                    f"FROM grading_tests WHERE grading IN ({chosen}) GROUP BY problem, test"):
+                columns.append((problem, test, visibility))
+                maxima.append(max_score)
+                cells.append(np.array(packed.split(), dtype=float).reshape(-1, 2))
+            matrix = np.zeros((len(graded), len(columns)))
+            for col, pairs in enumerate(cells):
+                at, keep = positions(pairs[:, 0].astype(np.int64))
+                matrix[at, col] = pairs[keep, 1]
+    misconceptions: dict[tuple[str, str], set[str]] = {}
+    student_of = dict(zip(ids.tolist(), students))
+    for gid, problem, misconception in db.execute(
+            f"SELECT grading, problem, misconception FROM grading_tests "
+            f"WHERE misconception IS NOT NULL AND grading IN ({chosen})"):
+        misconceptions.setdefault((problem, misconception), set()).add(student_of[gid])
+    answers = {}
+    for _, student, text, _ in graded:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = {}
+        answers[student] = value if isinstance(value, dict) else {}
+    kinds: dict[str, str] = {}
+    sample = db.execute("SELECT result FROM submissions WHERE status = 'graded' LIMIT 1").fetchone()
+    if sample:  # each problem's kind, from one stored result
+        kinds = {p["problem_id"]: p["kind"] for p in json.loads(sample[0]).get("problems", [])}
+    order = sorted(range(len(students)), key=students.__getitem__)  # by student id, as every report lists them
+    return Scores(tuple(students[i] for i in order), tuple(columns), matrix[order], np.array(maxima, dtype=float),
+                  misconceptions, answers, excluded=len(rows) - len(graded), problem_kinds=kinds)
+
+
+# ---------------------------------------------------------------- the numbers
+
+
+def rest_correlations(items: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """Pearson's r of each item column with the total less that item (NaN where either has no variance)."""
+    rest = totals[:, None] - items
+    x = items - items.mean(axis=0)
+    y = rest - rest.mean(axis=0)
+    denominator = np.sqrt((x * x).sum(axis=0) * (y * y).sum(axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (x * y).sum(axis=0) / denominator
+    r[denominator <= 1e-12] = np.nan
+    return r
+
+
+def groups(totals: np.ndarray, students: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Row indices of the upper and lower 27% by total (ties by student id) and the group size."""
+    n = len(totals)
+    size = max(1, int(round(GROUP * n))) if n else 0
+    order = sorted(range(n), key=lambda i: (-totals[i], students[i]))
+    return np.array(order[:size], dtype=int), np.array(order[n - size:], dtype=int), size
+
+
+def cronbach_alpha(items: np.ndarray) -> Optional[float]:
+    n, k = items.shape
+    if n < 2 or k < 2:
+        return None
+    total_var = items.sum(axis=1).var(ddof=1)
+    if total_var <= 1e-12:
+        return None
+    return float(k / (k - 1) * (1 - items.var(axis=0, ddof=1).sum() / total_var))
+
+
+def _item_stats(problem: str, test: Optional[str], kind: str, x: np.ndarray, max_score: float, r: float,
+                upper: np.ndarray, lower: np.ndarray) -> ItemStats:
+    n = len(x)
+    mean = float(x.mean()) if n else 0.0
+    facility = mean / max_score if max_score else 0.0
+    pb = None if np.isnan(r) else float(r)
+    ul = None
+    if n >= 2 and max_score:
+        ul = float(x[upper].mean() / max_score - x[lower].mean() / max_score)
+    flags = []
+    if n and float(x.max() - x.min()) <= 1e-12:
+        flags.append("no variance")
+    if facility > HIGH_FACILITY:
+        flags.append(f"facility above {HIGH_FACILITY}")
+    if pb is not None and pb < LOW_DISCRIMINATION:
+        flags.append(f"discrimination below {LOW_DISCRIMINATION}")
+    return ItemStats(problem, test, kind, max_score, mean, facility, pb, ul, tuple(flags))
+
+
+def _chosen(item: ChoiceItem, answer: Any) -> str:
+    try:
+        if item.kind == "true_false":
+            value = answer.get("answer") if isinstance(answer, dict) else answer
+            return "true" if parse_bool(value) else "false"
+        return parse_choice(answer, len(item.options))
+    except (AnswerFormatError, TypeError, ValueError, AttributeError):
+        return "(unreadable)" if answer not in (None, "") else "(none)"
+
+
+def _distractors(item: ChoiceItem, problem: str, scores: Scores, upper: np.ndarray, lower: np.ndarray
+                 ) -> tuple[Distractor, ...]:
+    picks = [_chosen(item, scores.answers.get(s, {}).get(problem)) for s in scores.students]
+    up = {i for i in upper.tolist()}
+    low = {i for i in lower.tolist()}
+    options = list(item.options) + sorted({p for p in picks if p not in item.options})
+    texts = dict(zip(item.options, item.texts))
+    out = []
+    for option in options:
+        rows = [i for i, p in enumerate(picks) if p == option]
+        out.append(Distractor(option, texts.get(option, ""), option == item.correct, len(rows),
+                              sum(1 for i in rows if i in up), sum(1 for i in rows if i in low)))
+    return tuple(out)
+
+
+def analyse(scores: Scores, order: tuple[str, ...] = (), kinds: dict[str, str] | None = None,
+            choices: dict[str, ChoiceItem] | None = None, messages: dict[tuple[str, str], str] | None = None
+            ) -> ItemAnalysis:
+    """The item analysis; `order` lists the problems (default: as found), `kinds` each problem's kind,
+    `choices` the choice problems' options, `messages` each misconception's text for the instructor."""
+    kinds, choices, messages = {**scores.problem_kinds, **(kinds or {})}, choices or {}, messages or {}
+    found = list(dict.fromkeys(p for p, _, _ in scores.columns))
+    problems = [p for p in order if p in found] + [p for p in found if p not in order]
+    n = len(scores.students)
+    totals = scores.tests.sum(axis=1) if scores.tests.size else np.zeros(n)
+    by_problem = np.zeros((n, len(problems)))
+    problem_max = np.zeros(len(problems))
+    where = {p: i for i, p in enumerate(problems)}
+    for col, (problem, _, _) in enumerate(scores.columns):
+        by_problem[:, where[problem]] += scores.tests[:, col]
+        problem_max[where[problem]] += scores.test_max[col]
+    upper, lower, size = groups(totals, scores.students)
+    r_problems = rest_correlations(by_problem, totals) if n else np.full(len(problems), np.nan)
+    problem_stats = tuple(_item_stats(p, None, kinds.get(p, ""), by_problem[:, i], float(problem_max[i]),
+                                      r_problems[i], upper, lower) for i, p in enumerate(problems))
+    hidden = [c for c, (problem, _, vis) in enumerate(scores.columns)
+              if vis == "hidden" and kinds.get(problem, "implement") == "implement"]
+    r_tests = rest_correlations(scores.tests[:, hidden], totals) if n and hidden else np.full(len(hidden), np.nan)
+    test_stats = sorted((_item_stats(scores.columns[c][0], scores.columns[c][1], "hidden test", scores.tests[:, c],
+                                     float(scores.test_max[c]), r_tests[i], upper, lower)
+                         for i, c in enumerate(hidden)), key=lambda s: (where[s.problem], s.test))
+    distractors = {p: _distractors(choices[p], p, scores, upper, lower) for p in problems if p in choices}
+    counts = tuple(sorted(
+        (MisconceptionCount(p, m, messages.get((p, m), m), len(who), len(who) / n if n else 0.0)
+         for (p, m), who in scores.misconceptions.items()),
+        key=lambda c: (-c.students, c.problem, c.misconception)))
+    return ItemAnalysis(n, scores.excluded, float(problem_max.sum()), totals, cronbach_alpha(by_problem), size,
+                        problem_stats, tuple(test_stats), distractors, counts)
+
+
+def bundle_info(bundle: Any) -> tuple[tuple[str, ...], dict[str, str], dict[str, ChoiceItem], dict[tuple[str, str], str]]:
+    """(order, kinds, choice items, misconception messages) of a GradingBundle."""
+    kinds = {p.id: "implement" for p in bundle.code}
+    messages = {(p.id, m): text for p in bundle.code for m, text in p.misconceptions.items()}
+    choices = {}
+    for written in bundle.written:
+        problem = written.problem
+        kinds[written.id] = problem.kind
+        if problem.kind == "multiple_choice":
+            options = tuple(chr(ord("A") + i) for i in range(len(problem.choices)))
+            choices[written.id] = ChoiceItem("multiple_choice", options, problem.answer,
+                                             tuple(c.text for c in problem.choices))
+        elif problem.kind == "true_false":
+            choices[written.id] = ChoiceItem("true_false", ("true", "false"), "true" if problem.answer else "false",
+                                             ("true", "false"))
+    return tuple(bundle.problem_order), kinds, choices, messages
