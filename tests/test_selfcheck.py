@@ -46,7 +46,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import BuildResult, build
 from autograder.build.manifest import Assignment
-from autograder.build.student import numeric_part_data
+from autograder.build.student import answer_seal, derive_seals, numeric_part_data
 from autograder.build.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
@@ -536,39 +536,54 @@ def bank_verdict(problem, assignment: Assignment, student: str | None, answer) -
     return check_choice(problem, answer).correct
 
 
-def test_numbers_are_accepted_exactly_where_the_grader_accepts_them_give_or_take_one_step():
-    """Sweep typed numbers across the tolerance edge: never rejected inside it, never accepted one step beyond."""
+PARITY_CASES = [
+    (AnswerPart(name="w", label="w", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), (0, 1, 1)),
+    (AnswerPart(name="v", label="v", decimals=4, tolerance=AnswerTolerance(abs=2e-3, rel=0)), (-9, 9, 3)),
+    (AnswerPart(name="r", label="r", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), (50, 900, 2)),
+    (AnswerPart(name="m", label="m", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)), (-1, 1, (2, 4))),
+    (AnswerPart(name="s", label="s", decimals=0, tolerance=AnswerTolerance(abs=0, rel=1e-6)), [2.0, -4.0, 0.0]),
+    (AnswerPart(name="q", label="q", decimals=2, tolerance=AnswerTolerance(abs=5e-3, rel=0)), [0.25, -1.5]),
+    (AnswerPart(name="c", label="c", tolerance=AnswerTolerance(abs=0, rel=1e-6)), 12_582_912.0),
+    (AnswerPart(name="g", label="g", tolerance=AnswerTolerance(abs=0, rel=1e-6)), 3_221_225_472.0),
+    (AnswerPart(name="n", label="n", tolerance=AnswerTolerance(abs=0, rel=0)), 2_099_200.0),  # a parameter count
+    (AnswerPart(name="b", label="b", decimals=2, tolerance=AnswerTolerance(abs=1e-3, rel=5e-3)), (-30, 30, 3)),
+]
+
+
+def _parity_value(rng, spec) -> np.ndarray:
+    if isinstance(spec, tuple):
+        return rng.uniform(*spec)
+    return np.asarray(spec, dtype=float)
+
+
+@pytest.mark.parametrize("part, spec", PARITY_CASES, ids=[p.name for p, _ in PARITY_CASES])
+def test_numbers_get_the_graders_verdict_even_at_the_edge_of_the_tolerance(part, spec):
+    """Sweep typed numbers across the tolerance edge, to the last bit: the self-check's verdict is the
+    grader's (autograder.bank.answers.check_part), inside, outside and exactly at the edge."""
     rng = np.random.default_rng(5)
-    cases = [
-        (AnswerPart(name="w", label="w", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), rng.uniform(0, 1, 1)),
-        (AnswerPart(name="v", label="v", decimals=4, tolerance=AnswerTolerance(abs=2e-3, rel=0)), rng.uniform(-9, 9, 3)),
-        (AnswerPart(name="r", label="r", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), rng.uniform(50, 900, 2)),
-        (AnswerPart(name="m", label="m", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)), rng.uniform(-1, 1, (2, 4))),
-        (AnswerPart(name="s", label="s", decimals=0, tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array([2.0, -4.0, 0.0])),
-        (AnswerPart(name="q", label="q", decimals=2, tolerance=AnswerTolerance(abs=5e-3, rel=0)), np.array([0.25, -1.5])),
-        (AnswerPart(name="c", label="c", tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array(12_582_912.0)),
-        (AnswerPart(name="g", label="g", tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array(3_221_225_472.0)),
-    ]
-    for part, want in cases:
-        data, entry = _synthetic(part, want)
-        tol = part.tolerance
-        window = tol.abs + tol.rel * np.abs(want)
-        steps = np.asarray(entry["digests"][CLASS][part.name]["steps"]).reshape(want.shape)
-        exact = entry["digests"][CLASS][part.name]["exact"]
-        for fraction in (0.0, 0.3, -0.7, 0.999, -0.999, 1.001, 1.3, -1.6, 2.5, 4.0):
-            for direction in (np.ones_like(want), rng.choice([-1.0, 1.0], size=want.shape)):
-                typed = want + fraction * window * direction
-                got = qkv_check.check_written(data, entry, typed.tolist())[0]
-                grader = check_part(part, want, typed.tolist()).correct
-                if grader:
-                    assert got.passed, (part.name, fraction, typed, got)
-                if got.passed and not exact:
-                    assert np.all(np.abs(typed - want) <= window + steps + 1e-12), (part.name, fraction)
-                if exact:
-                    assert got.passed == grader, (part.name, fraction, typed)
-        # "each" mode for the 8-entry matrix, "whole" for the rest; exact where the answer is on its decimals' grid
-        assert entry["digests"][CLASS][part.name]["mode"] == ("each" if want.size > 6 else "whole")
-        assert exact == (part.name in "sqc"), part.name
+    want = _parity_value(rng, spec)
+    data, entry = _synthetic(part, want)
+    tol = part.tolerance
+    window = tol.abs + tol.rel * np.abs(want)
+    spec_ = entry["digests"][CLASS][part.name]
+    assert spec_["mode"] == ("each" if want.size > 3 else "whole")
+    sizes = np.asarray(spec_["cells"]).reshape(want.shape)
+    assert np.all(sizes >= 2 * window) and np.all(np.log2(sizes) == np.round(np.log2(sizes)))  # powers of two
+    typed_values = []
+    for fraction in (0.0, 0.3, -0.7, 0.999, -0.999, 1.0, -1.0, 1.001, 1.3, -1.6, 2.5, 4.0, 40.0):
+        for direction in (np.ones_like(want), rng.choice([-1.0, 1.0], size=want.shape)):
+            typed_values.append(want + fraction * window * direction)
+    edge = want + window * rng.choice([-1.0, 1.0], size=want.shape)
+    for ulps in (-2, -1, 0, 1, 2):  # the last bits around the edge: the grader's own arithmetic decides
+        typed_values.append(edge + ulps * np.spacing(edge))
+    typed_values.append(np.floor(want / sizes) * sizes)  # on a cell boundary
+    verdicts = set()
+    for typed in typed_values:
+        got = qkv_check.check_written(data, entry, typed.tolist())[0]
+        grader = check_part(part, want, typed.tolist()).correct
+        assert got.passed == grader, (part.name, typed, want, got)
+        verdicts.add(grader)
+    assert verdicts == {True, False}  # the sweep saw both sides
 
 
 def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats", student=CLASS) -> tuple[dict, dict]:
@@ -580,10 +595,11 @@ def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats",
              "parts": [{"name": part.name, "label": part.label, "shape": list(np.shape(want)),
                         "tolerance": part.tolerance.model_dump()}],
              "digests": {student: {part.name: spec}},
-             "misconceptions": {student: [{"message": "you forgot the exponential", "digests": {part.name: wrong[0]}}]
+             "misconceptions": {student: [{"message": "you forgot the exponential", "label": "mistake0",
+                                           "digests": {part.name: wrong[0]}}]
                                 if wrong and wrong[0] else []}}
-    data = {"format": 1, "assignment": assignment, "variants": "same", "track": "numpy", "problems": [entry],
-            "prompts": {}}
+    data = {"format": sealed.FORMAT, "assignment": assignment, "variants": "same", "track": "numpy",
+            "problems": [entry], "prompts": {}, "kdf": sealed.kdf_params()}
     return data, entry
 
 
@@ -623,11 +639,12 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
     symbolic = ShapeProblem(id="out", title="out shape", topic="t", points=1, difficulty=1, source="src",
                             prompt="What is the shape of the output?", solution="n x d_v, one row per query",
                             kind="shape", parameters={"n": 3, "d_v": 4}, answer=["n", "d_v"])
-    salt = sealed.digest_salt("formats", CLASS, "out", "answer")
-    entry = {"id": "out", "kind": "shape", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
-             "digests": {CLASS: {"answer": sealed.answer_digest(salt, "x".join(expected_shape(symbolic)))}},
-             "misconceptions": {CLASS: []}}
-    sdata = {"format": 1, "assignment": "formats", "variants": "same", "track": "numpy", "problems": [entry]}
+    entry = derive_seals({"id": "out", "kind": "shape", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
+                          "digests": {CLASS: {"answer": answer_seal("formats", "out", "x".join(expected_shape(symbolic)),
+                                                                    "right")}},
+                          "misconceptions": {CLASS: []}}, sealed.kdf_params())
+    sdata = {"format": sealed.FORMAT, "assignment": "formats", "variants": "same", "track": "numpy",
+             "problems": [entry], "kdf": sealed.kdf_params()}
     for typed in ("(3, 4)", "3x4", "3 x 4", "n x d_v", "(n, d_v)", "n x dv", [3, 4], "3×4"):
         assert qkv_check.check_written(sdata, entry, typed)[0].passed, typed
     assert not qkv_check.check_written(sdata, entry, "4 x 3")[0].passed
@@ -689,13 +706,13 @@ def _number_tokens(values) -> set[str]:
     return {t for t in tokens if len(t.strip("-0.")) >= 2}  # '0.0001' is no answer
 
 
-GIVEN = ("prompts", "public_tests", "steps", "shape", "tolerance", "symbols", "points", "max_points", "hidden_tests",
-         "message", "misconceptions_text", "title", "label")
+GIVEN = ("prompts", "public_tests", "cells", "shape", "tolerance", "symbols", "points", "max_points", "hidden_tests",
+         "message", "misconceptions_text", "title", "label", "kdf", "limits", "roster")
 
 
 def _without_given(value):
-    """The self-check data less what students are given anyway (prompts, public tests), the hashing parameters,
-    and the authors' texts (titles, labels, mistake messages: in clear by design, and they quote numbers)."""
+    """The self-check data less what students are given anyway (prompts, public tests), the keying parameters
+    (cell sizes, scrypt's), the grading limits, and the authors' texts (titles, labels, mistake messages: in clear by design, and they quote numbers)."""
     if isinstance(value, dict):
         return {k: _without_given(v) for k, v in value.items() if k not in GIVEN}
     if isinstance(value, list):

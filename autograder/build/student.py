@@ -9,6 +9,8 @@ student's answer (tests/test_build.py scans the release for each).
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any, Callable
 
@@ -61,38 +63,92 @@ def _public_test(test: GradedTest) -> dict[str, Any]:
     }
 
 
-def _digest(assignment: str, student: str, problem: str, part: str, canonical: str) -> str:
-    return sealed.answer_digest(sealed.digest_salt(assignment, student, problem, part), canonical)
+class Seal:
+    """A placeholder in the self-check data: the tag (and, for numbers, the sealed exact values) of one
+    answer under the key of `password` and `salt`, derived later with all the others (`derive_seals`)."""
+
+    __slots__ = ("password", "salt", "label", "values")
+
+    def __init__(self, password: str, salt: str, label: str, values: list[float] | None = None) -> None:
+        self.password, self.salt, self.label, self.values = password, salt, label, values
+
+    def render(self, key: bytes) -> Any:
+        if self.values is None:
+            return sealed.tag(key, self.label)
+        return {"tag": sealed.tag(key, self.label), "sealed": sealed.seal(key, self.label, self.values)}
 
 
-def number_digests(salt: Callable[[str], str], values: Any, mode: str, steps: list[float]) -> list[str]:
-    """Digests of `values` snapped to the grid `steps`: one for the whole part, or one per entry.
+def _seals(value: Any) -> list[Seal]:
+    if isinstance(value, Seal):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _seals(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _seals(v)]
+    return []
 
-    `salt(suffix)` gives the salt of the part ("" ) or of entry i ("[i]").
+
+def _rendered(value: Any, keys: dict[tuple[str, str], bytes]) -> Any:
+    if isinstance(value, Seal):
+        return value.render(keys[value.password, value.salt])
+    if isinstance(value, dict):
+        return {k: _rendered(v, keys) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rendered(v, keys) for v in value]
+    return value
+
+
+def derive_seals(data: Any, params: dict[str, Any], workers: int | None = None) -> Any:
+    """`data` with every Seal replaced by its tag and sealed values: each distinct key derived once, in
+    threads (hashlib.scrypt releases the GIL: 2 cores derive twice as many keys a second). The keys are
+    a function of their inputs alone, so the result is the same however the work is spread."""
+    wanted = list(dict.fromkeys((s.password, s.salt) for s in _seals(data)))
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(wanted) < 2:
+        keys = [sealed.derive_key(p, s, params) for p, s in wanted]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            keys = list(pool.map(lambda ps: sealed.derive_key(ps[0], ps[1], params), wanted))
+    return _rendered(data, dict(zip(wanted, keys)))
+
+
+def number_seals(salt: Callable[[str], str], values: Any, mode: str, sizes: list[float], label: str) -> list[Seal]:
+    """The seals of `values` in their cells: one for the whole part, or one per entry.
+
+    `salt(suffix)` gives the salt of the part ("") or of entry i ("[i]").
     """
     values = np.asarray(values, dtype=float)
-    ks = [sealed.grid_index(x, step) for x, step in zip(values.reshape(-1), steps)]
+    flat = [float(x) for x in values.reshape(-1)]
+    ks = [sealed.cell_index(x, size) for x, size in zip(flat, sizes)]
     if mode == "whole":
-        return [sealed.answer_digest(salt(""), sealed.grid_form(ks, values.shape))]
-    return [sealed.answer_digest(salt(f"[{i}]"), sealed.grid_form([k], ())) for i, k in enumerate(ks)]
+        return [Seal(sealed.cell_password(sizes, values.shape, ks), salt(""), label, flat)]
+    return [Seal(sealed.cell_password([size], (), [k]), salt(f"[{i}]"), label, [x])
+            for i, (x, size, k) in enumerate(zip(flat, sizes, ks))]
 
 
-def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart,
-                      wrong: list[Any]) -> tuple[dict[str, Any], list[list[str] | None]]:
-    """One part for one student: how it is hashed and the digests of the right answer, and of each
+def numeric_part_plan(salt: Callable[[str], str], want: Any, part: AnswerPart,
+                      wrong: list[Any]) -> tuple[dict[str, Any], list[list[Seal] | None]]:
+    """One part for one student: its mode, cell sizes and the seals of the right answer, and of each
     wrong answer in `wrong` (None where a wrong answer has another shape or is within tolerance)."""
     want = np.asarray(want, dtype=float)
     tol = part.tolerance
-    mode, steps, exact = sealed.grid_plan(want, tol.abs, tol.rel, part.decimals)
-    entry = {"mode": mode, "steps": steps, "exact": exact, "digests": number_digests(salt, want, mode, steps)}
-    wrong_digests: list[list[str] | None] = []
-    for value in wrong:
+    mode, sizes = sealed.part_plan(want, tol.abs, tol.rel, part.decimals)
+    entry = {"mode": mode, "cells": sizes, "right": number_seals(salt, want, mode, sizes, "right")}
+    wrong_seals: list[list[Seal] | None] = []
+    for j, value in enumerate(wrong):
         value = None if value is None else np.asarray(value, dtype=float)
         if value is None or value.size != want.size or close(value.reshape(want.shape), want, tol):
-            wrong_digests.append(None)  # another shape, or not a mistake for these numbers
+            wrong_seals.append(None)  # another shape, or not a mistake for these numbers
         else:
-            wrong_digests.append(number_digests(salt, value.reshape(want.shape), mode, steps))
-    return entry, wrong_digests
+            wrong_seals.append(number_seals(salt, value.reshape(want.shape), mode, sizes, f"mistake{j}"))
+    return entry, wrong_seals
+
+
+def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart, wrong: list[Any],
+                      params: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    """`numeric_part_plan` with its keys derived: the part's data as selfcheck.json holds it."""
+    entry, wrong_seals = numeric_part_plan(salt, want, part, wrong)
+    return derive_seals([entry, wrong_seals], params or sealed.kdf_params())
 
 
 def _numeric_data(assigned: AssignedProblem, assignment: Assignment, students: list[str]) -> dict[str, Any]:
@@ -106,19 +162,19 @@ def _numeric_data(assigned: AssignedProblem, assignment: Assignment, students: l
                               None if student == CLASS else student)
         mistakes = [resolve(m.compute)(**variant.params) for m in problem.misconceptions]
         digests[student] = {}
-        found: list[dict[str, list[str]]] = [{} for _ in mistakes]
+        found: list[dict[str, list[Seal]]] = [{} for _ in mistakes]
         for part in parts:
             want = variant.answers[part.name]
             shapes[part.name] = list(np.shape(want))
             salt = lambda suffix, p=part.name: sealed.digest_salt(  # noqa: E731
                 assignment.name, student, problem.id, p + suffix)
-            entry, wrong_parts = numeric_part_data(salt, want, part, [m.get(part.name) for m in mistakes])
+            entry, wrong_parts = numeric_part_plan(salt, want, part, [m.get(part.name) for m in mistakes])
             digests[student][part.name] = entry
             for i, d in enumerate(wrong_parts):
                 if d is not None:
                     found[i][part.name] = d
-        wrong[student] = [{"message": m.message, "digests": f}
-                          for m, f in zip(problem.misconceptions, found) if f]
+        wrong[student] = [{"message": m.message, "label": f"mistake{j}", "digests": f}
+                          for j, (m, f) in enumerate(zip(problem.misconceptions, found)) if f]
     return {
         "parts": [{"name": p.name, "label": p.label, "shape": shapes[p.name],
                    "tolerance": p.tolerance.model_dump()} for p in parts],
@@ -127,33 +183,40 @@ def _numeric_data(assigned: AssignedProblem, assignment: Assignment, students: l
     }
 
 
+def answer_seal(assignment: str, problem: str, canonical: str, label: str) -> Seal:
+    """Shapes, true/false and letters are the same for every student (only numbers vary per student):
+    one class-wide key each, a student's own salt would cost the build a key per student and hide nothing."""
+    return Seal(sealed.answer_password(canonical), sealed.digest_salt(assignment, CLASS, problem, "answer"), label)
+
+
 def _written_data(assigned: AssignedProblem, assignment: Assignment, students: list[str]) -> dict[str, Any]:
     problem = assigned.problem
     name = assignment.name
 
-    def digests_of(canonical: str) -> dict[str, dict[str, str]]:
-        return {s: {"answer": _digest(name, s, problem.id, "answer", canonical)} for s in students}
+    def right(canonical: str) -> dict[str, dict[str, Any]]:
+        return {CLASS: {"answer": answer_seal(name, problem.id, canonical, "right")}}
+
+    def mistakes(canonicals: list[tuple[str, str]]) -> dict[str, list[dict[str, Any]]]:
+        return {CLASS: [{"message": message, "digests": {"answer": answer_seal(name, problem.id, c, "mistake")}}
+                        for message, c in canonicals]}
 
     if isinstance(problem, NumericProblem):
         return _numeric_data(assigned, assignment, students)
     if isinstance(problem, ShapeProblem):
         return {
             "symbols": problem.parameters,
-            "digests": digests_of("x".join(expected_shape(problem))),
-            "misconceptions": {s: [{"message": m.message, "digests": {"answer": _digest(
-                name, s, problem.id, "answer",
-                "x".join(answers.evaluate_dim(d, problem.parameters) for d in m.answer))}}
-                for m in problem.misconceptions] for s in students},
+            "digests": right("x".join(expected_shape(problem))),
+            "misconceptions": mistakes([(m.message, "x".join(answers.evaluate_dim(d, problem.parameters)
+                                                             for d in m.answer)) for m in problem.misconceptions]),
         }
     if isinstance(problem, TrueFalseProblem):
-        return {"digests": digests_of("true" if problem.answer else "false"), "misconceptions": {}}
+        return {"digests": right("true" if problem.answer else "false"), "misconceptions": {}}
     assert isinstance(problem, MultipleChoiceProblem)
     return {
         "choices": len(problem.choices),
-        "digests": digests_of(problem.answer),
-        "misconceptions": {s: [{"message": c.misconception, "digests": {"answer": _digest(
-            name, s, problem.id, "answer", chr(65 + i))}}
-            for i, c in enumerate(problem.choices) if c.misconception] for s in students},
+        "digests": right(problem.answer),
+        "misconceptions": mistakes([(c.misconception, chr(65 + i)) for i, c in enumerate(problem.choices)
+                                    if c.misconception]),
     }
 
 
@@ -175,10 +238,13 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
     if assignment.manifest.variants == "per_student":
         prompts = {s: {p.problem.id: written_prompt(p, assignment, s) for p in assignment.written
                        if isinstance(p.problem, NumericProblem)} for s in students}
+    params = sealed.kdf_params()
     return {
-        "format": 1, "assignment": assignment.name, "title": assignment.manifest.title,
+        "format": sealed.FORMAT, "assignment": assignment.name, "title": assignment.manifest.title,
         "track": assignment.track, "module": assignment.module_name, "variants": assignment.manifest.variants,
-        "max_points": assignment.max_points, "problems": problems, "prompts": prompts,
+        "max_points": assignment.max_points, "problems": derive_seals(problems, params), "prompts": prompts,
+        "roster": list(students) if assignment.manifest.variants == "per_student" else [],
+        "kdf": params, "limits": bundle.limits.to_json(),
     }
 
 

@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import inspect
 import io
 import itertools
 import json
-import math
 import os
 import signal
 import sys
@@ -50,7 +48,9 @@ from qkv_runtime.notebook import NotebookError, program_steps, read_cells, run_s
 from qkv_runtime.values import exception_text, plain, plain_answers, to_arrays  # noqa: E402
 
 DATA_FILE = "selfcheck.json"
-DATA_FORMAT = 1
+DATA_FORMAT = sealed.FORMAT
+NO_KDF = ("not checked: this Python's hashlib has no scrypt (built with LibreSSL, as Apple's /usr/bin/python3 is); "
+          "check with a Python from python.org, Homebrew or conda")
 TEST_SECONDS = 10  # per public test, as the grader's per-problem limit
 LOAD_SECONDS = 60
 CLASS = "*"  # the student key of class-wide variants
@@ -83,6 +83,9 @@ def load_data(path: Any = None) -> Dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != DATA_FORMAT:
         raise UsageError(f"{path}: format {data.get('format') if isinstance(data, dict) else '?'} is not "
                          f"{DATA_FORMAT}; this qkv_check.py belongs to another release")
+    wrong = sealed.kdf_problem(data.get("kdf"))
+    if wrong:
+        raise UsageError(f"{path}: damaged ({wrong}); download the release again")
     return data
 
 
@@ -414,40 +417,91 @@ def public_checks(data: Dict[str, Any]) -> List[PublicCheck]:
 # ---------------------------------------------------------------- written problems
 
 
-def _digest(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: str, canonical: str) -> str:
-    salt = sealed.digest_salt(data["assignment"], student, problem["id"], part)
-    return sealed.answer_digest(salt, canonical)
+def _derive(data: Dict[str, Any], password: str, salt: str) -> bytes:
+    """One slow key (sealed.derive_key, with the release's parameters): what each candidate costs."""
+    return sealed.derive_key(password, salt, data["kdf"])
 
 
-def _grid_match(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: Dict[str, Any],
-                spec: Dict[str, Any], typed: np.ndarray, targets: Dict[Any, List[str]]) -> List[Any]:
-    """Which of `targets` ({label: digests}) the typed numbers hit, trying every grid point within tolerance."""
+def _answer_key(data: Dict[str, Any], student: str, problem: Dict[str, Any], canonical: str) -> bytes:
+    salt = sealed.digest_salt(data["assignment"], student, problem["id"], "answer")
+    return _derive(data, sealed.answer_password(canonical), salt)
+
+
+def _hits(key: bytes, seals: List[Tuple[str, Any]], typed: List[float], tol_abs: float, tol_rel: float) -> set:
+    """The labels among `seals` ([(label, {"tag", "sealed"})]) whose key this is and whose exact values
+    the typed numbers are within the grader's tolerance of."""
+    found = set()
+    for label, seal in seals:
+        if sealed.tag(key, label) != seal["tag"]:
+            continue
+        values = sealed.unseal(key, label, seal["sealed"])
+        if len(values) == len(typed) and all(sealed.within(x, t, tol_abs, tol_rel) for x, t in zip(typed, values)):
+            found.add(label)
+    return found
+
+
+def match_numbers(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: Dict[str, Any],
+                  spec: Dict[str, Any], typed: np.ndarray, mistakes: List[Dict[str, Any]]) -> Tuple[bool, List[str]]:
+    """(whether the typed numbers are right, by the grader's rule, and the labels of the mistakes they are).
+
+    For each candidate cell (tuple of cells) the grader's window around the typed numbers touches,
+    one key; a key that opens a tag unseals the exact value, which the grader's rule then judges.
+    At most sealed.most_keys(size) keys; a right answer stops the search.
+    """
     tol = part["tolerance"]
-    flat = typed.reshape(-1)
-    candidates = [sealed.grid_candidates(x, step, tol["abs"], tol["rel"], spec.get("exact", False))
-                  for x, step in zip(flat, spec["steps"])]
+    tol_abs, tol_rel = float(tol["abs"]), float(tol["rel"])
+    flat = [float(x) for x in typed.reshape(-1)]
+    sizes = [float(s) for s in spec["cells"]]
+    if len(sizes) != len(flat):
+        return False, []
+    candidates = [sealed.candidate_cells(x, size, tol_abs, tol_rel) for x, size in zip(flat, sizes)]
     if any(not c for c in candidates):
-        return []
+        return False, []
     name = part["name"]
+    labelled = [("right", spec["right"])] + [(m["label"], m["digests"][name]) for m in mistakes if name in m["digests"]]
+    labels = [label for label, _ in labelled[1:]]
+
+    def salt(suffix: str) -> str:
+        return sealed.digest_salt(data["assignment"], student, problem["id"], name + suffix)
+
     if spec["mode"] == "whole":
-        if math.prod(len(c) for c in candidates) > 4 * sealed.GRID_BUDGET:
-            return []
-        wanted = {d[0]: label for label, d in targets.items()}
-        salt = sealed.digest_salt(data["assignment"], student, problem["id"], name)
-        prefix = f"qkv1|{salt}|" + sealed.grid_form([], typed.shape)
-        hits = []
+        seals = [(label, s[0]) for label, s in labelled]
+        found: set = set()
         for combo in itertools.product(*candidates):
-            # answer_digest(salt, grid_form(combo, shape)), inlined: this loop may run many thousand times
-            digest = hashlib.sha256((prefix + ",".join(map(str, combo))).encode()).hexdigest()
-            if digest in wanted and wanted[digest] not in hits:
-                hits.append(wanted[digest])
-        return hits
-    hits_per_entry = []
-    for i, ks in enumerate(candidates):
-        salt = sealed.digest_salt(data["assignment"], student, problem["id"], f"{name}[{i}]")
-        digests = {sealed.answer_digest(salt, sealed.grid_form([k], ())) for k in ks}
-        hits_per_entry.append({label for label, d in targets.items() if d[i] in digests})
-    return [label for label in targets if all(label in h for h in hits_per_entry)]
+            key = _derive(data, sealed.cell_password(sizes, typed.shape, combo), salt(""))
+            hits = _hits(key, seals, flat, tol_abs, tol_rel)
+            if "right" in hits:
+                return True, []
+            found |= hits
+        return False, [label for label in labels if label in found]
+
+    # "each": entry by entry, x's own cell first; an entry found right is not searched further
+    per_entry: List[set] = []
+    left: List[List[int]] = []
+    for i, (x, cells) in enumerate(zip(flat, candidates)):
+        seals = [(label, s[i]) for label, s in labelled]
+        found = set()
+        for n, cell in enumerate(cells):
+            found |= _hits(_derive(data, sealed.cell_password([sizes[i]], (), [cell]), salt(f"[{i}]")),
+                           seals, [x], tol_abs, tol_rel)
+            if "right" in found:
+                break
+        per_entry.append(found)
+        left.append(cells[n + 1:])
+    if all("right" in found for found in per_entry):
+        return True, []
+    if labels:  # wrong: finish the entries cut short, so that a mistake every entry is can be named
+        for i, cells in enumerate(left):
+            seals = [(label, s[i]) for label, s in labelled[1:]]
+            for cell in cells:
+                per_entry[i] |= _hits(_derive(data, sealed.cell_password([sizes[i]], (), [cell]), salt(f"[{i}]")),
+                                      seals, [flat[i]], tol_abs, tol_rel)
+    return False, [label for label in labels if all(label in found for found in per_entry)]
+
+
+def _window_text(tol: Dict[str, Any]) -> str:
+    """The grader's words for a tolerance (autograder.bank.answers.check_part)."""
+    return f"{tol['abs']:g}" + (f" + {tol['rel']:g} x |answer|" if tol["rel"] else "")
 
 
 def _numeric(data, problem, student, typed) -> List[Outcome]:
@@ -475,18 +529,25 @@ def _numeric(data, problem, student, typed) -> List[Outcome]:
             outcomes.append(Outcome(FAIL, f"{label}: expected {size} number(s), got {got.size}"))
             continue
         got = got.reshape(part["shape"])  # a flat list for a matrix, or [x] for a scalar, is fine
-        spec = specs[part["name"]]
-        targets: Dict[Any, List[str]] = {"right": spec["digests"]}
-        for i, mistake in enumerate(mistakes):
-            if part["name"] in mistake["digests"]:
-                targets[i] = mistake["digests"][part["name"]]
-        hits = _grid_match(data, student, problem, part, spec, got, targets)
-        if "right" in hits:
+        right, named = match_numbers(data, student, problem, part, specs[part["name"]], got, mistakes)
+        if right:
             outcomes.append(Outcome(PASS, f"{label}: correct"))
             continue
-        details = [f"common mistake: {mistakes[h]['message']}" for h in hits if h != "right"]
-        outcomes.append(Outcome(FAIL, f"{label}: not within {part['tolerance']['abs']:g} of the answer", details))
+        messages = {m["label"]: m["message"] for m in mistakes}
+        details = [f"common mistake: {messages[h]}" for h in named]
+        outcomes.append(Outcome(FAIL, f"{label}: not within {_window_text(part['tolerance'])} of the answer", details))
     return outcomes
+
+
+def _answer_verdict(data, problem, student, canonical: str) -> Tuple[bool, Optional[str]]:
+    """(right?, the message of the mistake it is) for a shape, true/false or letter: one key."""
+    key = _answer_key(data, student, problem, canonical)
+    if sealed.tag(key, "right") == problem["digests"][student]["answer"]:
+        return True, None
+    for mistake in problem.get("misconceptions", {}).get(student, []):
+        if sealed.tag(key, "mistake") == mistake["digests"]["answer"]:
+            return False, mistake["message"]
+    return False, None
 
 
 def _shape(data, problem, student, typed) -> List[Outcome]:
@@ -494,13 +555,10 @@ def _shape(data, problem, student, typed) -> List[Outcome]:
         dims = tuple(qkv_answers.evaluate_dim(d, problem["symbols"]) for d in qkv_answers.parse_shape(typed))
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
-    digest = _digest(data, student, problem, "answer", "x".join(dims))
-    if digest == problem["digests"][student]["answer"]:
+    right, mistake = _answer_verdict(data, problem, student, "x".join(dims))
+    if right:
         return [Outcome(PASS, "correct shape")]
-    for mistake in problem.get("misconceptions", {}).get(student, []):
-        if digest == mistake["digests"]["answer"]:
-            return [Outcome(FAIL, mistake["message"])]
-    return [Outcome(FAIL, f"{' x '.join(dims)} is not the shape")]
+    return [Outcome(FAIL, mistake or f"{' x '.join(dims)} is not the shape")]
 
 
 def _true_false(data, problem, student, typed) -> List[Outcome]:
@@ -512,7 +570,7 @@ def _true_false(data, problem, student, typed) -> List[Outcome]:
         got = qkv_answers.parse_bool(typed)
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
-    if _digest(data, student, problem, "answer", "true" if got else "false") == problem["digests"][student]["answer"]:
+    if _answer_verdict(data, problem, student, "true" if got else "false")[0]:
         note = ["(the self-check does not read your correction)"] if not got else []
         return [Outcome(PASS, "correct", note)]
     return [Outcome(FAIL, "the statement is " + ("false" if got else "true"))]
@@ -523,13 +581,10 @@ def _choice(data, problem, student, typed) -> List[Outcome]:
         got = qkv_answers.parse_choice(typed, problem["choices"])
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
-    digest = _digest(data, student, problem, "answer", got)
-    if digest == problem["digests"][student]["answer"]:
+    right, mistake = _answer_verdict(data, problem, student, got)
+    if right:
         return [Outcome(PASS, "correct")]
-    for mistake in problem.get("misconceptions", {}).get(student, []):
-        if digest == mistake["digests"]["answer"]:
-            return [Outcome(FAIL, mistake["message"])]
-    return [Outcome(FAIL, f"{got} is not the answer")]
+    return [Outcome(FAIL, mistake or f"{got} is not the answer")]
 
 
 WRITTEN = {"numeric": _numeric, "shape": _shape, "true_false": _true_false, "multiple_choice": _choice}
@@ -537,7 +592,7 @@ WRITTEN = {"numeric": _numeric, "shape": _shape, "true_false": _true_false, "mul
 
 def roster(data: Dict[str, Any]) -> set:
     """The student ids this release has digests for (per-student assignments)."""
-    ids = set(data.get("prompts", {}))
+    ids = set(data.get("prompts", {})) | set(data.get("roster", []))
     for problem in data["problems"]:
         ids.update(k for k in problem.get("digests", {}) if k != CLASS)
     return ids
@@ -571,6 +626,8 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
         return [Outcome(TODO, "not answered yet")]
     if key is None:
         return [Outcome(FAIL, why)]
+    if not sealed.kdf_available():
+        return [Outcome(TODO, NO_KDF)]
     try:
         return WRITTEN[problem["kind"]](data, problem, key, typed)
     except qkv_answers.AnswerFormatError as err:  # a parser's message is always a format hint
