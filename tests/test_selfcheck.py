@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import inspect
 import io
@@ -601,6 +602,129 @@ def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats",
     data = {"format": sealed.FORMAT, "assignment": assignment, "variants": "same", "track": "numpy",
             "problems": [entry], "prompts": {}, "kdf": sealed.kdf_params()}
     return data, entry
+
+
+# ------------------------------------------------------------ a check that costs: slow keys
+
+
+KDF_MEMORY_FLOOR = 3 * 1024**2  # bytes of scrypt memory per key (128 * n * r): what each candidate costs at least
+
+
+@contextlib.contextmanager
+def counted_keys():
+    """Count the self-check's key derivations (sealed.derive_key), each the price of one candidate."""
+    calls = []
+    real = sealed.derive_key
+
+    def counting(password, salt, params):
+        calls.append((password, salt))
+        return real(password, salt, params)
+
+    sealed.derive_key = counting
+    try:
+        yield calls
+    finally:
+        sealed.derive_key = real
+
+
+@pytest.mark.parametrize("name", BUNDLED + ["per-student-torch"])
+def test_every_release_keys_its_answers_with_memory_hard_scrypt(releases, name):
+    data = _data(releases[name])
+    kdf = data["kdf"]
+    assert kdf["name"] == "scrypt" and sealed.kdf_problem(kdf) is None
+    assert sealed.kdf_memory(kdf) >= KDF_MEMORY_FLOOR and kdf["p"] >= 1 and kdf["dklen"] == 32
+    assert kdf == sealed.kdf_params()  # the build's parameters, travelling with the data
+    # the key really is scrypt with these parameters (so a search pays n * r * 128 bytes and the time per candidate)
+    expected = hashlib.scrypt(b"cells|0.5||3", salt=b"qkv2|a|s|p|x", n=kdf["n"], r=kdf["r"], p=kdf["p"],
+                              maxmem=kdf["maxmem"], dklen=kdf["dklen"])
+    assert sealed.derive_key("cells|0.5||3", "a|s|p|x", kdf) == expected
+
+
+def _typed_cases(built, problem, student):
+    return [right_answer(problem, built.assignment, student)] + [a for a, _ in wrong_answers(problem, built.assignment,
+                                                                                            student)]
+
+
+def _most_keys(entry) -> int:
+    if entry["kind"] != "numeric":
+        return 1
+    return sum(sealed.most_keys(int(np.prod(p["shape"])) if p["shape"] else 1) for p in entry["parts"])
+
+
+@pytest.mark.parametrize("name", ["attention-numpy", "exam-prep"])
+def test_one_typed_answer_costs_a_bounded_number_of_keys_and_never_none(releases, name):
+    """Each check derives at least one slow key (no path around the cost) and at most 2 per entry
+    (2**n for the tuple of a small vector); a right integer or shape is exactly one key."""
+    built = releases[name]
+    data = _data(built)
+    student = _students(built)[0]
+    for assigned in built.assignment.written:
+        problem = assigned.problem
+        entry = next(p for p in data["problems"] if p["id"] == problem.id)
+        for typed in _typed_cases(built, problem, student):
+            with counted_keys() as calls:
+                qkv_check.check_written(data, entry, typed, student or "")
+            assert 1 <= len(calls) <= _most_keys(entry), (problem.id, typed, len(calls))
+    exact = AnswerPart(name="n", label="count", tolerance=AnswerTolerance(abs=0, rel=0))
+    data, entry = _synthetic(exact, 2_099_200.0)
+    for typed in (2_099_200, 2_099_201, "2099200"):
+        with counted_keys() as calls:
+            qkv_check.check_written(data, entry, typed)
+        assert len(calls) == 1, typed
+
+
+def test_keys_come_from_the_releases_parameters(numpy_release):
+    """Change the parameters in the data and the right answers no longer open: the tags are of scrypt keys
+    with exactly those parameters, so a later release may change them (and an older checker refuses them)."""
+    data = _data(numpy_release)
+    entries = [(a.problem, next(p for p in data["problems"] if p["id"] == a.problem.id))
+               for a in numpy_release.assignment.written]
+    assert all(qkv_check.check_written(data, e, right_answer(p, numpy_release.assignment, None))[0].passed
+               for p, e in entries)
+    other = {**data, "kdf": sealed.kdf_params(n=data["kdf"]["n"] // 2)}
+    assert not any(qkv_check.check_written(other, e, right_answer(p, numpy_release.assignment, None))[0].passed
+                   for p, e in entries)
+
+
+def test_keys_are_the_same_however_many_threads_derive_them():
+    from autograder.build.student import numeric_part_plan
+
+    part = AnswerPart(name="v", label="v", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0))
+    salt = lambda suffix: sealed.digest_salt("a", "s", "p", "v" + suffix)  # noqa: E731
+    plans = [numeric_part_plan(salt, np.arange(k, k + 6.0) / 7, part, [np.arange(6.0)]) for k in range(3)]
+    params = sealed.kdf_params()
+    one = derive_seals(plans, params, workers=1)
+    assert derive_seals(plans, params, workers=2) == one == derive_seals(plans, params, workers=5)
+
+
+KINDS = [  # (part, right answer, a mistake's answer, a plainly wrong answer)
+    (AnswerPart(name="x", label="scalar", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), 0.7311, 0.5, 0.9),
+    (AnswerPart(name="v", label="vector", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)),
+     [0.2119, 0.5761, 0.2119], [1 / 3, 1 / 3, 1 / 3], [0.2119, 0.5761, 0.25]),
+    (AnswerPart(name="m", label="matrix", form="matrix", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)),
+     [[1.0, -0.25], [0.5, 2.0]], [[1.0, -0.25], [0.5, 4.0]], [[1.0, -0.25], [0.6, 2.0]]),
+    (AnswerPart(name="n", label="integer", tolerance=AnswerTolerance(abs=0, rel=0)), 1_050_112.0, 1_048_576.0,
+     1_050_113.0),
+    (AnswerPart(name="r", label="relative", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), 812.5, 406.25,
+     830.0),
+]
+
+
+@pytest.mark.parametrize("part, right, mistake, wrong", KINDS, ids=[k[0].label for k in KINDS])
+def test_numbers_right_wrong_and_a_named_mistake(part, right, mistake, wrong):
+    data, entry = _synthetic(part, right, misconception=mistake)
+    assert entry["misconceptions"][CLASS], "the mistake is keyed"
+    assert qkv_check.check_written(data, entry, right)[0].passed
+    assert check_part(part, np.asarray(right), right).correct
+    for typed, named in ((mistake, True), (wrong, False)):
+        outcome = qkv_check.check_written(data, entry, typed)[0]
+        assert not outcome.passed and not check_part(part, np.asarray(right), typed).correct
+        assert ("common mistake: you forgot the exponential" in outcome.details) is named, (part.label, outcome)
+        assert outcome.message.startswith(f"{part.label}: not within ")
+    # the mistake is named within the grader's tolerance of the mistake's value, as the right answer is
+    near = (np.asarray(mistake, dtype=float) + 0.9 * (part.tolerance.abs + part.tolerance.rel
+                                                       * np.abs(np.asarray(mistake, dtype=float)))).tolist()
+    assert "common mistake: you forgot the exponential" in qkv_check.check_written(data, entry, near)[0].details
 
 
 # ------------------------------------------------------------ answer formats
