@@ -697,6 +697,38 @@ def test_keys_are_the_same_however_many_threads_derive_them():
     assert derive_seals(plans, params, workers=2) == one == derive_seals(plans, params, workers=5)
 
 
+def test_a_release_of_another_format_or_with_bad_parameters_is_refused_in_one_line(numpy_release, tmp_path):
+    folder = tmp_path / "rel"
+    shutil.copytree(numpy_release.out / "student", folder)
+    data = json.loads((folder / "selfcheck.json").read_text())
+    (folder / "right.py").write_text(submission_py(numpy_release))
+    for change, needle in (({"format": 1}, "format 1 is not 2; this qkv_check.py belongs to another release"),
+                           ({"kdf": {**data["kdf"], "n": 1000}}, "damaged (bad scrypt parameters)"),
+                           ({"kdf": {**data["kdf"], "maxmem": 2**40}}, "damaged (bad scrypt parameters)"),
+                           ({"kdf": None}, "damaged (no scrypt parameters)")):
+        (folder / "selfcheck.json").write_text(json.dumps({**data, **change}))
+        run = subprocess.run([sys.executable, "qkv_check.py", "right.py"], cwd=folder, capture_output=True, text=True)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and len(lines) == 1 and needle in lines[0], (change, run.stderr)
+
+
+def test_a_python_without_scrypt_says_so_for_written_answers_and_still_checks_code(numpy_release, monkeypatch):
+    import hashlib as _hashlib
+
+    data = _data(numpy_release)
+    written = [p for p in data["problems"] if p["kind"] != "implement"]
+    monkeypatch.delattr(_hashlib, "scrypt")
+    assert not sealed.kdf_available()
+    for entry in written:
+        outcome = qkv_check.check_written(data, entry, "anything")[0]
+        assert outcome.status == qkv_check.TODO and "has no scrypt" in outcome.message and "python.org" in outcome.message
+    problem = next(a.problem for a in numpy_release.assignment.implement)
+    entry = next(p for p in data["problems"] if p["id"] == problem.id)
+    reference = resolve(problem.references["numpy"])
+    assert qkv_check.check_problem(data, entry, qkv_check.Submission.from_namespace(
+        {problem.function: reference})).status == "pass"
+
+
 KINDS = [  # (part, right answer, a mistake's answer, a plainly wrong answer)
     (AnswerPart(name="x", label="scalar", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), 0.7311, 0.5, 0.9),
     (AnswerPart(name="v", label="vector", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)),

@@ -164,3 +164,23 @@ def test_in_process_checks_keep_the_alarm_with_the_releases_limit(limited, tmp_p
     result = qkv_check.check_problem(data, problem, submission)
     assert result.status == "fail"
     assert result.outcomes[0].message.startswith("took longer than 1 s while running softmax_rows()")
+
+
+def test_a_thread_that_kills_the_process_later_costs_at_most_the_problems_it_hits(limited):
+    """A function that returns, leaving a thread that ends the process soon after: whichever problem (or
+    the time between two) that lands in, the check ends, every problem gets a verdict, the rest pass."""
+    built, folder, key = limited
+    (folder / "later.py").write_text(_with(key, """
+import os as _os, threading as _threading, time as _time
+_right_causal_mask = causal_mask
+def causal_mask(*args, **kwargs):
+    _threading.Thread(target=lambda: (_time.sleep(0.05), _os._exit(5))).start()
+    return _right_causal_mask(*args, **kwargs)
+"""))
+    run = _run(folder, "later.py")
+    assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr
+    rows = _rows(run.stdout)
+    assert set(rows) == {a.problem.id for a in built.assignment.problems}, run.stdout
+    assert "exit code 5" in run.stdout or set(rows.values()) == {"pass"}, run.stdout
+    failed = [p for p, r in rows.items() if r != "pass"]
+    assert len(failed) <= 2 and all(p in ("causal-mask", "attention-scores") for p in failed), run.stdout

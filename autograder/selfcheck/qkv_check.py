@@ -1087,6 +1087,7 @@ def supervise(data: Dict[str, Any], data_path: Any, path: Any,
                     elif name == "done" and phase == "problem":
                         results[problem["id"]] = code_result(problem, outcomes)
                         phase, deadline, problem = "between", time.monotonic() + BETWEEN_SECONDS, None
+                        outcomes, check = [], None
                     elif name == "end" and phase == "between":
                         return _finished(submission, path, kind), results
                     continue
@@ -1110,8 +1111,14 @@ def supervise(data: Dict[str, Any], data_path: Any, path: Any,
                         results.setdefault(p["id"], ProblemResult(p, [Outcome(FAIL, f"not checked: {error}")]))
                     return failed, results
                 if problem is None:  # between problems: the next one to run pays for it
-                    problem = next(p for p in code if p["id"] not in results)
-                if phase == "problem" and event is _Child.TIMEOUT:
+                    problem = next((p for p in code if p["id"] not in results), None)
+                    if problem is None:
+                        return _finished(submission, path, kind), results
+                if phase == "between":
+                    message = (f"not checked: the check {'stopped answering' if event is _Child.TIMEOUT else 'stopped'}"
+                               f" before {problem['function']}() ({child.exit_text()}; a thread of your code still "
+                               "running, or os._exit?)")
+                elif event is _Child.TIMEOUT:
                     message = (check.timeout_message(limits.problem_seconds, where) if check else
                                f"took longer than {limits.problem_seconds:g} s (an endless loop?)")
                 else:
