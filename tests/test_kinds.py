@@ -29,7 +29,7 @@ from autograder.exam.lms import export
 from autograder.exam.select import ExamSpec, draw_exam
 from autograder.grade.score import score_written
 from autograder.kinds import KINDS, AllOrNothingKind, Kind, WrittenKind, kind_of, problem_adapter
-from autograder.kinds.base import answer_digests
+from autograder.kinds.sealing import class_answer
 from autograder.kinds.items import Blank, KeyLine, ProblemKey, Question, Verdict
 from conftest import ROOT
 from qkv_runtime.answers import AnswerFormatError, parse_bool
@@ -107,7 +107,7 @@ class YesNoKind(AllOrNothingKind):
 
     def selfcheck_data(self, assigned, assignment, bundle, students) -> dict:
         canonical = "true" if assigned.problem.answer else "false"
-        return {"digests": answer_digests(assignment.name, students, assigned.problem, canonical), "misconceptions": {}}
+        return {"digests": class_answer(assignment.name, assigned.problem.id, canonical), "misconceptions": {}}
 
     def read(self, problem, typed) -> object:
         return parse_bool(typed)

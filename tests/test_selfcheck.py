@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import inspect
 import io
@@ -40,6 +41,7 @@ from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
 from autograder.build import BuildResult, build
 from autograder.build.manifest import Assignment
+from autograder.kinds.sealing import answer_seal, derive_seals
 from autograder.build.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
@@ -529,39 +531,54 @@ def bank_verdict(problem, assignment: Assignment, student: str | None, answer) -
     return check_choice(problem, answer).correct
 
 
-def test_numbers_are_accepted_exactly_where_the_grader_accepts_them_give_or_take_one_step():
-    """Sweep typed numbers across the tolerance edge: never rejected inside it, never accepted one step beyond."""
+PARITY_CASES = [
+    (AnswerPart(name="w", label="w", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), (0, 1, 1)),
+    (AnswerPart(name="v", label="v", decimals=4, tolerance=AnswerTolerance(abs=2e-3, rel=0)), (-9, 9, 3)),
+    (AnswerPart(name="r", label="r", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), (50, 900, 2)),
+    (AnswerPart(name="m", label="m", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)), (-1, 1, (2, 4))),
+    (AnswerPart(name="s", label="s", decimals=0, tolerance=AnswerTolerance(abs=0, rel=1e-6)), [2.0, -4.0, 0.0]),
+    (AnswerPart(name="q", label="q", decimals=2, tolerance=AnswerTolerance(abs=5e-3, rel=0)), [0.25, -1.5]),
+    (AnswerPart(name="c", label="c", tolerance=AnswerTolerance(abs=0, rel=1e-6)), 12_582_912.0),
+    (AnswerPart(name="g", label="g", tolerance=AnswerTolerance(abs=0, rel=1e-6)), 3_221_225_472.0),
+    (AnswerPart(name="n", label="n", tolerance=AnswerTolerance(abs=0, rel=0)), 2_099_200.0),  # a parameter count
+    (AnswerPart(name="b", label="b", decimals=2, tolerance=AnswerTolerance(abs=1e-3, rel=5e-3)), (-30, 30, 3)),
+]
+
+
+def _parity_value(rng, spec) -> np.ndarray:
+    if isinstance(spec, tuple):
+        return rng.uniform(*spec)
+    return np.asarray(spec, dtype=float)
+
+
+@pytest.mark.parametrize("part, spec", PARITY_CASES, ids=[p.name for p, _ in PARITY_CASES])
+def test_numbers_get_the_graders_verdict_even_at_the_edge_of_the_tolerance(part, spec):
+    """Sweep typed numbers across the tolerance edge, to the last bit: the self-check's verdict is the
+    grader's (autograder.bank.answers.check_part), inside, outside and exactly at the edge."""
     rng = np.random.default_rng(5)
-    cases = [
-        (AnswerPart(name="w", label="w", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), rng.uniform(0, 1, 1)),
-        (AnswerPart(name="v", label="v", decimals=4, tolerance=AnswerTolerance(abs=2e-3, rel=0)), rng.uniform(-9, 9, 3)),
-        (AnswerPart(name="r", label="r", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), rng.uniform(50, 900, 2)),
-        (AnswerPart(name="m", label="m", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)), rng.uniform(-1, 1, (2, 4))),
-        (AnswerPart(name="s", label="s", decimals=0, tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array([2.0, -4.0, 0.0])),
-        (AnswerPart(name="q", label="q", decimals=2, tolerance=AnswerTolerance(abs=5e-3, rel=0)), np.array([0.25, -1.5])),
-        (AnswerPart(name="c", label="c", tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array(12_582_912.0)),
-        (AnswerPart(name="g", label="g", tolerance=AnswerTolerance(abs=0, rel=1e-6)), np.array(3_221_225_472.0)),
-    ]
-    for part, want in cases:
-        data, entry = _synthetic(part, want)
-        tol = part.tolerance
-        window = tol.abs + tol.rel * np.abs(want)
-        steps = np.asarray(entry["digests"][CLASS][part.name]["steps"]).reshape(want.shape)
-        exact = entry["digests"][CLASS][part.name]["exact"]
-        for fraction in (0.0, 0.3, -0.7, 0.999, -0.999, 1.001, 1.3, -1.6, 2.5, 4.0):
-            for direction in (np.ones_like(want), rng.choice([-1.0, 1.0], size=want.shape)):
-                typed = want + fraction * window * direction
-                got = qkv_check.check_written(data, entry, typed.tolist())[0]
-                grader = check_part(part, want, typed.tolist()).correct
-                if grader:
-                    assert got.passed, (part.name, fraction, typed, got)
-                if got.passed and not exact:
-                    assert np.all(np.abs(typed - want) <= window + steps + 1e-12), (part.name, fraction)
-                if exact:
-                    assert got.passed == grader, (part.name, fraction, typed)
-        # "each" mode for the 8-entry matrix, "whole" for the rest; exact where the answer is on its decimals' grid
-        assert entry["digests"][CLASS][part.name]["mode"] == ("each" if want.size > 6 else "whole")
-        assert exact == (part.name in "sqc"), part.name
+    want = _parity_value(rng, spec)
+    data, entry = _synthetic(part, want)
+    tol = part.tolerance
+    window = tol.abs + tol.rel * np.abs(want)
+    spec_ = entry["digests"][CLASS][part.name]
+    assert spec_["mode"] == ("each" if want.size > 3 else "whole")
+    sizes = np.asarray(spec_["cells"]).reshape(want.shape)
+    assert np.all(sizes >= 2 * window) and np.all(np.log2(sizes) == np.round(np.log2(sizes)))  # powers of two
+    typed_values = []
+    for fraction in (0.0, 0.3, -0.7, 0.999, -0.999, 1.0, -1.0, 1.001, 1.3, -1.6, 2.5, 4.0, 40.0):
+        for direction in (np.ones_like(want), rng.choice([-1.0, 1.0], size=want.shape)):
+            typed_values.append(want + fraction * window * direction)
+    edge = want + window * rng.choice([-1.0, 1.0], size=want.shape)
+    for ulps in (-2, -1, 0, 1, 2):  # the last bits around the edge: the grader's own arithmetic decides
+        typed_values.append(edge + ulps * np.spacing(edge))
+    typed_values.append(np.floor(want / sizes) * sizes)  # on a cell boundary
+    verdicts = set()
+    for typed in typed_values:
+        got = qkv_check.check_written(data, entry, typed.tolist())[0]
+        grader = check_part(part, want, typed.tolist()).correct
+        assert got.passed == grader, (part.name, typed, want, got)
+        verdicts.add(grader)
+    assert verdicts == {True, False}  # the sweep saw both sides
 
 
 def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats", student=CLASS) -> tuple[dict, dict]:
@@ -573,11 +590,167 @@ def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats",
              "parts": [{"name": part.name, "label": part.label, "shape": list(np.shape(want)),
                         "tolerance": part.tolerance.model_dump()}],
              "digests": {student: {part.name: spec}},
-             "misconceptions": {student: [{"message": "you forgot the exponential", "digests": {part.name: wrong[0]}}]
+             "misconceptions": {student: [{"message": "you forgot the exponential", "label": "mistake0",
+                                           "digests": {part.name: wrong[0]}}]
                                 if wrong and wrong[0] else []}}
-    data = {"format": 1, "assignment": assignment, "variants": "same", "track": "numpy", "problems": [entry],
-            "prompts": {}}
+    data = {"format": sealed.FORMAT, "assignment": assignment, "variants": "same", "track": "numpy",
+            "problems": [entry], "prompts": {}, "kdf": sealed.kdf_params()}
     return data, entry
+
+
+# ------------------------------------------------------------ a check that costs: slow keys
+
+
+KDF_MEMORY_FLOOR = 3 * 1024**2  # bytes of scrypt memory per key (128 * n * r): what each candidate costs at least
+
+
+@contextlib.contextmanager
+def counted_keys():
+    """Count the self-check's key derivations (sealed.derive_key), each the price of one candidate."""
+    calls = []
+    real = sealed.derive_key
+
+    def counting(password, salt, params):
+        calls.append((password, salt))
+        return real(password, salt, params)
+
+    sealed.derive_key = counting
+    try:
+        yield calls
+    finally:
+        sealed.derive_key = real
+
+
+@pytest.mark.parametrize("name", BUNDLED + ["per-student-torch"])
+def test_every_release_keys_its_answers_with_memory_hard_scrypt(releases, name):
+    data = _data(releases[name])
+    kdf = data["kdf"]
+    assert kdf["name"] == "scrypt" and sealed.kdf_problem(kdf) is None
+    assert sealed.kdf_memory(kdf) >= KDF_MEMORY_FLOOR and kdf["p"] >= 1 and kdf["dklen"] == 32
+    assert kdf == sealed.kdf_params()  # the build's parameters, travelling with the data
+    # the key really is scrypt with these parameters (so a search pays n * r * 128 bytes and the time per candidate)
+    expected = hashlib.scrypt(b"cells|0.5||3", salt=b"qkv2|a|s|p|x", n=kdf["n"], r=kdf["r"], p=kdf["p"],
+                              maxmem=kdf["maxmem"], dklen=kdf["dklen"])
+    assert sealed.derive_key("cells|0.5||3", "a|s|p|x", kdf) == expected
+
+
+def _typed_cases(built, problem, student):
+    return [right_answer(problem, built.assignment, student)] + [a for a, _ in wrong_answers(problem, built.assignment,
+                                                                                            student)]
+
+
+def _most_keys(entry) -> int:
+    if entry["kind"] != "numeric":
+        return 1
+    return sum(sealed.most_keys(int(np.prod(p["shape"])) if p["shape"] else 1) for p in entry["parts"])
+
+
+@pytest.mark.parametrize("name", ["attention-numpy", "exam-prep"])
+def test_one_typed_answer_costs_a_bounded_number_of_keys_and_never_none(releases, name):
+    """Each check derives at least one slow key (no path around the cost) and at most 2 per entry
+    (2**n for the tuple of a small vector); a right integer or shape is exactly one key."""
+    built = releases[name]
+    data = _data(built)
+    student = _students(built)[0]
+    for assigned in built.assignment.written:
+        problem = assigned.problem
+        entry = next(p for p in data["problems"] if p["id"] == problem.id)
+        for typed in _typed_cases(built, problem, student):
+            with counted_keys() as calls:
+                qkv_check.check_written(data, entry, typed, student or "")
+            assert 1 <= len(calls) <= _most_keys(entry), (problem.id, typed, len(calls))
+    exact = AnswerPart(name="n", label="count", tolerance=AnswerTolerance(abs=0, rel=0))
+    data, entry = _synthetic(exact, 2_099_200.0)
+    for typed in (2_099_200, 2_099_201, "2099200"):
+        with counted_keys() as calls:
+            qkv_check.check_written(data, entry, typed)
+        assert len(calls) == 1, typed
+
+
+def test_keys_come_from_the_releases_parameters(numpy_release):
+    """Change the parameters in the data and the right answers no longer open: the tags are of scrypt keys
+    with exactly those parameters, so a later release may change them (and an older checker refuses them)."""
+    data = _data(numpy_release)
+    entries = [(a.problem, next(p for p in data["problems"] if p["id"] == a.problem.id))
+               for a in numpy_release.assignment.written]
+    assert all(qkv_check.check_written(data, e, right_answer(p, numpy_release.assignment, None))[0].passed
+               for p, e in entries)
+    other = {**data, "kdf": sealed.kdf_params(n=data["kdf"]["n"] // 2)}
+    assert not any(qkv_check.check_written(other, e, right_answer(p, numpy_release.assignment, None))[0].passed
+                   for p, e in entries)
+
+
+def test_keys_are_the_same_however_many_threads_derive_them():
+    from autograder.kinds.numeric import numeric_part_plan
+
+    part = AnswerPart(name="v", label="v", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0))
+    salt = lambda suffix: sealed.digest_salt("a", "s", "p", "v" + suffix)  # noqa: E731
+    plans = [numeric_part_plan(salt, np.arange(k, k + 6.0) / 7, part, [np.arange(6.0)]) for k in range(3)]
+    params = sealed.kdf_params()
+    one = derive_seals(plans, params, workers=1)
+    assert derive_seals(plans, params, workers=2) == one == derive_seals(plans, params, workers=5)
+
+
+def test_a_release_of_another_format_or_with_bad_parameters_is_refused_in_one_line(numpy_release, tmp_path):
+    folder = tmp_path / "rel"
+    shutil.copytree(numpy_release.out / "student", folder)
+    data = json.loads((folder / "selfcheck.json").read_text())
+    (folder / "right.py").write_text(submission_py(numpy_release))
+    for change, needle in (({"format": 1}, "format 1 is not 2; this qkv_check.py belongs to another release"),
+                           ({"kdf": {**data["kdf"], "n": 1000}}, "damaged (bad scrypt parameters)"),
+                           ({"kdf": {**data["kdf"], "maxmem": 2**40}}, "damaged (bad scrypt parameters)"),
+                           ({"kdf": None}, "damaged (no scrypt parameters)")):
+        (folder / "selfcheck.json").write_text(json.dumps({**data, **change}))
+        run = subprocess.run([sys.executable, "qkv_check.py", "right.py"], cwd=folder, capture_output=True, text=True)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 2 and len(lines) == 1 and needle in lines[0], (change, run.stderr)
+
+
+def test_a_python_without_scrypt_says_so_for_written_answers_and_still_checks_code(numpy_release, monkeypatch):
+    import hashlib as _hashlib
+
+    data = _data(numpy_release)
+    written = [p for p in data["problems"] if p["kind"] != "implement"]
+    monkeypatch.delattr(_hashlib, "scrypt")
+    assert not sealed.kdf_available()
+    for entry in written:
+        outcome = qkv_check.check_written(data, entry, "anything")[0]
+        assert outcome.status == qkv_check.TODO and "has no scrypt" in outcome.message and "python.org" in outcome.message
+    problem = next(a.problem for a in numpy_release.assignment.implement)
+    entry = next(p for p in data["problems"] if p["id"] == problem.id)
+    reference = resolve(problem.references["numpy"])
+    assert qkv_check.check_problem(data, entry, qkv_check.Submission.from_namespace(
+        {problem.function: reference})).status == "pass"
+
+
+KINDS = [  # (part, right answer, a mistake's answer, a plainly wrong answer)
+    (AnswerPart(name="x", label="scalar", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)), 0.7311, 0.5, 0.9),
+    (AnswerPart(name="v", label="vector", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0)),
+     [0.2119, 0.5761, 0.2119], [1 / 3, 1 / 3, 1 / 3], [0.2119, 0.5761, 0.25]),
+    (AnswerPart(name="m", label="matrix", form="matrix", decimals=3, tolerance=AnswerTolerance(abs=1e-3, rel=0)),
+     [[1.0, -0.25], [0.5, 2.0]], [[1.0, -0.25], [0.5, 4.0]], [[1.0, -0.25], [0.6, 2.0]]),
+    (AnswerPart(name="n", label="integer", tolerance=AnswerTolerance(abs=0, rel=0)), 1_050_112.0, 1_048_576.0,
+     1_050_113.0),
+    (AnswerPart(name="r", label="relative", decimals=2, tolerance=AnswerTolerance(abs=0, rel=1e-2)), 812.5, 406.25,
+     830.0),
+]
+
+
+@pytest.mark.parametrize("part, right, mistake, wrong", KINDS, ids=[k[0].label for k in KINDS])
+def test_numbers_right_wrong_and_a_named_mistake(part, right, mistake, wrong):
+    data, entry = _synthetic(part, right, misconception=mistake)
+    assert entry["misconceptions"][CLASS], "the mistake is keyed"
+    assert qkv_check.check_written(data, entry, right)[0].passed
+    assert check_part(part, np.asarray(right), right).correct
+    for typed, named in ((mistake, True), (wrong, False)):
+        outcome = qkv_check.check_written(data, entry, typed)[0]
+        assert not outcome.passed and not check_part(part, np.asarray(right), typed).correct
+        assert ("common mistake: you forgot the exponential" in outcome.details) is named, (part.label, outcome)
+        assert outcome.message.startswith(f"{part.label}: not within ")
+    # the mistake is named within the grader's tolerance of the mistake's value, as the right answer is
+    near = (np.asarray(mistake, dtype=float) + 0.9 * (part.tolerance.abs + part.tolerance.rel
+                                                       * np.abs(np.asarray(mistake, dtype=float)))).tolist()
+    assert "common mistake: you forgot the exponential" in qkv_check.check_written(data, entry, near)[0].details
 
 
 # ------------------------------------------------------------ answer formats
@@ -616,11 +789,12 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
     symbolic = ShapeProblem(id="out", title="out shape", topic="t", points=1, difficulty=1, source="src",
                             prompt="What is the shape of the output?", solution="n x d_v, one row per query",
                             kind="shape", parameters={"n": 3, "d_v": 4}, answer=["n", "d_v"])
-    salt = sealed.digest_salt("formats", CLASS, "out", "answer")
-    entry = {"id": "out", "kind": "shape", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
-             "digests": {CLASS: {"answer": sealed.answer_digest(salt, "x".join(expected_shape(symbolic)))}},
-             "misconceptions": {CLASS: []}}
-    sdata = {"format": 1, "assignment": "formats", "variants": "same", "track": "numpy", "problems": [entry]}
+    entry = derive_seals({"id": "out", "kind": "shape", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
+                          "digests": {CLASS: {"answer": answer_seal("formats", "out", "x".join(expected_shape(symbolic)),
+                                                                    "right")}},
+                          "misconceptions": {CLASS: []}}, sealed.kdf_params())
+    sdata = {"format": sealed.FORMAT, "assignment": "formats", "variants": "same", "track": "numpy",
+             "problems": [entry], "kdf": sealed.kdf_params()}
     for typed in ("(3, 4)", "3x4", "3 x 4", "n x d_v", "(n, d_v)", "n x dv", [3, 4], "3×4"):
         assert qkv_check.check_written(sdata, entry, typed)[0].passed, typed
     assert not qkv_check.check_written(sdata, entry, "4 x 3")[0].passed
@@ -682,13 +856,13 @@ def _number_tokens(values) -> set[str]:
     return {t for t in tokens if len(t.strip("-0.")) >= 2}  # '0.0001' is no answer
 
 
-GIVEN = ("prompts", "public_tests", "steps", "shape", "tolerance", "symbols", "points", "max_points", "hidden_tests",
-         "message", "misconceptions_text", "title", "label")
+GIVEN = ("prompts", "public_tests", "cells", "shape", "tolerance", "symbols", "points", "max_points", "hidden_tests",
+         "message", "misconceptions_text", "title", "label", "kdf", "limits", "roster")
 
 
 def _without_given(value):
-    """The self-check data less what students are given anyway (prompts, public tests), the hashing parameters,
-    and the authors' texts (titles, labels, mistake messages: in clear by design, and they quote numbers)."""
+    """The self-check data less what students are given anyway (prompts, public tests), the keying parameters
+    (cell sizes, scrypt's), the grading limits, and the authors' texts (titles, labels, mistake messages: in clear by design, and they quote numbers)."""
     if isinstance(value, dict):
         return {k: _without_given(v) for k, v in value.items() if k not in GIVEN}
     if isinstance(value, list):
@@ -834,9 +1008,9 @@ def test_broken_notebooks_and_files_are_reported_not_fatal(numpy_release, tmp_pa
     loops = tmp_path / "loops.py"
     loops.write_text(f"import warnings, sys\n"
                      f"def {problem.function}(*args, **kwargs):\n    while True:\n        pass\n")
-    monkeypatch.setattr(qkv_check, "TEST_SECONDS", 0.3)
-    outcome = qkv_check.public_checks(data)[0].run(qkv_check.load_submission(loops))
-    assert not outcome.passed and "longer than 0.3 s" in outcome.message
+    outcome = qkv_check.public_checks(data)[0].run(qkv_check.load_submission(loops), seconds=0.3)
+    assert not outcome.passed and "took longer than 0.3 s while running" in outcome.message
+    assert f"{problem.function}()" in outcome.message and re.search(r", at line [34]: an endless loop", outcome.message)
 
     shape = tuple(data["problems"][0]["public_tests"][0]["expected"][0]["shape"])
     for body, needle in (("import sys; sys.exit(3)", "sys.exit(3)"), ("return None", "missing return?"),

@@ -2,8 +2,8 @@
 
 Only what students may see goes here: stubs, prompts, public tests (the
 lecture's worked examples), and self-check data in which every written answer
-is a salted digest (each problem's entry is written by its kind, in
-autograder/kinds/). Never a reference, a hidden test, a mutant, or another
+is sealed under a slow, salted key (each problem's entry is written by its kind,
+in autograder/kinds/; kinds/sealing.py derives the keys, once each, at the end). Never a reference, a hidden test, a mutant, or another
 student's answer (tests/test_build.py scans the release for each).
 """
 
@@ -18,6 +18,8 @@ from autograder.build.notebook import student_notebook
 from autograder.build.student_text import TEMPLATES, problems_markdown, stub_module, students_of, written_prompt
 from autograder.bundle import GradingBundle
 from autograder.kinds import kind_of
+from autograder.kinds.sealing import derive_seals
+from qkv_runtime import sealed
 
 
 # --------------------------------------------------------- self-check data
@@ -35,10 +37,13 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
     if assignment.manifest.variants == "per_student":
         prompts = {s: {p.problem.id: written_prompt(p, assignment, s) for p in assignment.written
                        if kind_of(p.problem).parameterised} for s in students}
+    params = sealed.kdf_params()
     return {
-        "format": 1, "assignment": assignment.name, "title": assignment.manifest.title,
+        "format": sealed.FORMAT, "assignment": assignment.name, "title": assignment.manifest.title,
         "track": assignment.track, "module": assignment.module_name, "variants": assignment.manifest.variants,
-        "max_points": assignment.max_points, "problems": problems, "prompts": prompts,
+        "max_points": assignment.max_points, "problems": derive_seals(problems, params), "prompts": prompts,
+        "roster": list(students) if assignment.manifest.variants == "per_student" else [],
+        "kdf": params, "limits": bundle.limits.to_json(),
     }
 
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from autograder.bank.model import ProblemBase
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import Blank, DrillQuestion, Marked, ProblemKey, Question, QuestionGroup, Verdict
-from qkv_runtime import sealed
 
 if TYPE_CHECKING:
     from autograder.bank.variants import Variant
@@ -214,16 +213,3 @@ class AllOrNothingKind(WrittenKind):
 
     def lms_groups(self, problem, points: float, seed: int, variants: int, split_entries: bool) -> list[QuestionGroup]:
         return [QuestionGroup(problem.id, problem.title, points, (self.lms_question(problem, points),))]
-
-
-# ------------------------------------------------ self-check data of answers
-
-
-def part_digest(assignment: str, student: str, problem: str, part: str, canonical: str) -> str:
-    # self-check data: moved verbatim from build/student.py (as `_digest`)
-    return sealed.answer_digest(sealed.digest_salt(assignment, student, problem, part), canonical)
-
-
-def answer_digests(assignment: str, students: list[str], problem, canonical: str) -> dict[str, dict[str, str]]:
-    # self-check data: moved verbatim from build/student.py (as `digests_of` in `_written_data`)
-    return {s: {"answer": part_digest(assignment, s, problem.id, "answer", canonical)} for s in students}

@@ -14,7 +14,8 @@ from pydantic import Field, model_validator
 
 from autograder.bank.model import ProblemBase, Strict
 from autograder.kinds import items
-from autograder.kinds.base import AllOrNothingKind, answer_digests, part_digest
+from autograder.kinds.base import AllOrNothingKind
+from autograder.kinds.sealing import class_answer, class_mistakes
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
 from qkv_runtime.answers import AnswerFormatError, parse_choice
 
@@ -48,13 +49,12 @@ def check_choice(problem: MultipleChoiceProblem, typed: Any) -> Verdict:
 
 
 def _selfcheck_data(problem: MultipleChoiceProblem, name: str, students: list[str]) -> dict[str, Any]:
-    # self-check data: moved verbatim from build/student.py (the multiple_choice branch of `_written_data`)
+    # the same for every student: one class-wide seal (kinds/sealing.py)
     return {
         "choices": len(problem.choices),
-        "digests": answer_digests(name, students, problem, problem.answer),
-        "misconceptions": {s: [{"message": c.misconception, "digests": {"answer": part_digest(
-            name, s, problem.id, "answer", chr(65 + i))}}
-            for i, c in enumerate(problem.choices) if c.misconception] for s in students},
+        "digests": class_answer(name, problem.id, problem.answer),
+        "misconceptions": class_mistakes(name, problem.id, [(c.misconception, chr(65 + i))
+                                                            for i, c in enumerate(problem.choices) if c.misconception]),
     }
 
 

@@ -28,6 +28,7 @@ from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import (
     Blank, DrillQuestion, KeyLine, Marked, Mistake, NumericBlank, ProblemKey, Question, QuestionGroup, Verdict,
 )
+from autograder.kinds.sealing import Seal, derive_seals, number_seals
 from qkv_runtime import sealed
 from qkv_runtime.answers import AnswerFormatError, parse_numbers
 
@@ -267,40 +268,32 @@ def numeric_groups(problem: NumericProblem, points: float, seed: int, variants: 
 # ----------------------------------------------------------- self-check data
 
 
-def number_digests(salt: Callable[[str], str], values: Any, mode: str, steps: list[float]) -> list[str]:
-    """Digests of `values` snapped to the grid `steps`: one for the whole part, or one per entry.
-
-    `salt(suffix)` gives the salt of the part ("" ) or of entry i ("[i]").
-    """
-    # self-check data: moved verbatim from build/student.py
-    values = np.asarray(values, dtype=float)
-    ks = [sealed.grid_index(x, step) for x, step in zip(values.reshape(-1), steps)]
-    if mode == "whole":
-        return [sealed.answer_digest(salt(""), sealed.grid_form(ks, values.shape))]
-    return [sealed.answer_digest(salt(f"[{i}]"), sealed.grid_form([k], ())) for i, k in enumerate(ks)]
-
-
-def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart,
-                      wrong: list[Any]) -> tuple[dict[str, Any], list[list[str] | None]]:
-    """One part for one student: how it is hashed and the digests of the right answer, and of each
+def numeric_part_plan(salt: Callable[[str], str], want: Any, part: AnswerPart,
+                      wrong: list[Any]) -> tuple[dict[str, Any], list[list[Seal] | None]]:
+    """One part for one student: its mode, cell sizes and the seals of the right answer, and of each
     wrong answer in `wrong` (None where a wrong answer has another shape or is within tolerance)."""
-    # self-check data: moved verbatim from build/student.py
     want = np.asarray(want, dtype=float)
     tol = part.tolerance
-    mode, steps, exact = sealed.grid_plan(want, tol.abs, tol.rel, part.decimals)
-    entry = {"mode": mode, "steps": steps, "exact": exact, "digests": number_digests(salt, want, mode, steps)}
-    wrong_digests: list[list[str] | None] = []
-    for value in wrong:
+    mode, sizes = sealed.part_plan(want, tol.abs, tol.rel, part.decimals)
+    entry = {"mode": mode, "cells": sizes, "right": number_seals(salt, want, mode, sizes, "right")}
+    wrong_seals: list[list[Seal] | None] = []
+    for j, value in enumerate(wrong):
         value = None if value is None else np.asarray(value, dtype=float)
         if value is None or value.size != want.size or close(value.reshape(want.shape), want, tol):
-            wrong_digests.append(None)  # another shape, or not a mistake for these numbers
+            wrong_seals.append(None)  # another shape, or not a mistake for these numbers
         else:
-            wrong_digests.append(number_digests(salt, value.reshape(want.shape), mode, steps))
-    return entry, wrong_digests
+            wrong_seals.append(number_seals(salt, value.reshape(want.shape), mode, sizes, f"mistake{j}"))
+    return entry, wrong_seals
+
+
+def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart, wrong: list[Any],
+                      params: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[Any]]:
+    """`numeric_part_plan` with its keys derived: the part's data as selfcheck.json holds it."""
+    entry, wrong_seals = numeric_part_plan(salt, want, part, wrong)
+    return derive_seals([entry, wrong_seals], params or sealed.kdf_params())
 
 
 def _numeric_data(assigned, assignment, students: list[str]) -> dict[str, Any]:
-    # self-check data: moved verbatim from build/student.py
     problem = assigned.problem
     parts = problem.parts
     digests: dict[str, dict[str, Any]] = {}
@@ -311,19 +304,19 @@ def _numeric_data(assigned, assignment, students: list[str]) -> dict[str, Any]:
                               None if student == CLASS else student)
         mistakes = [resolve(m.compute)(**variant.params) for m in problem.misconceptions]
         digests[student] = {}
-        found: list[dict[str, list[str]]] = [{} for _ in mistakes]
+        found: list[dict[str, list[Seal]]] = [{} for _ in mistakes]
         for part in parts:
             want = variant.answers[part.name]
             shapes[part.name] = list(np.shape(want))
             salt = lambda suffix, p=part.name: sealed.digest_salt(  # noqa: E731
                 assignment.name, student, problem.id, p + suffix)
-            entry, wrong_parts = numeric_part_data(salt, want, part, [m.get(part.name) for m in mistakes])
+            entry, wrong_parts = numeric_part_plan(salt, want, part, [m.get(part.name) for m in mistakes])
             digests[student][part.name] = entry
             for i, d in enumerate(wrong_parts):
                 if d is not None:
                     found[i][part.name] = d
-        wrong[student] = [{"message": m.message, "digests": f}
-                          for m, f in zip(problem.misconceptions, found) if f]
+        wrong[student] = [{"message": m.message, "label": f"mistake{j}", "digests": f}
+                          for j, (m, f) in enumerate(zip(problem.misconceptions, found)) if f]
     return {
         "parts": [{"name": p.name, "label": p.label, "shape": shapes[p.name],
                    "tolerance": p.tolerance.model_dump()} for p in parts],

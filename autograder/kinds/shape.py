@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from autograder.bank.model import ProblemBase, Strict
-from autograder.kinds.base import AllOrNothingKind, answer_digests, part_digest
+from autograder.kinds.base import AllOrNothingKind
+from autograder.kinds.sealing import class_answer, class_mistakes
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
 from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_shape
@@ -60,14 +61,12 @@ def shape_spellings(dims: list[str]) -> list[str]:
 
 
 def _selfcheck_data(problem: ShapeProblem, name: str, students: list[str]) -> dict[str, Any]:
-    # self-check data: moved verbatim from build/student.py (the shape branch of `_written_data`)
+    # a shape is the same for every student: one class-wide seal (kinds/sealing.py)
     return {
         "symbols": problem.parameters,
-        "digests": answer_digests(name, students, problem, "x".join(expected_shape(problem))),
-        "misconceptions": {s: [{"message": m.message, "digests": {"answer": part_digest(
-            name, s, problem.id, "answer",
-            "x".join(evaluate_dim(d, problem.parameters) for d in m.answer))}}
-            for m in problem.misconceptions] for s in students},
+        "digests": class_answer(name, problem.id, "x".join(expected_shape(problem))),
+        "misconceptions": class_mistakes(name, problem.id, [
+            (m.message, "x".join(evaluate_dim(d, problem.parameters) for d in m.answer)) for m in problem.misconceptions]),
     }
 
 

@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from autograder.bank.model import ProblemBase
-from autograder.kinds.base import AllOrNothingKind, answer_digests
+from autograder.kinds.base import AllOrNothingKind
+from autograder.kinds.sealing import class_answer
 from autograder.kinds.items import Blank, KeyLine, ProblemKey, Question, Verdict
 from qkv_runtime.answers import AnswerFormatError, parse_bool
 
@@ -45,8 +46,8 @@ def check_true_false(problem: TrueFalseProblem, typed: Any) -> Verdict:
 
 
 def _selfcheck_data(problem: TrueFalseProblem, name: str, students: list[str]) -> dict[str, Any]:
-    # self-check data: moved verbatim from build/student.py (the true_false branch of `_written_data`)
-    return {"digests": answer_digests(name, students, problem, "true" if problem.answer else "false"), "misconceptions": {}}
+    # the same for every student: one class-wide seal (kinds/sealing.py)
+    return {"digests": class_answer(name, problem.id, "true" if problem.answer else "false"), "misconceptions": {}}
 
 
 class TrueFalseKind(AllOrNothingKind):

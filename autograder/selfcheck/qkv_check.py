@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import inspect
 import io
 import itertools
 import json
-import math
 import os
 import signal
 import sys
 import threading
+import time
 import types
 import warnings
 from pathlib import Path
@@ -46,13 +45,16 @@ if not __package__ and str(HERE) not in sys.path:  # in a student release, the r
 from qkv_runtime import answers as qkv_answers  # noqa: E402 - after the path is set
 from qkv_runtime import sealed  # noqa: E402
 from qkv_runtime.compare import compare, excerpt, select  # noqa: E402
+from qkv_runtime.limits import Limits  # noqa: E402
 from qkv_runtime.notebook import NotebookError, program_steps, read_cells, run_steps  # noqa: E402
 from qkv_runtime.values import exception_text, plain, plain_answers, to_arrays  # noqa: E402
 
 DATA_FILE = "selfcheck.json"
-DATA_FORMAT = 1
-TEST_SECONDS = 10  # per public test, as the grader's per-problem limit
-LOAD_SECONDS = 60
+DATA_FORMAT = sealed.FORMAT
+NO_KDF = ("not checked: this Python's hashlib has no scrypt (built with LibreSSL, as Apple's /usr/bin/python3 is); "
+          "check with a Python from python.org, Homebrew or conda")
+TEST_SECONDS = Limits().problem_seconds  # the calls of one problem, when the release does not say (the grader's)
+LOAD_SECONDS = 60  # loading in this process (pytest route, library calls), where torch may still be imported
 CLASS = "*"  # the student key of class-wide variants
 USAGE_ERROR = 2
 
@@ -83,7 +85,15 @@ def load_data(path: Any = None) -> Dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != DATA_FORMAT:
         raise UsageError(f"{path}: format {data.get('format') if isinstance(data, dict) else '?'} is not "
                          f"{DATA_FORMAT}; this qkv_check.py belongs to another release")
+    wrong = sealed.kdf_problem(data.get("kdf"))
+    if wrong:
+        raise UsageError(f"{path}: damaged ({wrong}); download the release again")
     return data
+
+
+def limits_of(data: Dict[str, Any]) -> Limits:
+    """The grader's limits for this assignment (selfcheck.json carries the bundle's)."""
+    return Limits.from_json(data.get("limits"))
 
 
 def _problem(data: Dict[str, Any], problem_id: str) -> Dict[str, Any]:
@@ -229,7 +239,31 @@ def _loading_submission(folder: Path):
             sys.path.remove(str(folder))
 
 
-def _load_py(path: Path) -> Submission:
+def _where(frames: List[Tuple[str, int]], filename: str) -> str:
+    """', at line N' (or ', at cell N, line M'): the innermost of `frames` ([(file, line)], outermost
+    first) in the student's file or notebook cells; '' when none is."""
+    where = ""
+    for name, lineno in frames:
+        if name == filename:
+            where = f", at line {lineno}"
+        elif name.startswith("cell ") and name[5:].isdigit():  # a notebook cell (notebook.cell_file)
+            where = f", at {name}, line {lineno}"
+    return where
+
+
+def _tb_frames(exc: BaseException) -> List[Tuple[str, int]]:
+    import traceback
+
+    return [(frame.f_code.co_filename, lineno) for frame, lineno in traceback.walk_tb(exc.__traceback__)]
+
+
+def load_message(seconds: float, kind: str, where: str = "") -> str:
+    if kind == "ipynb":
+        return f"the notebook took longer than {seconds:g} s to run{where} (an endless loop?)"
+    return f"loading took longer than {seconds:g} s{where} (an endless loop at the top level?)"
+
+
+def _load_py(path: Path, seconds: float) -> Submission:
     source = path.read_text(encoding="utf-8", errors="replace")
     module = types.ModuleType("submission")
     module.__file__ = str(path)
@@ -237,10 +271,10 @@ def _load_py(path: Path) -> Submission:
     error = None
     with _loading_submission(path.parent), _captured() as printed:
         try:
-            with _time_limit(LOAD_SECONDS):
+            with _time_limit(seconds):
                 exec(compile(source, str(path), "exec"), namespace)
-        except _TimeLimit:
-            error = f"loading took longer than {LOAD_SECONDS} s (an endless loop at the top level?)"
+        except _TimeLimit as exc:
+            error = load_message(seconds, "py", _where(_tb_frames(exc), str(path)))
         except SystemExit as exc:
             error = f"called sys.exit({'' if exc.code is None else exc.code}) while loading"
         except BaseException as exc:  # noqa: BLE001 - any failure of the student's file is reported
@@ -250,7 +284,7 @@ def _load_py(path: Path) -> Submission:
     return Submission(namespace, path.name, "py", load_error=error, printed=printed.getvalue())
 
 
-def _load_ipynb(path: Path) -> Submission:
+def _load_ipynb(path: Path, seconds: float) -> Submission:
     """Run a notebook's code cells from the top, as the grader and Jupyter do (qkv_runtime.notebook)."""
     try:
         steps = program_steps(read_cells(path.read_text(encoding="utf-8", errors="replace")))
@@ -259,24 +293,37 @@ def _load_ipynb(path: Path) -> Submission:
     namespace: Dict[str, Any] = {"__name__": "__main__", "__file__": str(path)}
     skipped = [f"cell {s.cell}: {s.note}" for s in steps if s.action == "skip"]
     with _loading_submission(path.parent), _captured() as printed:
-        with _time_limit(LOAD_SECONDS):
+        with _time_limit(seconds):
             try:
                 errors = run_steps(steps, namespace, reraise=(KeyboardInterrupt, _TimeLimit))
-            except _TimeLimit:
-                errors = [f"the notebook took longer than {LOAD_SECONDS} s to run (an endless loop?)"]
+            except _TimeLimit as exc:
+                errors = [load_message(seconds, "ipynb", _where(_tb_frames(exc), str(path)))]
     return Submission(namespace, path.name, "ipynb", cell_errors=errors, skipped=skipped, printed=printed.getvalue())
 
 
-def load_submission(path: Any) -> Submission:
-    """Run a student's .py or .ipynb here, in this Python, and collect what it defines."""
+def _submission_path(path: Any) -> Path:
     path = Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
-    if path.suffix == ".py":
-        return _load_py(path)
+    if path.suffix not in (".py", ".ipynb"):
+        raise UsageError(f"{path}: expected a .py file or a .ipynb notebook")
     if path.suffix == ".ipynb":
-        return _load_ipynb(path)
-    raise UsageError(f"{path}: expected a .py file or a .ipynb notebook")
+        try:
+            read_cells(path.read_text(encoding="utf-8", errors="replace"))
+        except NotebookError as err:
+            raise UsageError(f"{path}: not a Jupyter notebook ({err})") from None
+    return path
+
+
+def load_submission(path: Any, seconds: Optional[float] = None) -> Submission:
+    """Run a student's .py or .ipynb here, in this Python, and collect what it defines.
+
+    `seconds`: the time limit of loading (an alarm, POSIX main thread only; 0 for none), by default
+    LOAD_SECONDS. The command line runs this in a supervised child instead (`supervise`).
+    """
+    path = _submission_path(path)
+    seconds = LOAD_SECONDS if seconds is None else seconds
+    return _load_py(path, seconds) if path.suffix == ".py" else _load_ipynb(path, seconds)
 
 
 # ---------------------------------------------------------------- code problems
@@ -308,12 +355,14 @@ def _describe(value: Any) -> str:
 class PublicCheck:
     """One public test of one code problem; `run(submission)` gives an Outcome."""
 
-    def __init__(self, problem: Dict[str, Any], test: Dict[str, Any], track: str) -> None:
+    def __init__(self, problem: Dict[str, Any], test: Dict[str, Any], track: str,
+                 seconds: Optional[float] = None) -> None:
         self.problem = problem
         self.test = test
         self.track = track
         self.function = problem["function"]
         self.id = f"{problem['id']}::{test['name']}"
+        self.seconds = seconds  # the time limit of the call (None: TEST_SECONDS)
 
     def __repr__(self) -> str:
         return f"PublicCheck({self.id!r})"
@@ -329,7 +378,16 @@ class PublicCheck:
         shown += [f"{k}={_describe(v)}" for k, v in kwargs.items()]
         return f"input: {self.function}({', '.join(shown)})"
 
-    def run(self, submission: Any) -> Outcome:
+    def timeout_message(self, seconds: float, where: str = "") -> str:
+        """The words for a call that ran out of time, in both routes (alarm in process, supervised child)."""
+        return (f"took longer than {seconds:g} s while running {self.function}() "
+                f"(public test {self.test['name']!r}){where}: an endless loop?")
+
+    def run(self, submission: Any, seconds: Optional[float] = None, limit: Optional[float] = None) -> Outcome:
+        """The verdict on one call. `seconds`: its time limit (0: none, the caller supervises); `limit`: the
+        limit to name when it runs out (the problem's, when `seconds` is what is left of it)."""
+        seconds = (self.seconds if self.seconds is not None else TEST_SECONDS) if seconds is None else seconds
+        limit = seconds if limit is None else limit
         if isinstance(submission, dict):
             submission = Submission.from_namespace(submission)
         test, name = self.test, self.test["name"]
@@ -349,14 +407,14 @@ class PublicCheck:
             return Outcome(FAIL, f"{name}: this assignment's track is torch: install it first (pip install torch)")
         with _captured() as printed:
             try:
-                with warnings.catch_warnings(record=True) as caught, _time_limit(TEST_SECONDS):
+                with warnings.catch_warnings(record=True) as caught, _time_limit(seconds):
                     warnings.simplefilter("always")
                     value = function(*targs, **tkwargs)
                     outputs = to_arrays(value)
             except NotImplementedError:
                 return Outcome(TODO, f"{name}: not implemented yet")
-            except _TimeLimit:
-                return Outcome(FAIL, f"{name}: took longer than {TEST_SECONDS} s (an endless loop?)", [call])
+            except _TimeLimit as exc:
+                return Outcome(FAIL, self.timeout_message(limit, _where(_tb_frames(exc), filename or "")), [call])
             except SystemExit as exc:
                 return Outcome(FAIL, f"{name}: called sys.exit({'' if exc.code is None else exc.code}); "
                                      "the grader stops your submission there", [call])
@@ -406,48 +464,130 @@ class PublicCheck:
 
 
 def public_checks(data: Dict[str, Any]) -> List[PublicCheck]:
-    """Every public test of every code problem, in assignment order."""
-    return [PublicCheck(p, t, data["track"]) for p in data["problems"] if p["kind"] == "implement"
+    """Every public test of every code problem, in assignment order, each under the problem's time limit."""
+    seconds = limits_of(data).problem_seconds
+    return [PublicCheck(p, t, data["track"], seconds) for p in data["problems"] if p["kind"] == "implement"
             for t in p["public_tests"]]
+
+
+def code_result(problem: Dict[str, Any], outcomes: List[Outcome], note: str = "") -> ProblemResult:
+    """A code problem's result from its tests' outcomes (both routes)."""
+    if outcomes and all(o.status == TODO for o in outcomes):
+        outcomes = [Outcome(TODO, f"{problem['function']}: not implemented yet")]
+    hidden = f"hidden tests: {problem['hidden_tests']} more, run at grading" if problem.get("hidden_tests") else ""
+    return ProblemResult(problem, outcomes, "; ".join(n for n in (note, hidden) if n))
+
+
+def run_code_problem(data: Dict[str, Any], problem: Dict[str, Any], submission: Submission,
+                     alarm: bool = True, before: Optional[Callable[[PublicCheck], None]] = None,
+                     after: Optional[Callable[[Outcome], None]] = None) -> ProblemResult:
+    """The public tests of one code problem, here, in this Python: all of them within the problem's time
+    (the grader's problem_seconds) by an alarm, or (alarm=False) under a supervisor's watch."""
+    limit = limits_of(data).problem_seconds
+    start = time.monotonic()
+    outcomes: List[Outcome] = []
+    for check in [PublicCheck(problem, t, data["track"], limit) for t in problem["public_tests"]]:
+        if before is not None:
+            before(check)
+        left = limit - (time.monotonic() - start)
+        if alarm and left <= 0:
+            outcome = Outcome(FAIL, f"{check.test['name']}: not run: the problem's {limit:g} s ran out before it")
+        else:
+            outcome = check.run(submission, seconds=left if alarm else 0, limit=limit)
+        outcomes.append(outcome)
+        if after is not None:
+            after(outcome)
+    return code_result(problem, outcomes)
 
 
 # ---------------------------------------------------------------- written problems
 
 
-def _digest(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: str, canonical: str) -> str:
-    salt = sealed.digest_salt(data["assignment"], student, problem["id"], part)
-    return sealed.answer_digest(salt, canonical)
+def _derive(data: Dict[str, Any], password: str, salt: str) -> bytes:
+    """One slow key (sealed.derive_key, with the release's parameters): what each candidate costs."""
+    return sealed.derive_key(password, salt, data["kdf"])
 
 
-def _grid_match(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: Dict[str, Any],
-                spec: Dict[str, Any], typed: np.ndarray, targets: Dict[Any, List[str]]) -> List[Any]:
-    """Which of `targets` ({label: digests}) the typed numbers hit, trying every grid point within tolerance."""
+def _answer_key(data: Dict[str, Any], student: str, problem: Dict[str, Any], canonical: str) -> bytes:
+    salt = sealed.digest_salt(data["assignment"], student, problem["id"], "answer")
+    return _derive(data, sealed.answer_password(canonical), salt)
+
+
+def _hits(key: bytes, seals: List[Tuple[str, Any]], typed: List[float], tol_abs: float, tol_rel: float) -> set:
+    """The labels among `seals` ([(label, {"tag", "sealed"})]) whose key this is and whose exact values
+    the typed numbers are within the grader's tolerance of."""
+    found = set()
+    for label, seal in seals:
+        if sealed.tag(key, label) != seal["tag"]:
+            continue
+        values = sealed.unseal(key, label, seal["sealed"])
+        if len(values) == len(typed) and all(sealed.within(x, t, tol_abs, tol_rel) for x, t in zip(typed, values)):
+            found.add(label)
+    return found
+
+
+def match_numbers(data: Dict[str, Any], student: str, problem: Dict[str, Any], part: Dict[str, Any],
+                  spec: Dict[str, Any], typed: np.ndarray, mistakes: List[Dict[str, Any]]) -> Tuple[bool, List[str]]:
+    """(whether the typed numbers are right, by the grader's rule, and the labels of the mistakes they are).
+
+    For each candidate cell (tuple of cells) the grader's window around the typed numbers touches,
+    one key; a key that opens a tag unseals the exact value, which the grader's rule then judges.
+    At most sealed.most_keys(size) keys; a right answer stops the search.
+    """
     tol = part["tolerance"]
-    flat = typed.reshape(-1)
-    candidates = [sealed.grid_candidates(x, step, tol["abs"], tol["rel"], spec.get("exact", False))
-                  for x, step in zip(flat, spec["steps"])]
+    tol_abs, tol_rel = float(tol["abs"]), float(tol["rel"])
+    flat = [float(x) for x in typed.reshape(-1)]
+    sizes = [float(s) for s in spec["cells"]]
+    if len(sizes) != len(flat):
+        return False, []
+    candidates = [sealed.candidate_cells(x, size, tol_abs, tol_rel) for x, size in zip(flat, sizes)]
     if any(not c for c in candidates):
-        return []
+        return False, []
     name = part["name"]
+    labelled = [("right", spec["right"])] + [(m["label"], m["digests"][name]) for m in mistakes if name in m["digests"]]
+    labels = [label for label, _ in labelled[1:]]
+
+    def salt(suffix: str) -> str:
+        return sealed.digest_salt(data["assignment"], student, problem["id"], name + suffix)
+
     if spec["mode"] == "whole":
-        if math.prod(len(c) for c in candidates) > 4 * sealed.GRID_BUDGET:
-            return []
-        wanted = {d[0]: label for label, d in targets.items()}
-        salt = sealed.digest_salt(data["assignment"], student, problem["id"], name)
-        prefix = f"qkv1|{salt}|" + sealed.grid_form([], typed.shape)
-        hits = []
+        seals = [(label, s[0]) for label, s in labelled]
+        found: set = set()
         for combo in itertools.product(*candidates):
-            # answer_digest(salt, grid_form(combo, shape)), inlined: this loop may run many thousand times
-            digest = hashlib.sha256((prefix + ",".join(map(str, combo))).encode()).hexdigest()
-            if digest in wanted and wanted[digest] not in hits:
-                hits.append(wanted[digest])
-        return hits
-    hits_per_entry = []
-    for i, ks in enumerate(candidates):
-        salt = sealed.digest_salt(data["assignment"], student, problem["id"], f"{name}[{i}]")
-        digests = {sealed.answer_digest(salt, sealed.grid_form([k], ())) for k in ks}
-        hits_per_entry.append({label for label, d in targets.items() if d[i] in digests})
-    return [label for label in targets if all(label in h for h in hits_per_entry)]
+            key = _derive(data, sealed.cell_password(sizes, typed.shape, combo), salt(""))
+            hits = _hits(key, seals, flat, tol_abs, tol_rel)
+            if "right" in hits:
+                return True, []
+            found |= hits
+        return False, [label for label in labels if label in found]
+
+    # "each": entry by entry, x's own cell first; an entry found right is not searched further
+    per_entry: List[set] = []
+    left: List[List[int]] = []
+    for i, (x, cells) in enumerate(zip(flat, candidates)):
+        seals = [(label, s[i]) for label, s in labelled]
+        found = set()
+        for n, cell in enumerate(cells):
+            found |= _hits(_derive(data, sealed.cell_password([sizes[i]], (), [cell]), salt(f"[{i}]")),
+                           seals, [x], tol_abs, tol_rel)
+            if "right" in found:
+                break
+        per_entry.append(found)
+        left.append(cells[n + 1:])
+    if all("right" in found for found in per_entry):
+        return True, []
+    if labels:  # wrong: finish the entries cut short, so that a mistake every entry is can be named
+        for i, cells in enumerate(left):
+            seals = [(label, s[i]) for label, s in labelled[1:]]
+            for cell in cells:
+                per_entry[i] |= _hits(_derive(data, sealed.cell_password([sizes[i]], (), [cell]), salt(f"[{i}]")),
+                                      seals, [flat[i]], tol_abs, tol_rel)
+    return False, [label for label in labels if all(label in found for found in per_entry)]
+
+
+def _window_text(tol: Dict[str, Any]) -> str:
+    """The grader's words for a tolerance (autograder.bank.answers.check_part)."""
+    return f"{tol['abs']:g}" + (f" + {tol['rel']:g} x |answer|" if tol["rel"] else "")
 
 
 def _numeric(data, problem, student, typed) -> List[Outcome]:
@@ -475,18 +615,25 @@ def _numeric(data, problem, student, typed) -> List[Outcome]:
             outcomes.append(Outcome(FAIL, f"{label}: expected {size} number(s), got {got.size}"))
             continue
         got = got.reshape(part["shape"])  # a flat list for a matrix, or [x] for a scalar, is fine
-        spec = specs[part["name"]]
-        targets: Dict[Any, List[str]] = {"right": spec["digests"]}
-        for i, mistake in enumerate(mistakes):
-            if part["name"] in mistake["digests"]:
-                targets[i] = mistake["digests"][part["name"]]
-        hits = _grid_match(data, student, problem, part, spec, got, targets)
-        if "right" in hits:
+        right, named = match_numbers(data, student, problem, part, specs[part["name"]], got, mistakes)
+        if right:
             outcomes.append(Outcome(PASS, f"{label}: correct"))
             continue
-        details = [f"common mistake: {mistakes[h]['message']}" for h in hits if h != "right"]
-        outcomes.append(Outcome(FAIL, f"{label}: not within {part['tolerance']['abs']:g} of the answer", details))
+        messages = {m["label"]: m["message"] for m in mistakes}
+        details = [f"common mistake: {messages[h]}" for h in named]
+        outcomes.append(Outcome(FAIL, f"{label}: not within {_window_text(part['tolerance'])} of the answer", details))
     return outcomes
+
+
+def _answer_verdict(data, problem, student, canonical: str) -> Tuple[bool, Optional[str]]:
+    """(right?, the message of the mistake it is) for a shape, true/false or letter: one key."""
+    key = _answer_key(data, student, problem, canonical)
+    if sealed.tag(key, "right") == problem["digests"][student]["answer"]:
+        return True, None
+    for mistake in problem.get("misconceptions", {}).get(student, []):
+        if sealed.tag(key, "mistake") == mistake["digests"]["answer"]:
+            return False, mistake["message"]
+    return False, None
 
 
 def _shape(data, problem, student, typed) -> List[Outcome]:
@@ -494,13 +641,10 @@ def _shape(data, problem, student, typed) -> List[Outcome]:
         dims = tuple(qkv_answers.evaluate_dim(d, problem["symbols"]) for d in qkv_answers.parse_shape(typed))
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
-    digest = _digest(data, student, problem, "answer", "x".join(dims))
-    if digest == problem["digests"][student]["answer"]:
+    right, mistake = _answer_verdict(data, problem, student, "x".join(dims))
+    if right:
         return [Outcome(PASS, "correct shape")]
-    for mistake in problem.get("misconceptions", {}).get(student, []):
-        if digest == mistake["digests"]["answer"]:
-            return [Outcome(FAIL, mistake["message"])]
-    return [Outcome(FAIL, f"{' x '.join(dims)} is not the shape")]
+    return [Outcome(FAIL, mistake or f"{' x '.join(dims)} is not the shape")]
 
 
 def _true_false(data, problem, student, typed) -> List[Outcome]:
@@ -512,7 +656,7 @@ def _true_false(data, problem, student, typed) -> List[Outcome]:
         got = qkv_answers.parse_bool(typed)
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
-    if _digest(data, student, problem, "answer", "true" if got else "false") == problem["digests"][student]["answer"]:
+    if _answer_verdict(data, problem, student, "true" if got else "false")[0]:
         note = ["(the self-check does not read your correction)"] if not got else []
         return [Outcome(PASS, "correct", note)]
     return [Outcome(FAIL, "the statement is " + ("false" if got else "true"))]
@@ -523,13 +667,10 @@ def _choice(data, problem, student, typed) -> List[Outcome]:
         got = qkv_answers.parse_choice(typed, problem["choices"])
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
-    digest = _digest(data, student, problem, "answer", got)
-    if digest == problem["digests"][student]["answer"]:
+    right, mistake = _answer_verdict(data, problem, student, got)
+    if right:
         return [Outcome(PASS, "correct")]
-    for mistake in problem.get("misconceptions", {}).get(student, []):
-        if digest == mistake["digests"]["answer"]:
-            return [Outcome(FAIL, mistake["message"])]
-    return [Outcome(FAIL, f"{got} is not the answer")]
+    return [Outcome(FAIL, mistake or f"{got} is not the answer")]
 
 
 WRITTEN = {"numeric": _numeric, "shape": _shape, "true_false": _true_false, "multiple_choice": _choice}
@@ -537,7 +678,7 @@ WRITTEN = {"numeric": _numeric, "shape": _shape, "true_false": _true_false, "mul
 
 def roster(data: Dict[str, Any]) -> set:
     """The student ids this release has digests for (per-student assignments)."""
-    ids = set(data.get("prompts", {}))
+    ids = set(data.get("prompts", {})) | set(data.get("roster", []))
     for problem in data["problems"]:
         ids.update(k for k in problem.get("digests", {}) if k != CLASS)
     return ids
@@ -571,6 +712,8 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
         return [Outcome(TODO, "not answered yet")]
     if key is None:
         return [Outcome(FAIL, why)]
+    if not sealed.kdf_available():
+        return [Outcome(TODO, NO_KDF)]
     try:
         return WRITTEN[problem["kind"]](data, problem, key, typed)
     except qkv_answers.AnswerFormatError as err:  # a parser's message is always a format hint
@@ -581,22 +724,24 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
 
 
 def check_problem(data: Dict[str, Any], problem: Dict[str, Any], submission: Submission,
-                  student: str = "") -> ProblemResult:
+                  student: str = "", code_results: Optional[Dict[str, ProblemResult]] = None) -> ProblemResult:
+    """One problem's verdicts. Code problems come from `code_results` when given (the supervised child
+    ran them), else run here under an alarm."""
     if problem["kind"] == "implement":
-        outcomes = [PublicCheck(problem, t, data["track"]).run(submission) for t in problem["public_tests"]]
-        if outcomes and all(o.status == TODO for o in outcomes):
-            outcomes = [Outcome(TODO, f"{problem['function']}: not implemented yet")]
-        note = f"hidden tests: {problem['hidden_tests']} more, run at grading" if problem.get("hidden_tests") else ""
-        return ProblemResult(problem, outcomes, note)
+        if code_results is not None:
+            return code_results.get(problem["id"]) or ProblemResult(
+                problem, [Outcome(FAIL, "not checked: the check stopped before this problem")])
+        return run_code_problem(data, problem, submission)
     answers = submission.answers
     return ProblemResult(problem, check_written(data, problem, answers.get(problem["id"]), student))
 
 
 def run_checks(data: Dict[str, Any], submission: Submission, student: str = "",
-               only: Optional[str] = None) -> List[ProblemResult]:
+               only: Optional[str] = None, code_results: Optional[Dict[str, ProblemResult]] = None
+               ) -> List[ProblemResult]:
     problems = [_problem(data, only)] if only else data["problems"]
     student = student or submission.student_id
-    return [check_problem(data, p, submission, student) for p in problems]
+    return [check_problem(data, p, submission, student, code_results) for p in problems]
 
 
 def summary_lines(data: Dict[str, Any], results: List[ProblemResult]) -> List[str]:
@@ -619,7 +764,8 @@ def summary_lines(data: Dict[str, Any], results: List[ProblemResult]) -> List[st
 
 
 def report(data: Dict[str, Any], submission: Submission, student: str = "", only: Optional[str] = None,
-           summary: bool = True) -> Tuple[str, List[ProblemResult]]:
+           summary: bool = True, code_results: Optional[Dict[str, ProblemResult]] = None
+           ) -> Tuple[str, List[ProblemResult]]:
     lines: List[str] = []
     if submission.load_error:
         lines += [f"Your file does not load: {submission.load_error}",
@@ -633,7 +779,7 @@ def report(data: Dict[str, Any], submission: Submission, student: str = "", only
     if submission.load_error:
         results = []
     else:
-        results = run_checks(data, submission, student, only)
+        results = run_checks(data, submission, student, only, code_results)
         for result in results:
             lines += result.lines()
     if summary:
@@ -713,6 +859,309 @@ def show(problem: Optional[str] = None, student: Optional[str] = None) -> None:
     return None
 
 
+# ---------------------------------------------------------------- supervised runs (the command line)
+#
+# The command line never runs student code in its own process: a child (this file, in worker mode,
+# with the same Python) loads the file and runs the public tests, and says on a pipe, one JSON line
+# each, what it starts and what came of it. The parent holds the grader's time limits: when the child
+# takes longer than load_seconds to load, or than problem_seconds for one problem's calls, it is
+# killed (an endless loop, even one that catches BaseException or sits in a C call, cannot stop
+# that) and a fresh child goes on with the problems left. No fork, no signals in the parent:
+# subprocess and threads, so Linux, macOS and Windows alike.
+
+WORKER = "--qkv-worker"
+START_SECONDS = 120.0  # for the child's Python to start (numpy, torch on a torch track), before any limit
+BETWEEN_SECONDS = 60.0  # between two problems the child runs only the self-check's own code
+DUMP_GRACE_SECONDS = 0.3  # after a limit, for the child's traceback dump (faulthandler) to arrive
+STDERR_KEEP = 64 * 1024
+PRINTED_KEEP = 100 * 1024
+
+
+def _outcome_json(outcome: Outcome) -> Dict[str, Any]:
+    return {"status": outcome.status, "message": outcome.message, "details": outcome.details}
+
+
+def _outcome_from(event: Any) -> Optional[Outcome]:
+    item = event.get("outcome") if isinstance(event, dict) else None
+    if not isinstance(item, dict) or item.get("status") not in (PASS, FAIL, TODO):
+        return None
+    details = item.get("details") if isinstance(item.get("details"), list) else []
+    return Outcome(item["status"], str(item.get("message", "")), [str(d) for d in details])
+
+
+def _worker(path: str, data_path: str, skip: List[str]) -> int:
+    """Worker mode: load the file, run the public tests of the code problems not in `skip`, and say so."""
+    import faulthandler
+
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")  # the pipe to the parent; not inheritable
+    os.dup2(2, 1)  # whatever student code writes to fd 1 lands in stderr, never on the channel
+
+    def send(event: Dict[str, Any]) -> None:
+        channel.write(json.dumps(event) + "\n")
+        channel.flush()
+
+    data = load_data(data_path)
+    limits = limits_of(data)
+    if data.get("track") == "torch":  # imported before the clock runs, as the grader's worker does
+        with contextlib.suppress(Exception):
+            import torch  # noqa: F401
+    send({"event": "load"})
+    faulthandler.dump_traceback_later(limits.load_seconds, file=2)
+    try:
+        submission = load_submission(path, seconds=0)
+        answers, student = submission.answers, submission.student_id
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    send({"event": "loaded", "kind": submission.kind, "source": submission.source,
+          "load_error": submission.load_error, "cell_errors": submission.cell_errors,
+          "skipped": submission.skipped, "printed": submission.printed[:PRINTED_KEEP],
+          "answers": answers, "student_id": student})
+    if not submission.load_error:
+        for problem in data["problems"]:
+            if problem["kind"] != "implement" or problem["id"] in skip:
+                continue
+            send({"event": "problem", "problem": problem["id"]})
+            faulthandler.dump_traceback_later(limits.problem_seconds, file=2)
+            try:
+                run_code_problem(data, problem, submission, alarm=False,
+                                 before=lambda c: send({"event": "call", "test": c.test["name"]}),
+                                 after=lambda o: send({"event": "outcome", "outcome": _outcome_json(o)}))
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+            send({"event": "done", "problem": problem["id"]})
+    send({"event": "end"})
+    channel.close()
+    return 0
+
+
+class _Child:
+    """One worker process: its events in a queue, the tail of its stderr, a deadline to wait against."""
+
+    TIMEOUT = object()
+
+    def __init__(self, argv: List[str]) -> None:
+        import queue
+        import subprocess
+
+        options: Dict[str, Any] = {}
+        if os.name == "posix":
+            options["start_new_session"] = True  # its own process group: what it starts dies with it
+        else:
+            options["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, **options)
+        self.events: "queue.Queue[Any]" = queue.Queue()
+        self.stderr = bytearray()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read_events, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
+
+    def _read_events(self) -> None:
+        for line in self.process.stdout:
+            try:
+                event = json.loads(line.decode("utf-8", "replace"))
+            except ValueError:
+                continue  # not ours: the channel carries only the worker's own lines
+            if isinstance(event, dict) and isinstance(event.get("event"), str):
+                self.events.put(event)
+        self.events.put(None)
+
+    def _read_stderr(self) -> None:
+        while True:
+            chunk = self.process.stderr.read1(65536) if hasattr(self.process.stderr, "read1") else \
+                self.process.stderr.read(65536)
+            if not chunk:
+                return
+            with self._lock:
+                self.stderr += chunk
+                del self.stderr[:-STDERR_KEEP]
+
+    def next(self, deadline: float) -> Any:
+        """The next event; None when the child closed its channel; TIMEOUT when the deadline passed."""
+        import queue
+
+        try:
+            return self.events.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return self.TIMEOUT
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                if os.name == "posix":
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                else:
+                    self.process.kill()
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=10)
+        self._stderr_reader.join(timeout=1)
+        for stream in (self.process.stdout, self.process.stderr):
+            with contextlib.suppress(Exception):
+                stream.close()
+
+    def where(self, filename: str) -> str:
+        """Where the child's last traceback dump (faulthandler, at the time limit) says student code was."""
+        with self._lock:
+            text = bytes(self.stderr).decode("utf-8", "replace")
+        dump = text.rsplit("Timeout (", 1)
+        if len(dump) < 2:
+            return ""
+        frames = []
+        for line in dump[1].splitlines():
+            line = line.strip()
+            if line.startswith('File "') and '", line ' in line:
+                name, rest = line[6:].split('", line ', 1)
+                number = rest.split(" ", 1)[0]
+                if number.isdigit():
+                    frames.append((name, int(number)))
+            elif frames and not line.startswith("File"):
+                break  # the end of the first thread's stack
+        return _where(list(reversed(frames)), filename)  # a dump lists the most recent call first
+
+    def last_line(self) -> str:
+        with self._lock:
+            lines = bytes(self.stderr).decode("utf-8", "replace").strip().splitlines()
+        return f"; {lines[-1][:300]}" if lines else ""
+
+    def exit_text(self) -> str:
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=5)
+        code = self.process.returncode
+        if code is None:
+            return "it stopped answering"
+        if code < 0 and os.name == "posix":
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+
+def supervise(data: Dict[str, Any], data_path: Any, path: Any,
+              run_code: bool = True) -> Tuple[Submission, Dict[str, ProblemResult]]:
+    """Load `path` and run its public tests in supervised children, under the grader's time limits.
+
+    Gives the submission as the child saw it (its ANSWERS and STUDENT_ID as plain data, what went
+    wrong loading it) and the results of the code problems. A child that runs out of time, or dies,
+    is killed and the problem it was on fails with what happened; a fresh child goes on with the rest.
+    """
+    path = _submission_path(path)
+    limits = limits_of(data)
+    code = [p for p in data["problems"] if p["kind"] == "implement"] if run_code else []
+    results: Dict[str, ProblemResult] = {}
+    submission: Optional[Submission] = None
+    kind = "ipynb" if path.suffix == ".ipynb" else "py"
+    while True:
+        skip = [p["id"] for p in data["problems"] if p["kind"] == "implement" and (p["id"] in results or p not in code)]
+        argv = [sys.executable, str(Path(__file__).resolve()), WORKER, str(path), "--data",
+                str(Path(data_path).resolve())] + [arg for pid in skip for arg in ("--skip", pid)]
+        child = _Child(argv)
+        phase, deadline = "start", time.monotonic() + START_SECONDS
+        problem: Optional[Dict[str, Any]] = None
+        check: Optional[PublicCheck] = None
+        outcomes: List[Outcome] = []
+        try:
+            while True:
+                event = child.next(deadline)
+                if isinstance(event, dict):
+                    name = event["event"]
+                    if name == "load":
+                        phase, deadline = "load", time.monotonic() + limits.load_seconds
+                    elif name == "loaded" and phase == "load":
+                        if submission is None:
+                            submission = _child_submission(event, path, kind)
+                        phase, deadline = "between", time.monotonic() + BETWEEN_SECONDS
+                    elif name == "problem" and phase == "between":
+                        problem = next((p for p in code if p["id"] == event.get("problem")), None)
+                        if problem is None:
+                            raise _ChildBroke("it ran a problem it was not asked to")
+                        phase, deadline, outcomes, check = "problem", time.monotonic() + limits.problem_seconds, [], None
+                    elif name == "call" and phase == "problem":
+                        test = next((t for t in problem["public_tests"] if t["name"] == event.get("test")), None)
+                        check = PublicCheck(problem, test, data["track"]) if test else None
+                    elif name == "outcome" and phase == "problem":
+                        outcome = _outcome_from(event)
+                        if outcome is not None:
+                            outcomes.append(outcome)
+                    elif name == "done" and phase == "problem":
+                        results[problem["id"]] = code_result(problem, outcomes)
+                        phase, deadline, problem = "between", time.monotonic() + BETWEEN_SECONDS, None
+                        outcomes, check = [], None
+                    elif name == "end" and phase == "between":
+                        return _finished(submission, path, kind), results
+                    continue
+                if event is _Child.TIMEOUT and phase in ("load", "problem"):
+                    time.sleep(DUMP_GRACE_SECONDS)  # the child's own dump of where it was, due about now
+                child.kill()
+                where = child.where(str(path))
+                if phase == "start":
+                    raise _ChildBroke(f"it did not start: {child.exit_text()}{child.last_line()}"
+                                      if event is None else f"it did not start within {START_SECONDS:g} s")
+                if phase == "load":
+                    if event is _Child.TIMEOUT:
+                        error = load_message(limits.load_seconds, kind, where)
+                    else:
+                        error = f"the check stopped while loading your file ({child.exit_text()}: os._exit, or a crash?)"
+                    failed = submission or Submission({}, path.name, kind)
+                    if submission is None:
+                        failed.load_error = error
+                        return failed, results
+                    for p in code:  # a fresh child failed to load what loaded before
+                        results.setdefault(p["id"], ProblemResult(p, [Outcome(FAIL, f"not checked: {error}")]))
+                    return failed, results
+                if problem is None:  # between problems: the next one to run pays for it
+                    problem = next((p for p in code if p["id"] not in results), None)
+                    if problem is None:
+                        return _finished(submission, path, kind), results
+                if phase == "between":
+                    message = (f"not checked: the check {'stopped answering' if event is _Child.TIMEOUT else 'stopped'}"
+                               f" before {problem['function']}() ({child.exit_text()}; a thread of your code still "
+                               "running, or os._exit?)")
+                elif event is _Child.TIMEOUT:
+                    message = (check.timeout_message(limits.problem_seconds, where) if check else
+                               f"took longer than {limits.problem_seconds:g} s (an endless loop?)")
+                else:
+                    running = f" while running {check.function}() (public test {check.test['name']!r}){where}" \
+                        if check else ""
+                    message = f"the check stopped{running}: {child.exit_text()} (os._exit, or a crash?)"
+                left = len(problem["public_tests"]) - len(outcomes) - 1
+                details = [f"the problem's other {left} public test{'s' if left != 1 else ''} did not run"] \
+                    if left > 0 else []
+                results[problem["id"]] = code_result(problem, outcomes + [Outcome(FAIL, message, details)])
+                break  # a fresh child for the problems left
+        except _ChildBroke as err:
+            child.kill()
+            raise UsageError(f"the self-check's worker (a second Python running {Path(__file__).name}) failed: {err}") \
+                from None
+        finally:
+            child.kill()
+        if all(p["id"] in results for p in code):
+            return _finished(submission, path, kind), results
+
+
+class _ChildBroke(Exception):
+    pass
+
+
+def _finished(submission: Optional[Submission], path: Path, kind: str) -> Submission:
+    return submission or Submission({}, path.name, kind, load_error="the self-check's worker said nothing")
+
+
+def _child_submission(event: Dict[str, Any], path: Path, kind: str) -> Submission:
+    """The submission as the child saw it: plain data only (ANSWERS, STUDENT_ID), never student objects."""
+    def texts(value: Any) -> List[str]:
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    student = event.get("student_id")
+    namespace = {"ANSWERS": plain_answers(event.get("answers")), "STUDENT_ID": student if isinstance(student, str) else ""}
+    error = event.get("load_error")
+    printed = event.get("printed")
+    return Submission(namespace, path.name, kind, load_error=str(error) if error else None,
+                      cell_errors=texts(event.get("cell_errors")), skipped=texts(event.get("skipped")),
+                      printed=printed if isinstance(printed, str) else "")
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -730,19 +1179,39 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _worker_main(argv: List[str]) -> int:
+    """`qkv_check.py --qkv-worker FILE --data PATH [--skip ID]...`: the supervised child (`supervise`)."""
+    parser = argparse.ArgumentParser(prog="qkv_check.py " + WORKER)
+    parser.add_argument("file")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--skip", action="append", default=[])
+    args = parser.parse_args(argv)
+    try:
+        return _worker(args.file, args.data, args.skip)
+    except UsageError as err:
+        print(f"qkv_check: error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    """Exit code 0 when the check ran, whatever the verdicts; 2 for usage errors."""
+    """Exit code 0 when the check ran, whatever the verdicts; 2 for usage errors.
+
+    The file is run in a supervised child under the grader's time limits (`supervise`)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == [WORKER]:
+        return _worker_main(argv[1:])
     parser = _parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) and USAGE_ERROR
     try:
-        data = load_data(args.data)
+        data_path = Path(args.data) if args.data else HERE / DATA_FILE
+        data = load_data(data_path)
         if args.show is not None:
             student = args.student
             if not student and args.file:
-                student = load_submission(args.file).student_id
+                student = supervise(data, data_path, args.file, run_code=False)[0].student_id
             _print(prompt_text(data, student, args.show or None))
             return 0
         if not args.file:
@@ -753,7 +1222,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             key, why = student_key(data, args.student)
             if key is None:
                 raise UsageError(why)
-        submission = load_submission(args.file)
+        submission, code_results = supervise(data, data_path, args.file)
         student = args.student or submission.student_id
         title = f"qkv self-check: {data.get('title', data['assignment'])} | {submission.source}"
         note = ""
@@ -766,12 +1235,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                 note = (f"note: this file is named {named!r} but says STUDENT_ID = {student!r}; at grading "
                         "your numbers are those of the id in the file's name\n")
             title += f" | student {student or '(STUDENT_ID not set)'}"
-        text, _ = report(data, submission, student)
+        text, _ = report(data, submission, student, code_results=code_results)
         _print(title + "\n" + "=" * min(len(title), 100) + "\n" + note + text)
         return 0
     except UsageError as err:
         print(f"qkv_check: error: {err}", file=sys.stderr)
         return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("qkv_check: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
