@@ -103,6 +103,9 @@ def validate(path: Path | None) -> None:
 
     report = load_bank(path) if path is not None else load_course_bank(current_course())
     bank, findings = report.bank, validate_report(report)
+    from autograder.bank.validate import bank_warnings
+
+    warnings = bank_warnings(bank)
     for problem_id, replaced in sorted(bank.overrides.items()):
         err_console.print(f"[yellow]note:[/] {escape(str(bank.paths[problem_id]))} overrides the bundled "
                           f"{escape(problem_id)} ({escape(str(replaced))})", highlight=False, soft_wrap=True)
@@ -121,6 +124,9 @@ def validate(path: Path | None) -> None:
     for topic, counts in sorted(by_topic.items()):
         table.add_row(topic, *[str(counts[k] or "") for k in KINDS], f"{counts['points']:g}")
     console.print(table)
+    _print_measures(bank)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(str(warning))}", highlight=False, soft_wrap=True)
     if findings:
         files = len({finding.where.split(":")[0] for finding in findings})
         fail(f"{len(findings)} problem(s) found in {files} file(s)")
@@ -129,6 +135,32 @@ def validate(path: Path | None) -> None:
     if not extras.available("torch"):
         err_console.print(f"[yellow]note:[/] torch references were not checked ({extras.install_hint('torch')})")
     console.print(f"[green]{len(bank.problems)} problems valid[/]")
+
+
+def _print_measures(bank) -> None:
+    """What guessing and hand work look like on this bank: true/false balance and longest choices per
+    topic, and the 200 checked variants of each hand calculation."""
+    from autograder.bank import measures
+    from autograder.kinds.numeric_checks import VARIANTS_CHECKED, summary
+
+    guess = Table(title="Guessing, per topic")
+    for column in ("topic", "true", "false", "right choice clearly longest"):
+        guess.add_column(column, justify="left" if column == "topic" else "right")
+    balance, longest = measures.balance(bank), measures.longest_by_topic(bank)
+    for topic in sorted(set(balance) | set(longest)):
+        true, false = balance.get(topic, (0, 0))
+        clearly, total = longest.get(topic, (0, 0))
+        guess.add_row(topic, str(true or ""), str(false or ""), f"{clearly} of {total}" if total else "")
+    if balance or longest:
+        console.print(guess)
+    summaries = [s for s in (summary(p) for _, p in sorted(bank.problems.items()) if p.kind == "numeric") if s]
+    if summaries:
+        hand = Table(title=f"Hand calculations: {VARIANTS_CHECKED} variants each")
+        for column in ("problem", "distinct", "by hand", "spread"):
+            hand.add_column(column, justify="right" if column == "distinct" else "left")
+        for found in summaries:
+            hand.add_row(found.problem_id, str(found.distinct), found.rules, found.spread)
+        console.print(hand)
 
 
 @main.command()

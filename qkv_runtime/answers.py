@@ -12,7 +12,7 @@ import ast
 import re
 import threading
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -100,8 +100,17 @@ def _rectangular(value: Any, depth: int = 0) -> np.ndarray:
         raise AnswerFormatError(f"could not read {str(value)[:40]!r} as {_NUMBER_HINT}") from None
 
 
-def parse_numbers(value: Any) -> np.ndarray:
-    """A scalar, vector or matrix typed as a number, a string or nested lists."""
+# digit groups of one whole number: 1,050,624  1 050 624  1_050_624  1'050'624 (and thin spaces)
+_GROUPED = re.compile(r"[-+]?\d{1,3}(?:(?P<sep>[,_' \u2009\u202f])\d{3})(?:(?P=sep)\d{3})*(?:\.\d+)?")
+
+
+def parse_numbers(value: Any, count: Optional[int] = None) -> np.ndarray:
+    """A scalar, vector or matrix typed as a number, a string or nested lists.
+
+    `count`, when known, is how many numbers the answer has: digit groups ("1,050,624", "1 050 624")
+    are then read as one number only where one number is expected, and "10,200" is two where two are.
+    Without it, commas between groups of three digits make one number and spaces separate numbers.
+    """
     if isinstance(value, bool):
         raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
     if not isinstance(value, str):
@@ -116,34 +125,100 @@ def parse_numbers(value: Any) -> np.ndarray:
         if len({row.size for row in rows}) > 1:
             raise AnswerFormatError("the rows of the matrix have different lengths")
         return np.array(rows, dtype=float)
-    if re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", text):  # 1,050,624 is one number, not three
-        text = text.replace(",", "")
+    grouped = _GROUPED.fullmatch(text)
+    if grouped and (count == 1 or (count is None and grouped.group("sep") not in (" ",))):
+        text = re.sub(r"[,_' \u2009\u202f]", "", text)
     return _rectangular(_nested_numbers(text))
 
 
 _SHAPE_HINT = "a shape such as (3, 4), 3x4 or n x d_v"
+MAX_SHAPE_TEXT = 200
+_OPENS, _CLOSES = "([{", ")]}"
+
+
+def quoted(value: Any, limit: int = 60) -> str:
+    """What the student typed, shown as typed (in quotes, cut at `limit` characters), for messages."""
+    text = value if isinstance(value, str) else repr(value)
+    text = " ".join(text.split())
+    return '"' + (text if len(text) <= limit else text[:limit - 3] + "...") + '"'
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        if char in _OPENS:
+            depth += 1
+        elif char in _CLOSES:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _unwrap(text: str) -> str:
+    """Outer brackets that enclose all of the text, removed: "((n, d))" -> "n, d", "(n) x (d)" kept."""
+    text = text.strip()
+    while len(text) >= 2 and text[0] in _OPENS and text[-1] in _CLOSES and _balanced(text[1:-1]):
+        text = text[1:-1].strip()
+    return text
+
+
+def _top_level(text: str) -> str:
+    """The text with what is inside brackets blanked out (same length, the brackets kept), to find the
+    separators outside them."""
+    out, depth = [], 0
+    for char in text:
+        if char in _CLOSES:
+            depth -= 1
+        out.append(char if depth == 0 else "_")
+        if char in _OPENS:
+            depth += 1
+    return "".join(out)
+
+
+def _split_at(text: str, spans: list) -> list:
+    pieces, start = [], 0
+    for begin, end in spans:
+        pieces.append(text[start:begin])
+        start = end
+    return pieces + [text[start:]]
+
+
+def _shape_dims(text: str) -> list:
+    """Split a typed shape into its dims at the separators outside brackets: ',' first, then 'x' (or ×, \\times),
+    then spaces: "(n, (d/h))", "n x (d/h)", "[n d_v]" and "3x4" all split as written."""
+    text = _unwrap(text.replace("×", " x ").replace("\\times", " x "))
+    top = _top_level(text)
+    commas = [m.span() for m in re.finditer(",", top)]
+    if commas:
+        return _split_at(text, commas)
+    crosses = [m.span() for m in re.finditer(r"(?<=\S)\s+x\s+(?=\S)|(?<=[\d)\]])x(?=[\d(\[])", top)]
+    if crosses:
+        return _split_at(text, crosses)
+    # spaces separate dims, but not those around an operator: "d / h" is one dim
+    squeezed = re.sub(r"\s*([/*+-])\s*", r"\1", text)
+    return _split_at(squeezed, [m.span() for m in re.finditer(r"\s+", _top_level(squeezed))])
 
 
 def _canonical_dim(dim: str) -> str:
-    dim = dim.strip().lower().replace(" ", "").replace("_", "").replace("·", "*")
-    return dim.replace("{", "").replace("}", "").replace("\\", "")
+    dim = _unwrap(dim).lower().replace(" ", "").replace("_", "").replace("·", "*")
+    return _unwrap(dim.replace("{", "").replace("}", "").replace("\\", ""))
 
 
 def parse_shape(value: Any) -> tuple[str, ...]:
-    """A shape as a tuple of canonical dims: '(n, d_v)' and 'n x dv' both give ('n', 'dv')."""
+    """A shape as a tuple of canonical dims: '(n, d_v)', 'n x dv', '[n d_v]' and 'n x (d_v)' all give ('n', 'dv')."""
     if isinstance(value, (list, tuple)):
         dims = [str(v) for v in value]
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         dims = [str(value)]
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().strip("()[]")
-        text = text.replace("×", " x ").replace("\\times", " x ")
-        dims = re.split(r"\s*,\s*|\s+x\s+|(?<=[\w)])x(?=[\d(])", text) if text else []
+    elif isinstance(value, str) and value.strip() and len(value) <= MAX_SHAPE_TEXT and _balanced(value):
+        dims = _shape_dims(value.strip())
     else:
-        raise AnswerFormatError(f"expected {_SHAPE_HINT}")
+        raise AnswerFormatError(f"expected {_SHAPE_HINT}" + (f", got {quoted(value)}" if isinstance(value, str)
+                                                             and value.strip() else ""))
     dims = [_canonical_dim(d) for d in dims if d.strip()]
-    if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) for d in dims):
-        raise AnswerFormatError(f"could not read {str(value)[:40]!r} as {_SHAPE_HINT}")
+    if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) or not _balanced(d) for d in dims):
+        raise AnswerFormatError(f"could not read {quoted(value)} as {_SHAPE_HINT}")
     return tuple(dims)
 
 

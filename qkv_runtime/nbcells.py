@@ -191,24 +191,35 @@ class WrittenAnswer:
                 self.answer.get(part) if isinstance(self.answer, dict) else None)
             if typed is None:
                 raise answers.AnswerFormatError("not answered")
-            got = answers.parse_numbers(typed)
             w = np.asarray(want, dtype=float)
+            got = answers.parse_numbers(typed, w.size)
             if got.size == w.size and got.shape != w.shape:
                 got = got.reshape(w.shape)
             return got.shape == w.shape and bool(np.all(np.abs(got - w) <= tol_abs + tol_rel * np.abs(w)))
         self._judge(part, check)
 
-    def shape(self, want: Sequence[str], symbols: Dict[str, int]) -> None:
+    def _part(self, key: Optional[str]) -> Any:
+        """The whole answer, or (`key`) one entry of it, such as a true/false problem's "follow_up"."""
+        if key is None:
+            return self.answer
+        typed = self.answer.get(key) if isinstance(self.answer, dict) else None
+        if typed is None or typed == "":
+            raise answers.AnswerFormatError("not answered")
+        return typed
+
+    def shape(self, want: Sequence[str], symbols: Dict[str, int], key: Optional[str] = None) -> None:
         def check() -> bool:
-            return tuple(answers.evaluate_dim(d, symbols) for d in answers.parse_shape(self.answer)) == tuple(want)
-        self._judge("shape", check)
+            typed = self._part(key)
+            return tuple(answers.evaluate_dim(d, symbols) for d in answers.parse_shape(typed)) == tuple(want)
+        self._judge(key or "shape", check)
 
     def truth(self, want: bool) -> None:
         typed = self.answer.get("answer") if isinstance(self.answer, dict) else self.answer
         self._judge("answer", lambda: answers.parse_bool(typed) == want)
 
-    def choice(self, want: str, choices: int) -> None:
-        self._judge("answer", lambda: answers.parse_choice(self.answer, choices) == want)
+    def choice(self, want: str, choices: int, key: Optional[str] = None) -> None:
+        """`want`: the right letter in the order this notebook shows (the class-wide one)."""
+        self._judge(key or "answer", lambda: answers.parse_choice(self._part(key), choices) == want)
 
     def score(self) -> float:
         _print_notes(self.notes)

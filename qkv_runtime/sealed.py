@@ -12,7 +12,7 @@ compute around a typed number x the grader accepts. So the window around x touch
 at most two cells per entry, the self-check derives at most two keys per entry (or
 one per tuple of cells for a small vector, "whole" mode), and once the value is
 unsealed the verdict is the grader's, |x - t| <= abs + rel*|t|, exactly.
-Shapes, true/false and letters: one key of the canonical form typed.
+Shapes, true/false and choices (by id, whatever their order): one key of the canonical form typed.
 
 A brute-force search pays one key per cell (or per shape, letter, integer) tried.
 """
@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-FORMAT = 2  # of selfcheck.json; the self-check refuses another
+FORMAT = 3  # of selfcheck.json; the self-check refuses another (3: choices sealed by id, orders, follow-ups)
 
 # One key: scrypt with these parameters, 3.5 MiB of memory and about 7 ms on one core of the reference
 # machine (benchmarks/selfcheck.py): as much as keeps the build of a 400-student assignment with its own
@@ -106,7 +106,7 @@ def unseal(key: bytes, label: str, text: str) -> List[float]:
 
 
 def answer_password(canonical: str) -> str:
-    """A shape (dims joined by x), true/false, or a letter."""
+    """A shape (dims joined by x), true/false, or a choice's id."""
     return f"answer|{canonical}"
 
 

@@ -29,12 +29,20 @@ def _distinct(values) -> bool:
 # ------------------------------------------------ one query, three keys (L08 p.16-20)
 
 
+def _exponents(scores, scale: float = 1.0):
+    """The x of every e^x a softmax by hand needs, once the largest score is subtracted."""
+    scores = _f(scores)
+    return (scores - scores.max()) / scale
+
+
 def one_query_attention(q, K, V):
     q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
     scores = K @ q
     weights = ref.softmax_rows(scores)
     scaled_weights = ref.softmax_rows(scores / np.sqrt(q.shape[-1]))
-    return {"scores": scores, "weights": weights, "output": weights @ V, "scaled_weights": scaled_weights}
+    exponents = np.concatenate([_exponents(scores), _exponents(scores, np.sqrt(q.shape[-1]))])
+    return {"scores": scores, "weights": weights, "output": weights @ V, "scaled_weights": scaled_weights,
+            "exponents": exponents}
 
 
 def one_query_attention_feasible(params, answers):
@@ -43,6 +51,9 @@ def one_query_attention_feasible(params, answers):
         return "scores are not distinct"
     if np.abs(scores).max() > 12:
         return "a score is larger than 12"
+    wrong = one_query_attention_wrong_no_exp(**params)["weights"]
+    if np.abs(wrong - answers["weights"]).max() < 2e-3:
+        return "dividing by the sum of the scores gives nearly the softmax weights"
     return None
 
 
@@ -62,7 +73,7 @@ def two_key_attention(q, K, v):
     q, K, v = _f(q), _f(K), _f(v)
     scores = K @ q
     weights = ref.softmax_rows(scores)
-    return {"scores": scores, "weights": weights, "output": weights @ v}
+    return {"scores": scores, "weights": weights, "output": weights @ v, "exponents": _exponents(scores)}
 
 
 def two_key_attention_feasible(params, answers):
@@ -92,7 +103,7 @@ def two_key_attention_wrong_hard(q, K, v):
 def scaled_score(q, k):
     q, k = _f(q), _f(k)
     dot = float(q @ k)
-    return {"dot": dot, "scaled": dot / math.sqrt(q.shape[-1])}
+    return {"dot": dot, "scaled": dot / math.sqrt(q.shape[-1]), "d_k": q.shape[-1]}
 
 
 def scaled_score_feasible(params, answers):
@@ -120,7 +131,7 @@ def scaled_score_wrong_unscaled(q, k):
 
 def softmax_mix(scores, V):
     weights = ref.softmax_rows(_f(scores))
-    return {"weights": weights, "output": weights @ _f(V)}
+    return {"weights": weights, "output": weights @ _f(V), "exponents": _exponents(scores)}
 
 
 def softmax_mix_feasible(params, answers):
@@ -352,8 +363,15 @@ def dot_product_spread(d_k):
 
 
 def dot_product_spread_wrong_linear_std(d_k):
-    """Confuses variance and standard deviation: std taken as d_k, so dividing by d_k is thought right."""
-    return {"variance": d_k, "std": d_k, "scaled_std": 1.0 / math.sqrt(d_k)}
+    """Takes the standard deviation to be the variance, d_k; dividing q.k by sqrt(d_k) then leaves a
+    standard deviation of d_k / sqrt(d_k) = sqrt(d_k), which is what this mistake gives for the scaled score."""
+    return {"variance": d_k, "std": d_k, "scaled_std": d_k / math.sqrt(d_k)}
+
+
+def dot_product_spread_wrong_variance_scaled_once(d_k):
+    """Divides the variance (not the standard deviation) by sqrt(d_k): scaled variance sqrt(d_k), so a
+    standard deviation of d_k ** 0.25 for the scaled score."""
+    return {"variance": d_k, "std": math.sqrt(d_k), "scaled_std": d_k ** 0.25}
 
 
 # ---------------------------------------------------------- positional encoding
@@ -379,3 +397,11 @@ def pe_entry_wrong_exponent_i(p, d, j):
     i = j // 2
     angle = p / 10000.0 ** (i / d)
     return {"pair": i, "angle": angle, "value": math.sin(angle) if j % 2 == 0 else math.cos(angle)}
+
+
+# ------------------------------------------- numbers stated by true/false follow-ups
+
+
+def ffn_quadratic_follow_up():
+    """HW03 Q1(4): the FFN's multiply-adds for n = 10 tokens of width 64 with d_ff = 256."""
+    return counting.ffn_flops(10, 64, 256)

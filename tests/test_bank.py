@@ -365,17 +365,55 @@ def test_shape_answers_and_their_misconceptions(bank: Bank) -> None:
     assert check_shape(bank.get("query-projection-shape"), "512x64").correct
 
 
+def _class_order(problem):
+    return kind_of(problem).variant(problem, 0, "same", None)
+
+
 def test_choices_and_statements_carry_feedback(bank: Bank) -> None:
     for problem in _of_kind(bank, MultipleChoiceProblem):
-        right = ord(problem.answer) - ord("A")
-        for i, choice in enumerate(problem.choices):
-            assert (choice.misconception is None) == (i == right), (problem.id, choice.text)
-        assert check_choice(problem, problem.answer.lower()).correct
+        for choice in problem.choices:
+            assert (choice.misconception is None) == (choice.id == problem.answer), (problem.id, choice.text)
+        variant = _class_order(problem)
+        letter = kind_of(problem).answer(problem, variant)
+        assert check_choice(problem, letter.lower(), variant).correct
     for problem in _of_kind(bank, TrueFalseProblem):
         assert problem.answer or problem.correction
-        assert check_true_false(problem, "T" if problem.answer else "f").correct
-    verdict = check_choice(bank.get("mask-before-softmax"), "C")
+        assert problem.follow_up is not None, f"{problem.id}: every statement of the bank has a graded follow-up"
+        right = kind_of(problem).answer(problem, _class_order(problem))
+        assert check_true_false(problem, {**right, "answer": "T" if problem.answer else "f"},
+                                _class_order(problem)).fraction == 1.0
+        for choice in problem.follow_up.choices:
+            assert (choice.misconception is None) == (choice.id == problem.follow_up.answer), (problem.id, choice.text)
+    problem = bank.get("mask-before-softmax")
+    variant = _class_order(problem)
+    zeroed = "ABCD"[variant.params["order"].index("zeroed-after")]
+    verdict = check_choice(problem, zeroed, variant)
     assert not verdict.correct and "after the softmax" in verdict.message
+
+
+def test_a_letter_means_the_choice_a_students_own_order_puts_there(bank: Bank) -> None:
+    problem = bank.get("qkv-roles")
+    kind = kind_of(problem)
+    orders = {tuple(kind.variant(problem, 3230, "per_student", s).params["order"]) for s in ("ann", "bo", "cy", "di", "ed")}
+    assert len(orders) > 1, "the order of the choices should differ between students"
+    assert kind.variant(problem, 3230, "per_student", "ann") == kind.variant(problem, 3230, "per_student", "ann")
+    for order in orders:
+        variant = kind.variant(problem, 0, "same", None).__class__(problem.id, {"order": list(order)}, {}, "t")
+        right = "ABCD"[list(order).index(problem.answer)]
+        assert check_choice(problem, right, variant).correct
+        assert not check_choice(problem, "ABCD"[(list(order).index(problem.answer) + 1) % 4], variant).correct
+    # the same class-wide order in every route: same seed, no student
+    assert kind.variant(problem, 7, "same", "ann") == kind.variant(problem, 7, "same", None)
+
+
+def test_a_false_statement_earns_half_for_its_verdict_and_half_for_its_follow_up(bank: Bank) -> None:
+    problem = bank.get("ffn-quadratic")
+    assert check_true_false(problem, {"answer": False, "follow_up": "327,680", "correction": ""}).fraction == 1.0
+    assert check_true_false(problem, {"answer": False, "follow_up": None, "correction": "It is linear."}).fraction == 0.5
+    banana = check_true_false(problem, {"answer": False, "correction": "banana"})
+    assert banana.fraction == 0.5 and "kept for your instructor" in banana.message
+    assert check_true_false(problem, {"answer": True, "follow_up": 327680}).fraction == 0.5
+    assert check_true_false(problem, "F").fraction == 0.5  # a bare verdict: the follow-up is unanswered
 
 
 # ---------------------------------------------------------------- answer forms

@@ -13,7 +13,7 @@ from autograder.bank.render import fmt
 from autograder.bank.resolve import resolve
 from autograder.exam.drill import run_drill
 from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
-from autograder.kinds import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.kinds import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem, kind_of
 from autograder.kinds.numeric import part_answer
 from autograder.kinds.shape import expected_shape
 from conftest import QKV, said
@@ -26,9 +26,12 @@ def right_answers(item: ExamItem) -> list[str]:
     if isinstance(problem, ShapeProblem):
         return ["(" + ", ".join(expected_shape(problem)) + ")"]
     if isinstance(problem, TrueFalseProblem):
-        return ["true" if problem.answer else "f"]
+        verdict = ["true" if problem.answer else "f"]
+        if problem.follow_up is None:
+            return verdict
+        return verdict + [str(kind_of(problem).answer(problem, item.variant)["follow_up"])]
     assert isinstance(problem, MultipleChoiceProblem)
-    return [problem.answer.lower()]
+    return [kind_of(problem).answer(problem, item.variant).lower()]
 
 
 def scripted(answers: list[str]):
@@ -77,11 +80,12 @@ def test_numeric_misconception_is_named_and_the_solution_shown(bank):
 
 def test_shape_and_choice_misconceptions_are_named(bank):
     shape, choice = item_of(bank, "concat-shape"), item_of(bank, "why-scale")
-    ask, say, said = scripted(["(h*n, d/h)", "A"])
+    letter = "ABCD"[choice.variant.params["order"].index("rows-sum-to-one")]  # the letter this order gives it
+    ask, say, said = scripted(["(h*n, d/h)", letter])
     summary = run_drill([shape, choice], ask, say)
     text = "\n".join(said)
     assert shape.problem.misconceptions[0].message in text
-    assert choice.problem.choices[0].misconception in text
+    assert next(c for c in choice.problem.choices if c.id == "rows-sum-to-one").misconception in text
     assert summary.earned == 0 and len(summary.topics_to_review()) == 2
 
 

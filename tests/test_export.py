@@ -1,5 +1,6 @@
 """`qkv export`: Canvas QTI, Moodle XML and GIFT parsed back and checked: every question has a right answer, numeric
-tolerances are those of the bank, and each parameterised problem's variants share one group so each student draws one.
+tolerances are those of the bank, and every answer a student gives for one problem comes from one and the same
+variant (a quiz that mixed the entries of two draws would grade a student against numbers they were never shown).
 
 No schema for these formats ships in a Python package, so the structure Canvas and
 Moodle read is checked with xml.etree, and GIFT with a small reader below.
@@ -26,6 +27,7 @@ from autograder.bank.variants import distinct_variants
 from autograder.exam.markup import lms_html
 
 VARIANTS = 4
+SEED = 2026  # the exam-prep assignment's seed
 QTI = "{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}"
 CP = "{http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1}"
 
@@ -40,29 +42,41 @@ def bank_window(problem: NumericProblem, value: float, part_index: int) -> float
     return tolerance.abs + tolerance.rel * abs(value)
 
 
-def numeric_truth(bank, problem_id: str, seed: int) -> list[np.ndarray]:
+def numeric_truth(bank, problem_id: str) -> list[np.ndarray]:
     """Every variant's answers as one flat vector, in part order."""
     problem = bank.get(problem_id)
     return [np.concatenate([np.ravel(v.answers[p.name]) for p in problem.parts])
-            for v in distinct_variants(problem, seed, VARIANTS)]
+            for v in distinct_variants(problem, SEED, VARIANTS)]
 
 
-def part_of_entry(problem: NumericProblem, seed: int) -> list[int]:
-    variant = distinct_variants(problem, seed, 1)[0]
+def part_of_entry(problem: NumericProblem) -> list[int]:
+    variant = distinct_variants(problem, SEED, 1)[0]
     return [i for i, p in enumerate(problem.parts) for _ in range(np.size(variant.answers[p.name]))]
+
+
+def one_variant(bank, problem_id: str, values: list[float], claimed: int) -> None:
+    """The values a student is asked for are, in order, exactly those of the variant the question claims,
+    and of no other: one draw, kept together."""
+    truth = numeric_truth(bank, problem_id)
+    assert len(values) == len(truth[claimed - 1]), (problem_id, values)
+    matching = [n for n, t in enumerate(truth, 1) if np.allclose(values, t, rtol=1e-9, atol=1e-12)]
+    assert matching == [claimed] or (claimed in matching and len({tuple(np.round(t, 9)) for t in truth}) < len(truth)), \
+        f"{problem_id}: answers {values} are not all of variant {claimed}"
 
 
 # ----------------------------------------------------------------------- QTI
 
 
-def qti_assessment(data: bytes) -> tuple[ET.Element, zipfile.ZipFile]:
+def qti_assessments(data: bytes) -> list[ET.Element]:
     archive = zipfile.ZipFile(io.BytesIO(data))
     manifest = ET.fromstring(archive.read("imsmanifest.xml"))
     files = [f.get("href") for f in manifest.iter(f"{CP}file")]
     assert files and all(name in archive.namelist() for name in files)
-    qti_resources = [r for r in manifest.iter(f"{CP}resource") if r.get("type") == "imsqti_xmlv1p2"]
-    assert len(qti_resources) == 1
-    return ET.fromstring(archive.read(qti_resources[0].find(f"{CP}file").get("href"))), archive
+    qti = [r for r in manifest.iter(f"{CP}resource") if r.get("type") == "imsqti_xmlv1p2"]
+    for resource in qti:
+        meta = archive.read(resource.find(f"{CP}file").get("href").rsplit("/", 1)[0] + "/assessment_meta.xml").decode()
+        assert "<shuffle_answers>true</shuffle_answers>" in meta  # Canvas shuffles the choices itself too
+    return [ET.fromstring(archive.read(r.find(f"{CP}file").get("href"))) for r in qti]
 
 
 def qti_field(item: ET.Element, label: str) -> str:
@@ -72,62 +86,72 @@ def qti_field(item: ET.Element, label: str) -> str:
     raise AssertionError(f"{item.get('ident')}: no {label}")
 
 
-def test_qti_every_item_has_a_right_answer_and_variants_are_grouped(bank, exports):
-    root, archive = qti_assessment(exports["qti"].data)
-    assert root.tag == f"{QTI}questestinterop" and "exam-prep/assessment_meta.xml" in archive.namelist()
-    sections = root.find(f"{QTI}assessment").find(f"{QTI}section").findall(f"{QTI}section")
-    assert len(sections) == len(exports["qti"].quiz.groups)
-    seed = 2026  # the assignment's seed
-    numeric_checked = 0
-    for section in sections:
-        items = section.findall(f"{QTI}item")
-        assert section.findtext(f"{QTI}selection_ordering/{QTI}selection/{QTI}selection_number") == "1"
-        per_item = float(section.findtext(f".//{QTI}points_per_item"))
-        assert per_item > 0 and all(float(qti_field(i, "points_possible")) == per_item for i in items)
-        texts = [i.findtext(f"{QTI}presentation/{QTI}material/{QTI}mattext") for i in items]
-        assert len(set(texts)) == len(texts), f"{section.get('ident')}: variants repeat"
-        for item in items:
-            kind = qti_field(item, "question_type")
-            scoring = [r for r in item.iter(f"{QTI}respcondition") if r.findtext(f"{QTI}setvar") == "100"]
-            assert len(scoring) == 1, item.get("ident")
-            condition = scoring[0].find(f"{QTI}conditionvar")
-            if kind in ("multiple_choice_question", "true_false_question"):
-                labels = [l.get("ident") for l in item.iter(f"{QTI}response_label")]
-                assert [v.text for v in condition.iter(f"{QTI}varequal")][0] in labels
-                assert len(labels) == (2 if kind == "true_false_question" else len(labels)) >= 2
-            elif kind == "short_answer_question":
-                assert len(list(condition.iter(f"{QTI}varequal"))) >= 4
-            else:
-                assert kind == "numerical_question"
-                value = float(condition.findtext(f".//{QTI}varequal"))
-                low, high = float(condition.findtext(f".//{QTI}vargte")), float(condition.findtext(f".//{QTI}varlte"))
-                problem_id, entry = re.fullmatch(r"(.+)-e(\d+)", section.get("ident")).groups()
-                problem = bank.get(problem_id)
-                variant = int(re.search(r"-v(\d+)$", item.get("ident")).group(1))
-                truth = numeric_truth(bank, problem_id, seed)[variant - 1][int(entry) - 1]
-                window = bank_window(problem, truth, part_of_entry(problem, seed)[int(entry) - 1])
-                assert value == pytest.approx(truth, rel=1e-9, abs=1e-12)
-                assert high - value == pytest.approx(window, rel=1e-3) and value - low == pytest.approx(window, rel=1e-3)
-                numeric_checked += 1
-    assert numeric_checked > 100
+def test_qti_is_one_quiz_per_variant_and_each_problem_takes_its_answers_from_one_draw(bank, exports):
+    quizzes = qti_assessments(exports["qti"].data)
+    quiz = exports["qti"].quiz
+    assert len(quizzes) == quiz.variants == VARIANTS
+    titles = [q.find(f"{QTI}assessment").get("title") for q in quizzes]
+    assert titles == [f"{quiz.title} (variant {n} of {VARIANTS})" for n in range(1, VARIANTS + 1)]
+    numeric_checked, variants_seen = 0, {}
+    for n, root in enumerate(quizzes, 1):
+        sections = root.find(f"{QTI}assessment").find(f"{QTI}section").findall(f"{QTI}section")
+        assert len(sections) == len(quiz.groups)  # every problem once in every quiz
+        points = sum(float(qti_field(i, "points_possible")) for s in sections for i in s.findall(f"{QTI}item"))
+        assert points == pytest.approx(sum(g.points for g in quiz.groups))
+        for section in sections:
+            values, problem_id = [], section.get("ident")
+            for item in section.findall(f"{QTI}item"):
+                kind = qti_field(item, "question_type")
+                if kind == "text_only_question":
+                    continue
+                scoring = [r for r in item.iter(f"{QTI}respcondition") if r.findtext(f"{QTI}setvar") == "100"]
+                assert len(scoring) == 1, item.get("ident")
+                condition = scoring[0].find(f"{QTI}conditionvar")
+                if kind in ("multiple_choice_question", "true_false_question"):
+                    labels = [label.get("ident") for label in item.iter(f"{QTI}response_label")]
+                    assert [v.text for v in condition.iter(f"{QTI}varequal")][0] in labels
+                    assert len(labels) == (2 if kind == "true_false_question" else len(labels)) >= 2
+                elif kind == "short_answer_question":
+                    assert len(list(condition.iter(f"{QTI}varequal"))) >= 4
+                else:
+                    assert kind == "numerical_question"
+                    value = float(condition.findtext(f".//{QTI}varequal"))
+                    low, high = float(condition.findtext(f".//{QTI}vargte")), float(condition.findtext(f".//{QTI}varlte"))
+                    assert high - value == pytest.approx(value - low, rel=1e-6)
+                    values.append(value)
+            match = re.fullmatch(r"(.+)-v(\d+)", problem_id)
+            if match and isinstance(bank.get(match.group(1)), NumericProblem):
+                pid, claimed = match.group(1), int(match.group(2))
+                one_variant(bank, pid, values, claimed)
+                variants_seen.setdefault(pid, set()).add(claimed)
+                numeric_checked += len(values)
+    assert numeric_checked > 200
+    # each quiz takes a different variant of a problem that has that many
+    assert variants_seen["one-query-by-hand"] == set(range(1, VARIANTS + 1))
 
 
-def test_qti_groups_hold_the_variants_of_parameterised_problems(exports):
-    root, _ = qti_assessment(exports["qti"].data)
-    sizes = {s.get("ident"): len(s.findall(f"{QTI}item")) for s in root.iter(f"{QTI}section")
-             if s.get("ident") != "root_section"}
-    assert sizes["one-query-by-hand-e1"] == VARIANTS and sizes["one-query-by-hand-e12"] == VARIANTS
-    assert "one-query-by-hand-e13" not in sizes
-    assert sizes["qkv-roles"] == 1 and sizes["causal-mask-shape"] == 1
+def test_qti_tolerances_are_the_banks(bank, exports):
+    root = qti_assessments(exports["qti"].data)[0]
+    problem = bank.get("one-query-by-hand")
+    section = next(s for s in root.iter(f"{QTI}section") if s.get("ident") == "one-query-by-hand-v1")
+    items = [i for i in section.findall(f"{QTI}item") if qti_field(i, "question_type") == "numerical_question"]
+    truth = numeric_truth(bank, problem.id)[0]
+    for item, want, part in zip(items, truth, part_of_entry(problem)):
+        high = float(item.findtext(f".//{QTI}varlte"))
+        assert high - want == pytest.approx(bank_window(problem, want, part), rel=1e-3)
 
 
 # -------------------------------------------------------------------- Moodle
 
 
-def test_moodle_xml_parses_back_with_tolerances_and_categories(bank, exports):
+def _cloze_blanks(text: str) -> list[tuple[str, str, str]]:
+    return re.findall(r"\{(\d+):(NUMERICAL|MULTICHOICE|MULTICHOICE_VS|SHORTANSWER):([^{}]*?(?:\\.[^{}]*?)*)\}", text)
+
+
+def test_moodle_xml_keeps_each_variant_in_one_cloze_with_tolerances(bank, exports):
     root = ET.fromstring(exports["moodle"].data)
     assert root.tag == "quiz"
-    category, per_category, seed = None, {}, 2026
+    category, per_category, clozes = None, {}, 0
     for question in root.findall("question"):
         kind = question.get("type")
         if kind == "category":
@@ -139,7 +163,10 @@ def test_moodle_xml_parses_back_with_tolerances_and_categories(bank, exports):
         per_category[category].append(question)
         assert float(question.findtext("defaultgrade")) > 0 and question.findtext("questiontext/text")
         answers = question.findall("answer")
-        if kind in ("multichoice", "truefalse"):
+        if kind == "multichoice":
+            assert [a.get("fraction") for a in answers].count("100") == 1
+            assert question.findtext("shuffleanswers") == "1"
+        elif kind == "truefalse":
             assert [a.get("fraction") for a in answers].count("100") == 1
         elif kind == "shortanswer":
             assert answers and all(a.get("fraction") == "100" for a in answers)
@@ -147,24 +174,40 @@ def test_moodle_xml_parses_back_with_tolerances_and_categories(bank, exports):
             assert len(answers) == 1 and float(answers[0].findtext("tolerance")) >= 0
         else:
             assert kind == "multianswer", kind
+            clozes += 1
+            blanks = _cloze_blanks(question.findtext("questiontext/text"))
+            assert blanks
+            for _, sub, body in blanks:
+                if sub != "NUMERICAL":
+                    assert len(re.findall(r"(?<!\\)=", body)) >= 1, body  # a right answer marked
             problem = bank.get(category.rsplit("/", 1)[1])
-            blanks = re.findall(r"\{(\d+):NUMERICAL:=([^:}]+):([^}]+)\}", question.findtext("questiontext/text"))
-            variant = int(re.search(r"-v(\d+)$", question.findtext("idnumber")).group(1))
-            truth = numeric_truth(bank, problem.id, seed)[variant - 1]
-            parts = part_of_entry(problem, seed)
-            assert len(blanks) == len(truth) == len(parts)
-            for (weight, value, tolerance), want, part in zip(blanks, truth, parts):
-                assert float(value) == pytest.approx(want, rel=1e-9, abs=1e-12)
-                assert float(tolerance) == pytest.approx(bank_window(problem, want, part), rel=1e-3)
-            # each part weighs the same, as the grader splits a problem's points
-            weights = [sum(int(w) for (w, _, _), p in zip(blanks, parts) if p == i) for i in set(parts)]
-            assert len(set(weights)) == 1
-    parameterised = [p.id for p in bank.by_kind("numeric") if p.parameters]
+            if isinstance(problem, NumericProblem):
+                numbers = [b for b in blanks if b[1] == "NUMERICAL"]
+                variant = int(re.search(r"-v(\d+)$", question.findtext("idnumber")).group(1))
+                values = [float(body.split(":")[0].lstrip("=")) for _, _, body in numbers]
+                one_variant(bank, problem.id, values, variant)
+                parts = part_of_entry(problem)
+                truth = numeric_truth(bank, problem.id)[variant - 1]
+                for (weight, _, body), want, part in zip(numbers, truth, parts):
+                    assert float(body.split(":")[1]) == pytest.approx(bank_window(problem, want, part), rel=1e-3)
+                # each part weighs the same, as the grader splits a problem's points
+                weights = [sum(int(w) for (w, _, _), p in zip(numbers, parts) if p == i) for i in set(parts)]
+                assert len(set(weights)) == 1
+    assert clozes > 10
     for category, questions in per_category.items():
-        problem_id = category.rsplit("/", 1)[1]
-        expected = VARIANTS if problem_id in parameterised else 1
+        problem = bank.get(category.rsplit("/", 1)[1])
+        expected = VARIANTS if isinstance(problem, NumericProblem) and problem.parameters else 1
         assert len(questions) == expected, category
         assert len({q.findtext("questiontext/text") for q in questions}) == expected
+
+
+def test_moodle_true_false_with_its_follow_up_is_one_cloze(bank, exports):
+    root = ET.fromstring(exports["moodle"].data)
+    question = next(q for q in root.findall("question") if q.findtext("idnumber") == "head-roles")
+    assert question.get("type") == "multianswer"
+    (verdict, follow) = _cloze_blanks(question.findtext("questiontext/text"))
+    assert verdict[1] == "MULTICHOICE" and verdict[2] == "True~=False"
+    assert follow[1] == "MULTICHOICE_VS" and verdict[0] == follow[0]  # half the points each
 
 
 def test_moodle_single_number_is_a_numerical_question_with_its_tolerance():
@@ -210,28 +253,38 @@ def read_gift(text: str) -> list[dict]:
     return questions
 
 
-def test_gift_parses_back(bank, exports):
+def test_gift_parses_back_and_a_category_holds_one_draw(bank, exports):
     questions = read_gift(exports["gift"].data.decode())
-    quiz = exports["gift"].quiz
-    assert len(questions) == sum(len(g.questions) for g in quiz.groups)
-    flat = [q for g in quiz.groups for q in g.questions]
-    for read, made in zip(questions, flat):
-        assert read["text"] == lms_html(made.text) and read["title"] == made.title
-        assert read["feedback"] == lms_html(made.feedback)
+    for read in questions:
         answer = read["answer"]
-        if made.kind == "numerical":
-            value, tolerance = map(float, re.fullmatch(r"#([-\d.e+]+):([-\d.e+]+)", answer).groups())
-            assert value == pytest.approx(made.blanks[0].value) and tolerance == made.blanks[0].tolerance
-        elif made.kind == "truefalse":
-            assert answer == ("TRUE" if made.truth else "FALSE")
-        elif made.kind == "multichoice":
-            marks = re.findall(r"(?<!\\)[=~]", answer)
-            assert marks.count("=") == 1 and len(marks) == len(made.choices)
+        if answer.startswith("#"):
+            assert re.fullmatch(r"#([-\d.e+]+):([-\d.e+]+)", answer)
+        elif answer in ("TRUE", "FALSE"):
+            pass
+        elif answer.startswith("="):
+            pass  # a shape's accepted spellings
         else:
-            assert made.kind == "shortanswer" and answer.startswith("=")
-    categories = {q["category"] for q in questions}
-    assert "$course$/top/qkv/exam-prep/one-query-by-hand-e1" in categories
-    assert sum(q["category"].endswith("/one-query-by-hand-e1") for q in questions) == VARIANTS
+            marks = re.findall(r"(?<!\\)[=~]", answer)
+            assert marks.count("=") == 1 and len(marks) >= 2, answer
+    by_category: dict[str, list[dict]] = {}
+    for read in questions:
+        by_category.setdefault(read["category"], []).append(read)
+    base = "$course$/top/qkv/exam-prep/"
+    # a hand calculation of several answers: one category per variant, its answers that variant's
+    for n in range(1, VARIANTS + 1):
+        values = [float(re.match(r"#([-\d.e+]+):", q["answer"]).group(1))
+                  for q in by_category[f"{base}one-query-by-hand/v{n}"]]
+        one_variant(bank, "one-query-by-hand", values, n)
+    # a single answer: one category of variants, from which a quiz draws one
+    single = [p for p in bank.by_kind("numeric") if sum(np.size(v) for v in
+                                                          distinct_variants(p, SEED, 1)[0].answers.values()) == 1]
+    for problem in single:
+        if f"{base}{problem.id}" in by_category:
+            assert len(by_category[f"{base}{problem.id}"]) == len(distinct_variants(problem, SEED, VARIANTS))
+    assert len(by_category[f"{base}qkv-roles"]) == 1
+    assert all(q["text"] and q["title"] for q in questions)
+    first = next(q for q in questions if q["category"] == f"{base}qkv-roles")
+    assert first["text"] == lms_html(bank.get("qkv-roles").prompt)
 
 
 def test_gift_escapes_what_would_break_it():

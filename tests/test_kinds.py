@@ -109,10 +109,10 @@ class YesNoKind(AllOrNothingKind):
         canonical = "true" if assigned.problem.answer else "false"
         return {"digests": class_answer(assignment.name, assigned.problem.id, canonical), "misconceptions": {}}
 
-    def read(self, problem, typed) -> object:
+    def read(self, problem, typed, variant) -> object:
         return parse_bool(typed)
 
-    def judge(self, problem, typed) -> Verdict:
+    def judge(self, problem, typed, variant) -> Verdict:
         try:
             right = parse_bool(typed) == problem.answer
         except AnswerFormatError as err:
@@ -128,7 +128,7 @@ class YesNoKind(AllOrNothingKind):
     def drill_label(self, problem) -> str:
         return "yes or no"
 
-    def lms_question(self, problem, points: float) -> Question:
+    def lms_question(self, problem, points: float, variant) -> Question:
         return Question(problem.id, problem.title, "truefalse", problem.prompt, points, problem.solution,
                         truth=problem.answer)
 

@@ -40,7 +40,7 @@ from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import MetadataValidator
 
 from autograder.bank.load import load_bank_strict
-from autograder.kinds import KINDS, ImplementProblem, NumericProblem
+from autograder.kinds import KINDS, ImplementProblem, NumericProblem, kind_of
 from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import compare, select
 from autograder.bank.resolve import resolve
@@ -506,6 +506,10 @@ def test_source_notebook_scores_its_own_points_in_process(fixture_build) -> None
     assert any(t.expect_error for p in result.assignment.implement for t in p.problem.hidden_tests + p.problem.public_tests)
 
 
+def bank_problem(result, problem_id: str):
+    return next(a.problem for a in result.assignment.problems if a.problem.id == problem_id)
+
+
 def test_written_answers_are_read_as_qkv_grade_reads_them(fixture_build) -> None:
     """The helper cell's verdicts equal `qkv grade`'s (autograder.grade.score.score_written) on typed answers."""
     from autograder.grade.score import score_written
@@ -515,10 +519,22 @@ def test_written_answers_are_read_as_qkv_grade_reads_them(fixture_build) -> None
     namespace = {"__name__": "__main__"}
     cells = _cells(nb)
     run_cells(nbformat.v4.new_notebook(cells=[cells["qkv-setup"], cells["qkv-helpers"]]), namespace)
-    typed: dict[str, list] = {"split-heads-shape": ["n x d/h", "(n, d/h)", "N×d_/h", "n x d", "", "??", ["n", "d/h"]],
+    seed = result.assignment.manifest.seed
+    heads = bank_problem(result, "heads-reduce-cost")
+    right = kind_of(heads).answer(heads, kind_of(heads).variant(heads, seed, "same", None))["follow_up"]
+    wrong = "ABCD"["ABCD".index(right) - 1]
+    mha = bank_problem(result, "mha-heads-and-parameters")
+    letter = kind_of(mha).answer(mha, kind_of(mha).variant(mha, seed, "same", None))
+    other = "ABCD"["ABCD".index(letter) - 1]
+    typed: dict[str, list] = {"split-heads-shape": ["n x d/h", "(n, d/h)", "N×d_/h", "n x (d/h)", "[n d/h]", "n x d",
+                                                    "", "??", ["n", "d/h"]],
                               "heads-reduce-cost": [False, "false", "F", {"answer": "no", "correction": "x"}, True,
+                                                    {"answer": False, "follow_up": right, "correction": ""},
+                                                    {"answer": "F", "follow_up": right.lower()},
+                                                    {"answer": True, "follow_up": right},
+                                                    {"answer": False, "follow_up": wrong}, {"follow_up": right},
                                                     "maybe", {"answer": None, "correction": ""}],
-                              "mha-heads-and-parameters": ["C", "c", "(C)", "A", "Z", 3, None]}
+                              "mha-heads-and-parameters": [letter, letter.lower(), f"({letter})", other, "Z", 3, None]}
     for assigned in result.assignment.written:
         problem = assigned.problem
         if isinstance(problem, NumericProblem):

@@ -31,7 +31,7 @@ import pytest
 
 from qkv_runtime import sealed
 from qkv_runtime.answers import evaluate_dim
-from autograder.kinds import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem
+from autograder.kinds import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem, kind_of
 from autograder.kinds.multiple_choice import check_choice
 from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, close, numeric_part_data
 from autograder.kinds.shape import check_shape, expected_shape
@@ -76,10 +76,8 @@ def right_answer(problem, assignment: Assignment, student: str | None) -> object
         return next(iter(values.values())) if len(values) == 1 else values
     if isinstance(problem, ShapeProblem):
         return " x ".join(problem.answer)  # as the prompt names them, e.g. "n x d/h"
-    if isinstance(problem, TrueFalseProblem):
-        return {"answer": problem.answer, "correction": problem.correction or ""}
-    assert isinstance(problem, MultipleChoiceProblem)
-    return problem.answer
+    if isinstance(problem, (TrueFalseProblem, MultipleChoiceProblem)):
+        return kind_of(problem).answer(problem, order_of(problem, assignment, student))
 
 
 def wrong_answers(problem, assignment: Assignment, student: str | None) -> list[tuple[object, str | None]]:
@@ -108,11 +106,24 @@ def wrong_answers(problem, assignment: Assignment, student: str | None) -> list[
         out = [(" x ".join(evaluate_dim(d, problem.parameters) for d in m.answer) if problem.parameters
                 else " x ".join(m.answer), m.message) for m in problem.misconceptions] or [("1 x 1 x 1", None)]
     elif isinstance(problem, TrueFalseProblem):
-        out = [({"answer": not problem.answer, "correction": ""}, None)]
+        right = right_answer(problem, assignment, student)
+        out = [({**right, "answer": not problem.answer}, None)]
+        follow = problem.follow_up
+        if follow is not None and follow.choices:
+            order = order_of(problem, assignment, student).params["order"]
+            out += [({**right, "follow_up": "ABCDEFGH"[order.index(c.id)]}, c.misconception)
+                    for c in follow.choices if c.misconception]
+        elif follow is not None and follow.number is not None:
+            out += [({**right, "follow_up": float(follow.number) + 10 * follow.tolerance.abs + 1}, None)]
     else:
-        out = [(chr(65 + i), c.misconception) for i, c in enumerate(problem.choices) if c.misconception]
-        out = out or [(next(chr(65 + i) for i in range(len(problem.choices)) if chr(65 + i) != problem.answer), None)]
+        order = order_of(problem, assignment, student).params["order"]
+        out = [("ABCDEFGH"[order.index(c.id)], c.misconception) for c in problem.choices if c.misconception]
     return out
+
+
+def order_of(problem, assignment: Assignment, student: str | None):
+    """The variant (the order of the choices) a student of this assignment gets."""
+    return kind_of(problem).variant(problem, assignment.manifest.seed, assignment.manifest.variants, student)
 
 
 def embedded_function(implementation, target: str) -> str:
@@ -527,8 +538,8 @@ def bank_verdict(problem, assignment: Assignment, student: str | None, answer) -
     if isinstance(problem, ShapeProblem):
         return check_shape(problem, answer).correct
     if isinstance(problem, TrueFalseProblem):
-        return check_true_false(problem, answer).correct
-    return check_choice(problem, answer).correct
+        return check_true_false(problem, answer, order_of(problem, assignment, student)).fraction == 1.0
+    return check_choice(problem, answer, order_of(problem, assignment, student)).correct
 
 
 PARITY_CASES = [
@@ -640,6 +651,8 @@ def _typed_cases(built, problem, student):
 
 
 def _most_keys(entry) -> int:
+    if entry["kind"] == "true_false" and "follow_up" in entry:  # the verdict's key, and the follow-up's
+        return 1 + (sealed.most_keys(1) if entry["follow_up"]["form"] == "number" else 1)
     if entry["kind"] != "numeric":
         return 1
     return sum(sealed.most_keys(int(np.prod(p["shape"])) if p["shape"] else 1) for p in entry["parts"])
@@ -696,7 +709,7 @@ def test_a_release_of_another_format_or_with_bad_parameters_is_refused_in_one_li
     shutil.copytree(numpy_release.out / "student", folder)
     data = json.loads((folder / "selfcheck.json").read_text())
     (folder / "right.py").write_text(submission_py(numpy_release))
-    for change, needle in (({"format": 1}, "format 1 is not 2; this qkv_check.py belongs to another release"),
+    for change, needle in (({"format": 1}, f"format 1 is not {sealed.FORMAT}; this qkv_check.py belongs to another release"),
                            ({"kdf": {**data["kdf"], "n": 1000}}, "damaged (bad scrypt parameters)"),
                            ({"kdf": {**data["kdf"], "maxmem": 2**40}}, "damaged (bad scrypt parameters)"),
                            ({"kdf": None}, "damaged (no scrypt parameters)")):
@@ -795,7 +808,8 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
                           "misconceptions": {CLASS: []}}, sealed.kdf_params())
     sdata = {"format": sealed.FORMAT, "assignment": "formats", "variants": "same", "track": "numpy",
              "problems": [entry], "kdf": sealed.kdf_params()}
-    for typed in ("(3, 4)", "3x4", "3 x 4", "n x d_v", "(n, d_v)", "n x dv", [3, 4], "3×4"):
+    for typed in ("(3, 4)", "3x4", "3 x 4", "n x d_v", "(n, d_v)", "n x dv", [3, 4], "3×4", "[n d_v]", "n x (d_v)",
+                  "(n, (d_v))", "[3 4]"):
         assert qkv_check.check_written(sdata, entry, typed)[0].passed, typed
     assert not qkv_check.check_written(sdata, entry, "4 x 3")[0].passed
 
@@ -808,7 +822,8 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
     assert not qkv_check.check_written(data, tf, not truth)[0].passed
 
     mc = _written_entry(data, "multiple_choice")
-    letter = next(a.problem for a in numpy_release.assignment.written if a.problem.id == mc["id"]).answer
+    problem = next(a.problem for a in numpy_release.assignment.written if a.problem.id == mc["id"])
+    letter = right_answer(problem, numpy_release.assignment, None)
     for typed in (letter, letter.lower(), f"({letter})", f" {letter}. "):
         assert qkv_check.check_written(data, mc, typed)[0].passed, typed
 
@@ -901,7 +916,9 @@ def test_selfcheck_json_holds_no_written_answer_in_clear(releases, name):
             assert problem.reason not in text and (problem.correction or problem.reason) not in text
         if isinstance(problem, MultipleChoiceProblem):
             assert problem.solution not in text
-            assert not any(c.text in text for c in problem.choices)
+            # a per-student release shows each student their choices (their prompts); the rest names them by id only
+            assert not any(c.text in rest for c in problem.choices)
+            assert sorted(next(iter(entry["orders"].values()))) == sorted(problem.ids)
 
 
 # ------------------------------------------------------------ per student, torch track, command line

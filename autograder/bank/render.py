@@ -67,4 +67,6 @@ def variant_context(problem: NumericProblem, variant: Variant) -> dict[str, Any]
     parts: dict[str, AnswerPart] = {p.name: p for p in problem.parts}
     rounded = {name: np.round(value, parts[name].decimals) if parts[name].decimals is not None else value
                for name, value in variant.answers.items()}
-    return {**variant.params, "answer": rounded}
+    from autograder.kinds.by_hand import table_markdown
+
+    return {**variant.params, "answer": rounded, "tables": table_markdown(problem.by_hand, variant.quantities)}

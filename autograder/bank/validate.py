@@ -5,7 +5,10 @@ reference resolves, then its kind's own checks pass (`Kind.check`): a lecture
 example reproduces the lecture's figures; drawn variants are feasible; templates
 render; and for each `implement` problem the reference passes every test on
 every track, the stub fails every test, and each misconception fails at least
-one hidden test (the hidden tests can catch it).
+one hidden test (the hidden tests can catch it). Then what only the whole bank
+shows (bank/measures.py): the balance of true and false statements, and numbers
+that one problem's text quotes from another's answers; `bank_warnings` adds the
+choice questions whose right choice is clearly the longest.
 """
 
 from __future__ import annotations
@@ -48,11 +51,24 @@ def check_problem(problem: Problem) -> list[str]:
 
 
 def validate_bank(bank: Bank) -> list[Finding]:
+    from autograder.bank import measures
+
     findings = []
     for problem_id, problem in sorted(bank.problems.items()):
         where = str(bank.paths[problem_id])
         findings += [Finding(where, what) for what in check_problem(problem)]
+    # what only the whole bank shows: a guessable balance of true and false, answers quoted elsewhere
+    findings += [Finding(str(bank.root), what) for what in measures.balance_findings(bank)]
+    for problem_id, found in sorted(measures.leaks(bank).items()):
+        findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
     return findings
+
+
+def bank_warnings(bank: Bank) -> list[Finding]:
+    """What weakens the bank without making it ungradable: right choices that are clearly the longest."""
+    from autograder.bank import measures
+
+    return [Finding(str(bank.root), what) for what in measures.length_warnings(bank)]
 
 
 def validate_report(report: LoadReport) -> list[Finding]:

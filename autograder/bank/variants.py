@@ -9,7 +9,7 @@ stage (build, grade, self-check, exam) that asks for it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,6 +36,7 @@ class Variant:
     params: dict[str, Any]
     answers: dict[str, np.ndarray]
     label: str  # "lecture" or "seed:<seed>/<student>"
+    quantities: dict[str, np.ndarray] = field(default_factory=dict)  # all `compute` gives: parts and extra values
 
 
 def variant_seed(seed: int, student: str | None, problem_id: str) -> int:
@@ -50,15 +51,26 @@ def _draw(spec: IntParam | ChoiceParam, rng: np.random.Generator) -> Any:
     return int(values) if not spec.ints else values.astype(np.int64).tolist()
 
 
-def compute_answers(problem: NumericProblem, params: dict[str, Any]) -> dict[str, np.ndarray]:
+def compute_quantities(problem: NumericProblem, params: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Everything `compute` gives, as arrays; a position part counted from 1 is shifted here, once."""
     raw = resolve(problem.compute)(**params)
-    return {part.name: np.asarray(raw[part.name], dtype=float) for part in problem.parts}
+    quantities = {name: np.asarray(value, dtype=float) for name, value in raw.items()}
+    for part in problem.parts:
+        if part.form == "position":
+            quantities[part.name] = quantities[part.name] + part.base
+    return quantities
+
+
+def compute_answers(problem: NumericProblem, params: dict[str, Any]) -> dict[str, np.ndarray]:
+    quantities = compute_quantities(problem, params)
+    return {part.name: quantities[part.name] for part in problem.parts}
 
 
 def lecture_variant(problem: NumericProblem) -> Variant:
     assert problem.lecture_example is not None
     params = dict(problem.lecture_example.params)
-    return Variant(problem.id, params, compute_answers(problem, params), "lecture")
+    quantities = compute_quantities(problem, params)
+    return Variant(problem.id, params, {p.name: quantities[p.name] for p in problem.parts}, "lecture", quantities)
 
 
 def draw_variant(problem: NumericProblem, seed: int, student: str | None = None) -> Variant:
@@ -68,15 +80,20 @@ def draw_variant(problem: NumericProblem, seed: int, student: str | None = None)
     rng = np.random.default_rng(variant_seed(seed, student, problem.id))
     feasible = resolve(problem.feasible) if problem.feasible else None
     last_reason = "no draw was tried"
+    names = [p.name for p in problem.parts]
     for _ in range(MAX_DRAWS):
         params = {name: _draw(spec, rng) for name, spec in problem.parameters.items()}
-        answers = compute_answers(problem, params)
+        with np.errstate(all="ignore"):  # a degenerate draw (0/0) is rejected below, not warned about
+            quantities = compute_quantities(problem, params)
+        answers = {name: quantities[name] for name in names}
         if not all(np.all(np.isfinite(a)) for a in answers.values()):
             last_reason = "an answer is not finite"
             continue
         reason = feasible(params, answers) if feasible else None
+        if reason is None and problem.by_hand is not None:
+            reason = problem.by_hand.broken(quantities, names)  # only variants a student can work by hand
         if reason is None:
-            return Variant(problem.id, params, answers, f"seed:{seed}/{student or ''}")
+            return Variant(problem.id, params, answers, f"seed:{seed}/{student or ''}", quantities)
         last_reason = reason
     raise InfeasibleProblem(f"no feasible parameters in {MAX_DRAWS} draws (last rejection: {last_reason})")
 

@@ -161,10 +161,11 @@ def _helpers() -> str:
 
 
 def _prompt(assigned: AssignedProblem, assignment: Assignment) -> str:
-    if assignment.manifest.variants == "per_student" and kind_of(assigned.problem).parameterised:
+    if assignment.manifest.variants == "per_student" and kind_of(assigned.problem).per_student(assigned.problem):
         class_wide = dataclasses.replace(assignment, manifest=assignment.manifest.model_copy(update={"variants": "same"}))
         return (problem_markdown(assigned, class_wide).rstrip("\n")
-                + "\n\n*nbgrader grades the class-wide numbers above; your own numbers are graded by `qkv grade`.*\n")
+                + "\n\n*nbgrader grades the class-wide version above (its numbers, the order of its choices); "
+                "your own is graded by `qkv grade`.*\n")
     return problem_markdown(assigned, assignment)
 
 

@@ -36,7 +36,7 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
     prompts = {}
     if assignment.manifest.variants == "per_student":
         prompts = {s: {p.problem.id: written_prompt(p, assignment, s) for p in assignment.written
-                       if kind_of(p.problem).parameterised} for s in students}
+                       if kind_of(p.problem).per_student(p.problem)} for s in students}
     params = sealed.kdf_params()
     return {
         "format": sealed.FORMAT, "assignment": assignment.name, "title": assignment.manifest.title,

@@ -18,13 +18,16 @@ and in the upper and lower groups. Each named misconception is counted once per 
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
+from autograder.kinds import kind_of
 from qkv_runtime.answers import AnswerFormatError, parse_bool, parse_choice
 
 GROUP = 0.27
@@ -51,9 +54,11 @@ class ChoiceItem:
     """What `analyse` needs to know of a choice problem: its options, which is right, and their texts."""
 
     kind: str  # multiple_choice or true_false
-    options: tuple[str, ...]  # "A", "B", ... or "true", "false"
+    options: tuple[str, ...]  # the choices' ids (or letters), or "true", "false"
     correct: str
     texts: tuple[str, ...] = ()
+    # (student, answer) -> the option chosen, when letters mean different choices for different students
+    reader: Optional[Callable[[str, Any], str]] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -231,11 +236,13 @@ def _item_stats(problem: str, test: Optional[str], kind: str, x: np.ndarray, max
     return ItemStats(problem, test, kind, max_score, mean, facility, pb, ul, tuple(flags))
 
 
-def _chosen(item: ChoiceItem, answer: Any) -> str:
+def _chosen(item: ChoiceItem, answer: Any, student: str = "") -> str:
     try:
         if item.kind == "true_false":
             value = answer.get("answer") if isinstance(answer, dict) else answer
             return "true" if parse_bool(value) else "false"
+        if item.reader is not None:
+            return item.reader(student, answer)
         return parse_choice(answer, len(item.options))
     except (AnswerFormatError, TypeError, ValueError, AttributeError):
         return "(unreadable)" if answer not in (None, "") else "(none)"
@@ -243,7 +250,7 @@ def _chosen(item: ChoiceItem, answer: Any) -> str:
 
 def _distractors(item: ChoiceItem, problem: str, scores: Scores, upper: np.ndarray, lower: np.ndarray
                  ) -> tuple[Distractor, ...]:
-    picks = [_chosen(item, scores.answers.get(s, {}).get(problem)) for s in scores.students]
+    picks = [_chosen(item, scores.answers.get(s, {}).get(problem), s) for s in scores.students]
     up = {i for i in upper.tolist()}
     low = {i for i in lower.tolist()}
     options = list(item.options) + sorted({p for p in picks if p not in item.options})
@@ -291,6 +298,10 @@ def analyse(scores: Scores, order: tuple[str, ...] = (), kinds: dict[str, str] |
                         problem_stats, tuple(test_stats), distractors, counts)
 
 
+def _read_choice(kind: Any, problem: Any, seed: int, mode: str, student: str, answer: Any) -> str:
+    return kind.read(problem, answer, kind.variant(problem, seed, mode, student))
+
+
 def bundle_info(bundle: Any) -> tuple[tuple[str, ...], dict[str, str], dict[str, ChoiceItem], dict[tuple[str, str], str]]:
     """(order, kinds, choice items, misconception messages) of a GradingBundle."""
     kinds = {p.id: "implement" for p in bundle.code}
@@ -300,9 +311,11 @@ def bundle_info(bundle: Any) -> tuple[tuple[str, ...], dict[str, str], dict[str,
         problem = written.problem
         kinds[written.id] = problem.kind
         if problem.kind == "multiple_choice":
-            options = tuple(chr(ord("A") + i) for i in range(len(problem.choices)))
-            choices[written.id] = ChoiceItem("multiple_choice", options, problem.answer,
-                                             tuple(c.text for c in problem.choices))
+            # by id: each student's letters name the choices in their own order
+            kind = kind_of(problem)
+            read = functools.partial(_read_choice, kind, problem, bundle.seed, bundle.variants)
+            choices[written.id] = ChoiceItem("multiple_choice", tuple(problem.ids), problem.answer,
+                                             tuple(c.text for c in problem.choices), read)
         elif problem.kind == "true_false":
             choices[written.id] = ChoiceItem("true_false", ("true", "false"), "true" if problem.answer else "false",
                                              ("true", "false"))

@@ -32,7 +32,8 @@ class Kind(ABC):
     name: ClassVar[str]  # the `kind:` of its problem files
     model: ClassVar[type[ProblemBase]]  # its pydantic model, whose `kind` is Literal[name]
     code: ClassVar[bool] = False  # answered with a function the grader runs, not an ANSWERS entry
-    parameterised: ClassVar[bool] = False  # its numbers, and so its prompt, are drawn per seed and student
+    parameterised: ClassVar[bool] = False  # its numbers or the order of its choices are drawn per seed and student
+    per_student_what: ClassVar[str] = "numbers"  # what of it is each student's own, in the release's words
 
     # ------------------------------------------------------------ bank
 
@@ -56,8 +57,13 @@ class Kind(ABC):
         return out
 
     def variant(self, problem, seed: int, mode: str, student: str | None) -> Variant | None:
-        """Its numbers under an assignment's `variants:` mode (as bank.variants.variant_for); None without numbers."""
+        """Its numbers (or the order of its choices) under an assignment's `variants:` mode (as
+        bank.variants.variant_for); None when nothing of it is drawn."""
         return None
+
+    def per_student(self, problem) -> bool:
+        """Whether this problem's prompt differs between students of a per-student assignment."""
+        return self.parameterised
 
     def prompt_text(self, problem, variant: Variant | None = None) -> str:
         return problem.prompt
@@ -111,8 +117,9 @@ class Kind(ABC):
         """The answers the drill asks for, one at a time."""
 
     @abstractmethod
-    def lms_groups(self, problem, points: float, seed: int, variants: int, split_entries: bool) -> list[QuestionGroup]:
-        """Quiz question groups for learning platforms; none for what a platform cannot grade."""
+    def lms_groups(self, problem, points: float, seed: int, variants: int) -> list[QuestionGroup]:
+        """Quiz question groups for learning platforms (one question per variant, every part of a variant in
+        its one question); none for what a platform cannot grade."""
 
 
 class WrittenKind(Kind):
@@ -134,7 +141,14 @@ class WrittenKind(Kind):
         """What the student reads to answer: the prompt, with the statement or choices it asks about."""
         return self.prompt_text(problem, variant)
 
+    def per_student_note(self, problem) -> str:
+        return (f"Your {self.per_student_what} depend on your student id: set `STUDENT_ID`, then run "
+                f"`python qkv_check.py --student YOUR_ID --show {problem.id}` (or `show(\"{problem.id}\")` in the "
+                "notebook).")
+
     def release_prompt(self, problem, manifest: Manifest) -> str:
+        if manifest.variants == "per_student" and self.per_student(problem):
+            return self.per_student_note(problem)
         return self.question_markdown(problem, self.variant(problem, manifest.seed, manifest.variants, None))
 
     def student_cell(self, problem) -> str:
@@ -188,15 +202,15 @@ class AllOrNothingKind(WrittenKind):
     """A written kind with one answer, right or wrong: full points or none."""
 
     @abstractmethod
-    def read(self, problem, typed: Any) -> object:
+    def read(self, problem, typed: Any, variant: Variant | None) -> object:
         """The typed answer parsed; raises AnswerFormatError when it is malformed (the drill asks again)."""
 
     @abstractmethod
-    def judge(self, problem, typed: Any) -> Verdict:
-        """Right or wrong, with the misconception a wrong answer matches."""
+    def judge(self, problem, typed: Any, variant: Variant | None) -> Verdict:
+        """Right or wrong, with the misconception a wrong answer matches; `variant` holds a student's order."""
 
     def grade(self, problem, answer: Any, variant: Variant | None) -> Marked:
-        verdict = self.judge(problem, answer)
+        verdict = self.judge(problem, answer, variant)
         return Marked(1.0 if verdict.correct else 0.0, verdict.message, verdict.misconception)
 
     @abstractmethod
@@ -204,12 +218,13 @@ class AllOrNothingKind(WrittenKind):
         """The drill's prompt for the answer, e.g. "true or false"."""
 
     def drill_questions(self, problem, variant: Variant | None) -> list[DrillQuestion]:
-        return [DrillQuestion(self.drill_label(problem), lambda typed: self.read(problem, typed),
-                              lambda typed: self.judge(problem, typed), problem.points)]
+        return [DrillQuestion(self.drill_label(problem), lambda typed: self.read(problem, typed, variant),
+                              lambda typed: self.judge(problem, typed, variant), problem.points)]
 
     @abstractmethod
-    def lms_question(self, problem, points: float) -> Question:
-        """The one quiz question of the problem."""
+    def lms_question(self, problem, points: float, variant: Variant | None) -> Question:
+        """The one quiz question of the problem (choices in the variant's order)."""
 
-    def lms_groups(self, problem, points: float, seed: int, variants: int, split_entries: bool) -> list[QuestionGroup]:
-        return [QuestionGroup(problem.id, problem.title, points, (self.lms_question(problem, points),))]
+    def lms_groups(self, problem, points: float, seed: int, variants: int) -> list[QuestionGroup]:
+        variant = self.variant(problem, seed, "same", None)
+        return [QuestionGroup(problem.id, problem.title, points, (self.lms_question(problem, points, variant),))]

@@ -280,7 +280,7 @@ class ImplementKind(Kind):
     def drill_questions(self, problem: ImplementProblem, variant) -> list:
         raise ValueError(f"{problem.id}: the drill asks no {problem.kind} problems")
 
-    def lms_groups(self, problem: ImplementProblem, points, seed, variants, split_entries) -> list:
+    def lms_groups(self, problem: ImplementProblem, points, seed, variants) -> list:
         return []  # platforms cannot run code: `qkv export` counts what it left out
 
 

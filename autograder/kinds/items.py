@@ -73,7 +73,7 @@ class DrillQuestion:
 
 # ---------------------------------------------------------------- quizzes
 
-QuestionKind = Literal["numerical", "cloze", "multichoice", "truefalse", "shortanswer"]
+QuestionKind = Literal["numerical", "cloze", "multichoice", "truefalse", "shortanswer"]  # a cloze holds parts
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,7 @@ class Choice:
     text: str  # Markdown
     correct: bool
     feedback: str = ""
+    ident: str = ""  # the choice's id in the bank, the same whatever the order
 
 
 @dataclass(frozen=True)
@@ -99,12 +100,20 @@ class Question:
     text: str  # Markdown with LaTeX
     points: float
     feedback: str  # the worked solution, shown after the attempt
-    blanks: tuple[NumericBlank, ...] = ()  # numerical: one; cloze: every entry, part by part
-    part_of_blank: tuple[int, ...] = ()  # cloze: which answer part each blank belongs to
-    part_labels: tuple[str, ...] = ()  # cloze: the label of each answer part
+    blanks: tuple[NumericBlank, ...] = ()  # numerical: one, or (a part of a cloze) each entry of a vector
     choices: tuple[Choice, ...] = ()  # multichoice
     truth: bool | None = None  # truefalse
     accepted: tuple[str, ...] = ()  # shortanswer
+    parts: tuple["Question", ...] = ()  # cloze: the answers of one variant, each a question of its own kind
+
+
+@dataclass(frozen=True)
+class Answerable:
+    """One answer a platform grades on its own: a part of a question (or the whole of a simple one)."""
+
+    question: Question  # the part: its kind, choices, truth, accepted spellings
+    blank: NumericBlank | None  # numerical: the one entry
+    points: float
 
 
 @dataclass(frozen=True)
@@ -113,3 +122,16 @@ class QuestionGroup:
     title: str
     points: float  # of each question; a student answers one question of the group
     questions: tuple[Question, ...]
+
+
+def answerables(question: Question) -> list[Answerable]:
+    """Every answer of a question, one by one, with its share of the points: what a platform that takes one
+    answer per question (Canvas, GIFT) asks as separate questions, all from the same variant."""
+    parts = question.parts or (question,)
+    out = []
+    for part in parts:
+        if part.kind == "numerical":
+            out += [Answerable(part, blank, part.points / len(part.blanks)) for blank in part.blanks]
+        else:
+            out.append(Answerable(part, None, part.points))
+    return out

@@ -1,111 +1,122 @@
-"""`multiple_choice`: pick one of 2 to 8 lettered choices; a wrong choice's misconception is its feedback.
+"""`multiple_choice`: pick one of 2 to 8 choices, named by id and lettered in each student's own order.
 
-Takes a `MultipleChoiceProblem`; gives the choices listed under the prompt, the
-letter judged, its self-check digests (of the answer and of each wrong choice
-that has a misconception), nbgrader cells, key, exam blank, drill question and
-a multiple-choice quiz question with feedback per choice.
+Takes a `MultipleChoiceProblem`; gives the choices lettered under the prompt in
+the order of the student's variant (kinds/choices.py), the letter judged by
+that order, its self-check data (each student's order, the digest of the right
+id and of each wrong choice that has a misconception), nbgrader cells, key,
+exam blank, drill question and a multiple-choice quiz question with feedback
+per choice.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from autograder.bank.model import ProblemBase, Strict
-from autograder.kinds import items
-from autograder.kinds.base import AllOrNothingKind
-from autograder.kinds.sealing import class_answer, class_mistakes
+from autograder.bank.model import ProblemBase
+from autograder.kinds import choices as ch
+from autograder.kinds.base import CLASS, AllOrNothingKind
+from autograder.kinds.choices import Choice
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
-from qkv_runtime.answers import AnswerFormatError, parse_choice
+from autograder.kinds.sealing import class_answer, class_mistakes
 
-
-class Choice(Strict):
-    text: str
-    misconception: str | None = Field(default=None, description="for a wrong choice: the mistake it reflects")
+__all__ = ["Choice", "MultipleChoiceProblem", "MULTIPLE_CHOICE", "check_choice"]
 
 
 class MultipleChoiceProblem(ProblemBase):
     kind: Literal["multiple_choice"]
     choices: list[Choice] = Field(min_length=2, max_length=8)
-    answer: Annotated[str, Field(pattern=r"^[A-H]$")]
+    answer: ch.ChoiceId = Field(description="the id of the right choice")
 
-    @model_validator(mode="after")
-    def _answer_is_a_choice(self) -> "MultipleChoiceProblem":
-        if ord(self.answer) - ord("A") >= len(self.choices):
-            raise ValueError(f"answer {self.answer} is not one of the {len(self.choices)} choices")
-        return self
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.choices]
 
-
-def check_choice(problem: MultipleChoiceProblem, typed: Any) -> Verdict:
-    try:
-        got = parse_choice(typed, len(problem.choices))
-    except AnswerFormatError as err:
-        return Verdict(False, str(err))
-    if got == problem.answer:
-        return Verdict(True, "correct")
-    chosen = problem.choices[ord(got) - ord("A")]
-    return Verdict(False, chosen.misconception or f"{got} is not the answer", misconception=chosen.misconception)
+    @property
+    def right(self) -> Choice:
+        return next(c for c in self.choices if c.id == self.answer)
 
 
-def _selfcheck_data(problem: MultipleChoiceProblem, name: str, students: list[str]) -> dict[str, Any]:
-    # the same for every student: one class-wide seal (kinds/sealing.py)
+def check_choice(problem: MultipleChoiceProblem, typed: Any, variant) -> Verdict:
+    return ch.judge_choice(problem.choices, problem.answer, ch.order_in(variant, problem.id, problem.ids), typed)
+
+
+def _selfcheck_data(problem: MultipleChoiceProblem, assignment, students: list[str]) -> dict[str, Any]:
+    # the ids are sealed class-wide (a shuffle changes no digest); each student's order maps their letter to an id
+    name, seed, mode = assignment.name, assignment.manifest.seed, assignment.manifest.variants
     return {
         "choices": len(problem.choices),
+        "orders": {s: ch.order_in(MULTIPLE_CHOICE.variant(problem, seed, mode, None if s == CLASS else s),
+                                  problem.id, problem.ids) for s in students},
         "digests": class_answer(name, problem.id, problem.answer),
-        "misconceptions": class_mistakes(name, problem.id, [(c.misconception, chr(65 + i))
-                                                            for i, c in enumerate(problem.choices) if c.misconception]),
+        "misconceptions": class_mistakes(name, problem.id, [(c.misconception, c.id)
+                                                            for c in problem.choices if c.misconception]),
     }
 
 
 class MultipleChoiceKind(AllOrNothingKind):
     name = "multiple_choice"
     model = MultipleChoiceProblem
+    parameterised = True  # the order of the choices
+    per_student_what = "letters (the order of the choices)"
+
+    def check(self, problem: MultipleChoiceProblem) -> list[str]:
+        return ch.id_findings(problem.choices, problem.answer, "choices") + super().check(problem)
+
+    def variant(self, problem: MultipleChoiceProblem, seed: int, mode: str, student: str | None):
+        return ch.order_variant(problem.id, problem.ids, seed, mode, student)
 
     def question_markdown(self, problem: MultipleChoiceProblem, variant) -> str:
-        choices = "\n".join(f"- **{chr(65 + i)}.** {c.text}" for i, c in enumerate(problem.choices))
-        return f"{problem.prompt}\n\n{choices}"
+        order = ch.order_in(variant, problem.id, problem.ids)
+        return f"{problem.prompt}\n\n{ch.markdown_list(problem.choices, order)}"
+
+    def release_prompt(self, problem: MultipleChoiceProblem, manifest) -> str:
+        if manifest.variants != "per_student":
+            return super().release_prompt(problem, manifest)
+        # the choices can be read by everyone; only their letters are each student's own
+        order = ch.order_in(self.variant(problem, manifest.seed, "same", None), problem.id, problem.ids)
+        unlettered = ch.markdown_list([ch.by_id(problem.choices)[i] for i in order], None)
+        return f"{problem.prompt}\n\n{unlettered}\n\n{self.per_student_note(problem)}"
 
     def answer(self, problem: MultipleChoiceProblem, variant) -> object:
-        return problem.answer
+        return ch.letter_of(ch.order_in(variant, problem.id, problem.ids), problem.answer)
 
     def answer_hint(self, problem: MultipleChoiceProblem) -> str:
-        letters = ", ".join(chr(65 + i) for i in range(len(problem.choices)))
-        return f'"..."  # one letter: {letters}'
+        return f'"..."  # one letter: {", ".join(ch.LETTERS[:len(problem.choices)])}'
 
     def nbgrader_checks(self, problem: MultipleChoiceProblem, variant) -> list[str]:
-        return [f"_w.choice({problem.answer!r}, {len(problem.choices)})"]
+        return [f"_w.choice({self.answer(problem, variant)!r}, {len(problem.choices)})"]
 
     def selfcheck_data(self, assigned, assignment, bundle, students: list[str]) -> dict[str, Any]:
-        return _selfcheck_data(assigned.problem, assignment.name, students)
+        return _selfcheck_data(assigned.problem, assignment, students)
 
-    def read(self, problem: MultipleChoiceProblem, typed: Any) -> object:
-        return parse_choice(typed, len(problem.choices))
+    def read(self, problem: MultipleChoiceProblem, typed: Any, variant) -> object:
+        return ch.read_choice(typed, ch.order_in(variant, problem.id, problem.ids))
 
-    def judge(self, problem: MultipleChoiceProblem, typed: Any) -> Verdict:
-        return check_choice(problem, typed)
+    def judge(self, problem: MultipleChoiceProblem, typed: Any, variant) -> Verdict:
+        return check_choice(problem, typed, variant)
 
     def blanks(self, problem: MultipleChoiceProblem, variant) -> tuple[Blank, ...]:
         return (Blank("your choice (one letter)"),)
 
     def key(self, problem: MultipleChoiceProblem, variant) -> ProblemKey:
-        right = problem.choices[ord(problem.answer) - ord("A")]
-        mistakes = tuple(Mistake(chr(65 + i), c.misconception) for i, c in enumerate(problem.choices)
-                         if c.misconception and chr(65 + i) != problem.answer)
-        return ProblemKey((KeyLine("answer", f"{problem.answer}: {right.text}"),), problem.solution, mistakes)
+        order = ch.order_in(variant, problem.id, problem.ids)
+        mistakes = tuple(Mistake(ch.letter_of(order, c.id), c.misconception) for c in problem.choices
+                         if c.misconception and c.id != problem.answer)
+        line = KeyLine("answer", f"{ch.letter_of(order, problem.answer)}: {problem.right.text}")
+        return ProblemKey((line,), problem.solution, mistakes)
 
     def drill_text(self, problem: MultipleChoiceProblem, variant) -> str:
-        return problem.prompt + "\n\n" + "\n".join(f"  {chr(65 + i)}. {c.text}" for i, c in enumerate(problem.choices))
+        return problem.prompt + "\n\n" + ch.terminal_list(problem.choices, ch.order_in(variant, problem.id, problem.ids))
 
     def drill_label(self, problem: MultipleChoiceProblem) -> str:
-        letters = "ABCDEFGH"[:len(problem.choices)]
-        return f"your choice ({'/'.join(letters)})"
+        return f"your choice ({ch.letters_hint(len(problem.choices))})"
 
-    def lms_question(self, problem: MultipleChoiceProblem, points: float) -> Question:
-        choices = tuple(items.Choice(c.text, chr(65 + i) == problem.answer, c.misconception or "")
-                        for i, c in enumerate(problem.choices))
+    def lms_question(self, problem: MultipleChoiceProblem, points: float, variant) -> Question:
+        order = ch.order_in(variant, problem.id, problem.ids)
         return Question(problem.id, problem.title, "multichoice", problem.prompt, points, problem.solution,
-                        choices=choices)
+                        choices=ch.quiz_choices(problem.choices, problem.answer, order))
 
 
 MULTIPLE_CHOICE = MultipleChoiceKind()

@@ -22,12 +22,13 @@ from pydantic import Field, model_validator
 from autograder.bank.model import DottedRef, ParamSpec, ProblemBase, ProblemId, Strict, Tolerance
 from autograder.bank.render import fmt, render_text, variant_context
 from autograder.bank.resolve import resolve
-from autograder.bank.variants import InfeasibleProblem, Variant, distinct_variants, draw_variant, lecture_variant, variant_for
+from autograder.bank.variants import Variant, distinct_variants, variant_for
 from autograder.kinds.base import CLASS, WrittenKind
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import (
     Blank, DrillQuestion, KeyLine, Marked, Mistake, NumericBlank, ProblemKey, Question, QuestionGroup, Verdict,
 )
+from autograder.kinds.by_hand import HandRules
 from autograder.kinds.sealing import Seal, derive_seals, number_seals
 from qkv_runtime import sealed
 from qkv_runtime.answers import AnswerFormatError, parse_numbers
@@ -45,9 +46,16 @@ class AnswerPart(Strict):
 
     name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
     label: str
-    form: Literal["scalar", "vector", "matrix", "integer"] = "scalar"
+    form: Literal["scalar", "vector", "matrix", "integer", "position"] = "scalar"
+    base: Literal[0, 1] | None = Field(default=None, description="a position: counted from 0 or from 1, as the prompt says")
     decimals: int | None = Field(default=None, ge=0, le=8, description="how the answer is rounded when shown")
     tolerance: AnswerTolerance = AnswerTolerance()
+
+    @model_validator(mode="after")
+    def _position_has_base(self) -> "AnswerPart":
+        if (self.form == "position") != (self.base is not None):
+            raise ValueError("a position part says whether it counts from 0 or from 1 (base), and only it has a base")
+        return self
 
 
 class LectureExample(Strict):
@@ -72,6 +80,7 @@ class NumericProblem(ProblemBase):
         description="function(params, answers) -> None when fine, else the reason the draw is rejected",
     )
     parts: list[AnswerPart] = Field(min_length=1)
+    by_hand: HandRules | None = Field(default=None, description="what makes every drawn variant workable by hand")
     lecture_example: LectureExample | None = None
     misconceptions: list[NumericMisconception] = []
 
@@ -93,7 +102,7 @@ def close(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> bool:
 
 def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
     try:
-        got = parse_numbers(typed)
+        got = parse_numbers(typed, np.size(want))
     except AnswerFormatError as err:
         return Verdict(False, f"{part.label}: {err}")
     want = np.asarray(want, dtype=float)
@@ -109,8 +118,8 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
 
 def numeric_misconception(problem: NumericProblem, variant: Variant, part: AnswerPart, typed: str) -> str | None:
     """The message of the misconception whose wrong-method answer to this part the typed answer equals."""
-    got = parse_numbers(typed)
     right = variant.answers[part.name]
+    got = parse_numbers(typed, np.size(right))
     for wrong in problem.misconceptions:
         answers = resolve(wrong.compute)(**variant.params)
         if part.name not in answers:
@@ -176,15 +185,18 @@ def answer_form(value: np.ndarray, form: str) -> str:
         return f" ({np.size(value)} numbers)"
     if np.ndim(value) == 2:
         return f" ({np.shape(value)[0]} × {np.shape(value)[1]} matrix, row by row)"
+    if form == "position":
+        return " (a position, counted as the problem says)"
     return " (a whole number)" if form == "integer" else ""
 
 
 # --------------------------------------------------------------------- drill
 
 
-def _read_numbers(want: np.ndarray) -> Callable[[str], object]:
+def read_numbers(want: np.ndarray) -> Callable[[str], object]:
+    """A drill reader: the typed numbers, or AnswerFormatError when they are malformed or too few or many."""
     def read(typed: str) -> object:
-        got = parse_numbers(typed)
+        got = parse_numbers(typed, np.size(want))
         if got.size != np.size(want):
             raise AnswerFormatError(f"expected {np.size(want)} number(s), got {got.size}")
         return got
@@ -223,46 +235,38 @@ def entry_labels(label: str, value: np.ndarray) -> list[str]:
     return [f"{label}, entry {i + 1} of {flat}" for i in range(flat)]
 
 
-def numeric_blanks(problem: NumericProblem, variant: Variant) -> list[tuple[int, NumericBlank]]:
+def numeric_blanks(part: AnswerPart, value: np.ndarray) -> tuple[NumericBlank, ...]:
+    value = np.asarray(value, dtype=float)
     blanks = []
-    for index, part in enumerate(problem.parts):
-        value = np.asarray(variant.answers[part.name], dtype=float)
-        shown = [part_answer(part, x) for x in value.reshape(-1)]
-        for label, x, text in zip(entry_labels(part.label, value), value.reshape(-1), shown):
-            # four significant digits: the platforms show the window to the instructor
-            window = float(f"{part.tolerance.abs + part.tolerance.rel * abs(float(x)):.4g}")
-            blanks.append((index, NumericBlank(label, float(x), window, text)))
-    return blanks
+    for label, x in zip(entry_labels(part.label, value), value.reshape(-1)):
+        # four significant digits: the platforms show the window to the instructor
+        window = float(f"{part.tolerance.abs + part.tolerance.rel * abs(float(x)):.4g}")
+        blanks.append(NumericBlank(label, float(x), window, part_answer(part, x)))
+    return tuple(blanks)
 
 
 def _variant_title(problem: NumericProblem, n: int, of: int) -> str:
     return problem.title if of == 1 else f"{problem.title} (variant {n} of {of})"
 
 
-def numeric_groups(problem: NumericProblem, points: float, seed: int, variants: int,
-                   split_entries: bool) -> list[QuestionGroup]:
-    """Variants of the problem from which a platform draws one; with `split_entries`, one group per answer entry."""
-    drawn = [(render_prompt(problem, v), render_solution(problem, v), numeric_blanks(problem, v))
-             for v in distinct_variants(problem, seed, variants)]
-    if not split_entries:
-        questions = tuple(
-            Question(f"{problem.id}-v{n}", _variant_title(problem, n, len(drawn)),
-                     "numerical" if len(blanks) == 1 else "cloze", prompt, points, solution,
-                     tuple(b for _, b in blanks), tuple(i for i, _ in blanks), tuple(p.label for p in problem.parts))
-            for n, (prompt, solution, blanks) in enumerate(drawn, 1))
-        return [QuestionGroup(problem.id, problem.title, points, questions)]
-    groups = []
-    first_blanks = drawn[0][2]
-    for e, (part_index, first) in enumerate(first_blanks):
-        entries = sum(1 for i, _ in first_blanks if i == part_index)
-        share = points / len(problem.parts) / entries
-        questions = tuple(
-            Question(f"{problem.id}-e{e + 1}-v{n}", f"{_variant_title(problem, n, len(drawn))}: {blanks[e][1].label}",
-                     "numerical", f"{prompt.strip()}\n\n**Give:** {blanks[e][1].label}.", share, solution,
-                     (blanks[e][1],))
-            for n, (prompt, solution, blanks) in enumerate(drawn, 1))
-        groups.append(QuestionGroup(f"{problem.id}-e{e + 1}", f"{problem.title}: {first.label}", share, questions))
-    return groups
+def variant_question(problem: NumericProblem, variant: Variant, points: float, ident: str, title: str) -> Question:
+    """Every part of one variant in one question: a single number is `numerical`, several are a `cloze`
+    whose parts share the points equally, as the grader splits them."""
+    prompt, solution = render_prompt(problem, variant), render_solution(problem, variant)
+    share = points / len(problem.parts)
+    parts = tuple(Question(f"{ident}-{part.name}", part.label, "numerical", part.label, share, "",
+                           numeric_blanks(part, variant.answers[part.name])) for part in problem.parts)
+    if len(parts) == 1 and len(parts[0].blanks) == 1:
+        return Question(ident, title, "numerical", prompt, points, solution, parts[0].blanks)
+    return Question(ident, title, "cloze", prompt, points, solution, parts=parts)
+
+
+def numeric_groups(problem: NumericProblem, points: float, seed: int, variants: int) -> list[QuestionGroup]:
+    """The variants of the problem, from which a platform draws one per student: one question each."""
+    drawn = distinct_variants(problem, seed, variants)
+    questions = tuple(variant_question(problem, v, points, f"{problem.id}-v{n}", _variant_title(problem, n, len(drawn)))
+                      for n, v in enumerate(drawn, 1))
+    return [QuestionGroup(problem.id, problem.title, points, questions)]
 
 
 # ----------------------------------------------------------- self-check data
@@ -327,9 +331,6 @@ def _numeric_data(assigned, assignment, students: list[str]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- kind
 
-VARIANTS_CHECKED = 20  # drawn by `qkv validate` for each parameterised problem
-
-
 class NumericKind(WrittenKind):
     name = "numeric"
     model = NumericProblem
@@ -340,40 +341,9 @@ class NumericKind(WrittenKind):
         return refs + [(f"misconceptions.{m.id}", m.compute) for m in problem.misconceptions]
 
     def check(self, problem: NumericProblem) -> list[str]:
-        problems: list[str] = []
-        variants = []
-        if problem.lecture_example is not None:
-            variant = lecture_variant(problem)
-            variants.append(variant)
-            parts = {p.name: p for p in problem.parts}
-            for name, figure in problem.lecture_example.expected.items():
-                if name not in parts:
-                    problems.append(f"lecture_example.expected.{name}: no part of that name")
-                    continue
-                got = variant.answers[name]
-                want = np.asarray(figure, dtype=float)
-                tol = parts[name].tolerance
-                if got.shape != want.shape or not np.allclose(got, want, atol=tol.abs, rtol=tol.rel):
-                    problems.append(
-                        f"lecture_example.expected.{name}: computed {np.round(got, 6).tolist()} "
-                        f"but the file says {want.tolist()}"
-                    )
-        if problem.parameters:
-            try:
-                variants += [draw_variant(problem, seed) for seed in range(VARIANTS_CHECKED)]
-            except InfeasibleProblem as err:
-                problems.append(f"parameters: {err}")
-        for variant in variants:
-            for wrong in problem.misconceptions:
-                wrong_answers = resolve(wrong.compute)(**variant.params)
-                # indistinguishable when every part it gives is within that part's grading tolerance
-                if all(close(np.asarray(wrong_answers[p.name], dtype=float), variant.answers[p.name], p.tolerance)
-                       for p in problem.parts if p.name in wrong_answers):
-                    problems.append(f"misconceptions.{wrong.id}: gives the right answer for {variant.params}")
-                    break
-        for variant in variants[:3]:
-            problems += [found for found in self.render_findings(problem, variant) if found not in problems]
-        return problems
+        from autograder.kinds.numeric_checks import numeric_findings
+
+        return numeric_findings(problem, self.render_findings)
 
     def variant(self, problem: NumericProblem, seed: int, mode: str, student: str | None) -> Variant:
         return variant_for(problem, seed, mode, student)
@@ -439,12 +409,11 @@ class NumericKind(WrittenKind):
         assert variant is not None
         share = problem.points / len(problem.parts)
         return [DrillQuestion(part.label + _shape_hint(variant.answers[part.name]),
-                              _read_numbers(variant.answers[part.name]),
+                              read_numbers(variant.answers[part.name]),
                               _judge_part(problem, variant, part), share) for part in problem.parts]
 
-    def lms_groups(self, problem: NumericProblem, points: float, seed: int, variants: int,
-                   split_entries: bool) -> list[QuestionGroup]:
-        return numeric_groups(problem, points, seed, variants, split_entries)
+    def lms_groups(self, problem: NumericProblem, points: float, seed: int, variants: int) -> list[QuestionGroup]:
+        return numeric_groups(problem, points, seed, variants)
 
 
 NUMERIC = NumericKind()

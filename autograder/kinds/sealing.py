@@ -82,7 +82,7 @@ def number_seals(salt: Callable[[str], str], values: Any, mode: str, sizes: list
 
 
 def answer_seal(assignment: str, problem: str, canonical: str, label: str) -> Seal:
-    """Shapes, true/false and letters are the same for every student (only numbers vary per student):
+    """Shapes, true/false and choice ids are the same for every student (only numbers vary per student):
     one class-wide key each, a student's own salt would cost the build a key per student and hide nothing."""
     return Seal(sealed.answer_password(canonical), sealed.digest_salt(assignment, CLASS, problem, "answer"), label)
 

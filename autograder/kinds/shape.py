@@ -17,7 +17,7 @@ from autograder.kinds.base import AllOrNothingKind
 from autograder.kinds.sealing import class_answer, class_mistakes
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
-from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_shape
+from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_shape, quoted
 
 
 class ShapeMisconception(Strict):
@@ -48,7 +48,7 @@ def check_shape(problem: ShapeProblem, typed: Any) -> Verdict:
     for wrong in problem.misconceptions:
         if got == tuple(evaluate_dim(d, problem.parameters) for d in wrong.answer):
             return Verdict(False, wrong.message, misconception=" x ".join(wrong.answer))
-    return Verdict(False, f"{' x '.join(got)} is not the shape")
+    return Verdict(False, f"{quoted(typed)} is not the shape")
 
 
 def shape_spellings(dims: list[str]) -> list[str]:
@@ -86,10 +86,10 @@ class ShapeKind(AllOrNothingKind):
     def selfcheck_data(self, assigned, assignment, bundle, students: list[str]) -> dict[str, Any]:
         return _selfcheck_data(assigned.problem, assignment.name, students)
 
-    def read(self, problem: ShapeProblem, typed: Any) -> object:
+    def read(self, problem: ShapeProblem, typed: Any, variant) -> object:
         return parse_shape(typed)
 
-    def judge(self, problem: ShapeProblem, typed: Any) -> Verdict:
+    def judge(self, problem: ShapeProblem, typed: Any, variant) -> Verdict:
         return check_shape(problem, typed)
 
     def blanks(self, problem: ShapeProblem, variant) -> tuple[Blank, ...]:
@@ -103,9 +103,9 @@ class ShapeKind(AllOrNothingKind):
         return ProblemKey((line,), problem.solution, mistakes)
 
     def drill_label(self, problem: ShapeProblem) -> str:
-        return "shape, e.g. (n, d_v)"
+        return "shape, e.g. (a, b) or a x b"  # an example no problem of the bank has for its answer
 
-    def lms_question(self, problem: ShapeProblem, points: float) -> Question:
+    def lms_question(self, problem: ShapeProblem, points: float, variant) -> Question:
         accepted = shape_spellings(list(problem.answer))
         if problem.parameters:
             accepted += shape_spellings(list(expected_shape(problem)))

@@ -1,22 +1,74 @@
-"""`true_false`: judge a statement; when it is false, correct it.
+"""`true_false`: judge a statement, then answer a follow-up about its correction or its reason.
 
-Takes a `TrueFalseProblem`; gives the statement shown under the prompt, the
-answer judged (`T`, `false`, or `{"answer": ..., "correction": ...}`), its
-self-check digests, nbgrader cells, key (with the corrected statement and why),
-exam blanks, drill question and a true/false quiz question.
+Takes a `TrueFalseProblem`; gives the statement and its follow-up shown under the
+prompt, the answer judged in two halves (the verdict, and the follow-up: a choice
+among candidate corrections or reasons, or a number or shape the corrected
+statement states), its self-check data, nbgrader cells, key (with the corrected
+statement and why), exam blanks, drill questions and one quiz question holding
+both halves. A free-text `correction` is kept with the answers for the instructor
+to read and never earns points by itself: it cannot be judged without a person.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
-from autograder.bank.model import ProblemBase
-from autograder.kinds.base import AllOrNothingKind
-from autograder.kinds.sealing import class_answer
-from autograder.kinds.items import Blank, KeyLine, ProblemKey, Question, Verdict
-from qkv_runtime.answers import AnswerFormatError, parse_bool
+from autograder.bank.model import DottedRef, ProblemBase, Strict
+from autograder.bank.resolve import resolve
+from autograder.kinds import choices as ch
+from autograder.kinds.base import CLASS, WrittenKind
+from autograder.kinds.cells import plain_literal
+from autograder.kinds.choices import Choice
+from autograder.kinds.items import (
+    Blank, DrillQuestion, KeyLine, Marked, Mistake, NumericBlank, ProblemKey, Question, QuestionGroup, Verdict,
+)
+from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, numeric_part_plan, part_answer, read_numbers
+from autograder.kinds.sealing import answer_seal, class_answer, class_mistakes
+from autograder.kinds.shape import shape_spellings
+from qkv_runtime import sealed
+from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_bool, parse_shape, quoted
+
+VERDICT_SHARE = 0.5  # of the points, when there is a follow-up: HW03 gives its marks for the reason as well
+
+
+class FollowUp(Strict):
+    """The graded second half: one of a choice among corrections or reasons, a number, or a shape."""
+
+    question: str = Field(min_length=10)
+    choices: list[Choice] = Field(default=[], max_length=8)
+    answer: ch.ChoiceId | None = Field(default=None, description="the id of the right choice")
+    number: float | None = None
+    tolerance: AnswerTolerance = AnswerTolerance()
+    decimals: int | None = Field(default=None, ge=0, le=8)
+    compute: DottedRef | None = Field(default=None, description="function() -> the number, checked by validate")
+    shape: list[str] = []
+    parameters: dict[str, int] = {}
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "FollowUp":
+        forms = [bool(self.choices), self.number is not None, bool(self.shape)]
+        if sum(forms) != 1:
+            raise ValueError("a follow-up has exactly one of choices, number or shape")
+        if self.choices and (self.answer is None or len(self.choices) < 2):
+            raise ValueError("a follow-up with choices needs at least 2 of them and the id of the right one")
+        return self
+
+    @property
+    def form(self) -> str:
+        return "choice" if self.choices else "number" if self.number is not None else "shape"
+
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.choices]
+
+    def part(self) -> AnswerPart:
+        return AnswerPart(name="follow_up", label="follow-up", decimals=self.decimals, tolerance=self.tolerance)
+
+    def expected_shape(self) -> tuple[str, ...]:
+        return tuple(evaluate_dim(d, self.parameters) for d in self.shape)
 
 
 class TrueFalseProblem(ProblemBase):
@@ -25,19 +77,27 @@ class TrueFalseProblem(ProblemBase):
     answer: bool
     correction: str | None = None
     reason: str = Field(min_length=10)
+    follow_up: FollowUp | None = None
 
     @model_validator(mode="after")
     def _false_has_correction(self) -> "TrueFalseProblem":
         if not self.answer and not self.correction:
             raise ValueError("a false statement needs its correction")
+        if not self.answer and self.follow_up is None:
+            raise ValueError("a false statement needs a follow-up that grades its correction")
         return self
 
 
-def check_true_false(problem: TrueFalseProblem, typed: Any) -> Verdict:
-    if isinstance(typed, dict):
-        typed = typed.get("answer")
+def _typed(answer: Any, key: str) -> Any:
+    """One half of an answer: {"answer": ..., "follow_up": ...}; a bare value is the verdict alone."""
+    if isinstance(answer, dict):
+        return answer.get(key)
+    return answer if key == "answer" else None
+
+
+def judge_verdict(problem: TrueFalseProblem, typed: Any) -> Verdict:
     try:
-        got = parse_bool(typed)
+        got = parse_bool(_typed(typed, "answer"))
     except AnswerFormatError as err:
         return Verdict(False, str(err))
     if got == problem.answer:
@@ -45,59 +105,280 @@ def check_true_false(problem: TrueFalseProblem, typed: Any) -> Verdict:
     return Verdict(False, "the statement is " + ("true" if problem.answer else "false"))
 
 
-def _selfcheck_data(problem: TrueFalseProblem, name: str, students: list[str]) -> dict[str, Any]:
-    # the same for every student: one class-wide seal (kinds/sealing.py)
-    return {"digests": class_answer(name, problem.id, "true" if problem.answer else "false"), "misconceptions": {}}
+def judge_follow_up(problem: TrueFalseProblem, typed: Any, variant) -> Verdict:
+    follow = problem.follow_up
+    assert follow is not None
+    if follow.form == "choice":
+        return ch.judge_choice(follow.choices, follow.answer, ch.order_in(variant, problem.id, follow.ids), typed)
+    if follow.form == "number":
+        verdict = check_part(follow.part(), np.asarray(follow.number, dtype=float), typed)
+        return Verdict(verdict.correct, verdict.message)
+    try:
+        got = tuple(evaluate_dim(d, follow.parameters) for d in parse_shape(typed))
+    except AnswerFormatError as err:
+        return Verdict(False, str(err))
+    if got == follow.expected_shape():
+        return Verdict(True, "correct shape")
+    return Verdict(False, f"{quoted(typed)} is not the shape")
 
 
-class TrueFalseKind(AllOrNothingKind):
+def check_true_false(problem: TrueFalseProblem, typed: Any, variant=None) -> Marked:
+    """Both halves: the verdict and (when there is one) the follow-up, each worth half."""
+    verdict = judge_verdict(problem, typed)
+    if problem.follow_up is None:
+        return Marked(1.0 if verdict.correct else 0.0, verdict.message)
+    follow = _typed(typed, "follow_up")
+    second = (Verdict(False, "not answered") if follow in (None, "")
+              else judge_follow_up(problem, follow, variant))
+    fraction = VERDICT_SHARE * verdict.correct + (1 - VERDICT_SHARE) * second.correct
+    message = f"true or false: {verdict.message}; follow-up: {second.message}"
+    if isinstance(_typed(typed, "correction"), str) and _typed(typed, "correction").strip():
+        message += "; your written correction is kept for your instructor to read (it earns no points by itself)"
+    return Marked(fraction, message, second.misconception)
+
+
+def _number_data(problem: TrueFalseProblem, name: str) -> dict[str, Any]:
+    follow = problem.follow_up
+    part = follow.part()
+    salt = lambda suffix: sealed.digest_salt(name, CLASS, problem.id, "follow_up" + suffix)  # noqa: E731
+    entry, _ = numeric_part_plan(salt, np.asarray(follow.number, dtype=float), part, [])
+    return {"part": {"name": part.name, "label": part.label, "shape": [], "tolerance": part.tolerance.model_dump()},
+            "digests": {CLASS: entry}}
+
+
+def _selfcheck_data(problem: TrueFalseProblem, assignment, students: list[str]) -> dict[str, Any]:
+    # the verdict and the follow-up are the same for everyone (one class-wide seal each); only the order
+    # of follow-up choices is a student's own
+    name = assignment.name
+    data: dict[str, Any] = {"digests": class_answer(name, problem.id, "true" if problem.answer else "false"),
+                            "misconceptions": {}}
+    follow = problem.follow_up
+    if follow is None:
+        return data
+    if follow.form == "choice":
+        seed, mode = assignment.manifest.seed, assignment.manifest.variants
+        data["follow_up"] = {
+            "form": "choice", "choices": len(follow.choices),
+            "orders": {s: ch.order_in(TRUE_FALSE.variant(problem, seed, mode, None if s == CLASS else s),
+                                      problem.id, follow.ids) for s in students},
+            "digests": {CLASS: {"answer": answer_seal(name, problem.id + "/follow_up", follow.answer, "right")}},
+            "misconceptions": class_mistakes(name, problem.id + "/follow_up",
+                                             [(c.misconception, c.id) for c in follow.choices if c.misconception]),
+        }
+    elif follow.form == "number":
+        data["follow_up"] = {"form": "number", **_number_data(problem, name)}
+    else:
+        data["follow_up"] = {"form": "shape", "symbols": follow.parameters,
+                             "digests": {CLASS: {"answer": answer_seal(name, problem.id + "/follow_up",
+                                                                       "x".join(follow.expected_shape()), "right")}}}
+    return data
+
+
+def follow_up_answer(problem: TrueFalseProblem, variant) -> object:
+    follow = problem.follow_up
+    assert follow is not None
+    if follow.form == "choice":
+        return ch.letter_of(ch.order_in(variant, problem.id, follow.ids), follow.answer)
+    if follow.form == "number":
+        return float(follow.number)
+    return " x ".join(follow.shape)
+
+
+def follow_up_markdown(problem: TrueFalseProblem, variant, lettered: bool = True) -> str:
+    """The follow-up under the statement: its choices lettered in the variant's order, or (not `lettered`)
+    as plain bullets, for a release whose letters are each student's own."""
+    follow = problem.follow_up
+    if follow is None:
+        return ""
+    text = f"**Follow-up** (half the points): {follow.question}"
+    if follow.form == "choice":
+        order = ch.order_in(variant, problem.id, follow.ids)
+        named = ch.by_id(follow.choices)
+        text += "\n\n" + (ch.markdown_list(follow.choices, order) if lettered
+                           else ch.markdown_list([named[i] for i in order], None))
+    return text
+
+
+def follow_up_findings(problem: TrueFalseProblem) -> list[str]:
+    follow = problem.follow_up
+    if follow is None:
+        return []
+    out: list[str] = []
+    if follow.form == "choice":
+        out += ch.id_findings(follow.choices, follow.answer, "follow_up.choices")
+    if follow.compute is not None:
+        try:
+            value = float(resolve(follow.compute)())
+        except Exception as err:  # noqa: BLE001 - the bank's own function failing is the bank's error
+            return out + [f"follow_up.compute: failed: {type(err).__name__}: {err}"]
+        if abs(value - float(follow.number)) > follow.tolerance.abs + follow.tolerance.rel * abs(value):
+            out.append(f"follow_up.number: {follow.compute} gives {value:g} but the file says {follow.number:g}")
+    if follow.form == "shape":
+        try:
+            follow.expected_shape()
+        except AnswerFormatError as err:
+            out.append(f"follow_up.shape: {err}")
+    return out
+
+
+class TrueFalseKind(WrittenKind):
     name = "true_false"
     model = TrueFalseProblem
+    parameterised = True  # the order of follow-up choices, when there are choices
+    per_student_what = "letters (the order of the follow-up's choices)"
+
+    def refs(self, problem: TrueFalseProblem) -> list[tuple[str, str]]:
+        return [("follow_up.compute", problem.follow_up.compute)] if problem.follow_up and problem.follow_up.compute else []
+
+    def check(self, problem: TrueFalseProblem) -> list[str]:
+        return follow_up_findings(problem) + super().check(problem)
+
+    def per_student(self, problem: TrueFalseProblem) -> bool:
+        return problem.follow_up is not None and problem.follow_up.form == "choice"
+
+    def variant(self, problem: TrueFalseProblem, seed: int, mode: str, student: str | None):
+        if not self.per_student(problem):
+            return None
+        return ch.order_variant(problem.id, problem.follow_up.ids, seed, mode, student)
 
     def question_markdown(self, problem: TrueFalseProblem, variant) -> str:
-        return f"{problem.prompt}\n\n> {problem.statement}"
+        follow = follow_up_markdown(problem, variant)
+        return f"{problem.prompt}\n\n> {problem.statement}" + (f"\n\n{follow}" if follow else "")
+
+    def release_prompt(self, problem: TrueFalseProblem, manifest) -> str:
+        if manifest.variants != "per_student" or not self.per_student(problem):
+            return super().release_prompt(problem, manifest)
+        # everyone may read the choices; only their letters are each student's own
+        shown = follow_up_markdown(problem, self.variant(problem, manifest.seed, "same", None), lettered=False)
+        return f"{problem.prompt}\n\n> {problem.statement}\n\n{shown}\n\n{self.per_student_note(problem)}"
 
     def placeholder(self, problem: TrueFalseProblem) -> str:
-        return '{"answer": None, "correction": ""}'
+        if problem.follow_up is None:
+            return '{"answer": None, "correction": ""}'
+        return '{"answer": None, "follow_up": None, "correction": ""}'
 
     def answer(self, problem: TrueFalseProblem, variant) -> object:
-        return {"answer": problem.answer, "correction": problem.correction or ""}
+        right: dict[str, Any] = {"answer": problem.answer}
+        if problem.follow_up is not None:
+            right["follow_up"] = follow_up_answer(problem, variant)
+        return {**right, "correction": problem.correction or ""}
 
     def answer_notes(self, problem: TrueFalseProblem) -> tuple[str, ...]:
-        return ("# (when false, also write the corrected statement under \"correction\")",)
+        notes = ('# (when false, also write the corrected statement under "correction": your instructor reads it)',)
+        if problem.follow_up is not None:
+            form = {"choice": "one letter", "number": "a number", "shape": 'a shape such as "n x d"'}
+            notes += (f'# ("follow_up": the follow-up question\'s answer, {form[problem.follow_up.form]})',)
+        return notes
 
     def nbgrader_checks(self, problem: TrueFalseProblem, variant) -> list[str]:
-        return [f"_w.truth({problem.answer!r})"]
+        checks = [f"_w.truth({problem.answer!r})"]
+        follow = problem.follow_up
+        if follow is None:
+            return checks
+        if follow.form == "choice":
+            checks.append(f"_w.choice({follow_up_answer(problem, variant)!r}, {len(follow.choices)}, key='follow_up')")
+        elif follow.form == "number":
+            checks.append(f"_w.number('follow_up', {float(follow.number)!r}, {float(follow.tolerance.abs)!r}, "
+                          f"{float(follow.tolerance.rel)!r})")
+        else:
+            checks.append(f"_w.shape({plain_literal(follow.expected_shape())}, {plain_literal(dict(follow.parameters))}, "
+                          "key='follow_up')")
+        return checks
 
     def selfcheck_data(self, assigned, assignment, bundle, students: list[str]) -> dict[str, Any]:
-        return _selfcheck_data(assigned.problem, assignment.name, students)
+        return _selfcheck_data(assigned.problem, assignment, students)
 
-    def read(self, problem: TrueFalseProblem, typed: Any) -> object:
-        return parse_bool(typed)
+    def grade(self, problem: TrueFalseProblem, answer: Any, variant) -> Marked:
+        return check_true_false(problem, answer, variant)
 
-    def judge(self, problem: TrueFalseProblem, typed: Any) -> Verdict:
-        return check_true_false(problem, typed)
+    # ------------------------------------------------------------ exam
 
     def blanks(self, problem: TrueFalseProblem, variant) -> tuple[Blank, ...]:
-        return (Blank("true or false"), Blank("why, or the corrected statement", tall=True))
+        follow = problem.follow_up
+        if follow is None:
+            return (Blank("true or false"), Blank("why, or the corrected statement", tall=True))
+        label = {"choice": "follow-up: your choice (one letter)", "number": "follow-up: the number",
+                 "shape": "follow-up: the shape"}[follow.form]
+        return (Blank("true or false"), Blank(label), Blank("why, or the corrected statement", tall=True))
 
     def key(self, problem: TrueFalseProblem, variant) -> ProblemKey:
         lines = [KeyLine("answer", "True" if problem.answer else "False")]
+        mistakes: tuple[Mistake, ...] = ()
+        follow = problem.follow_up
+        if follow is not None:
+            if follow.form == "choice":
+                order = ch.order_in(variant, problem.id, follow.ids)
+                right = ch.by_id(follow.choices)[follow.answer]
+                lines.append(KeyLine("follow-up", f"{ch.letter_of(order, follow.answer)}: {right.text}"))
+                mistakes = tuple(Mistake(f"follow-up {ch.letter_of(order, c.id)}", c.misconception)
+                                 for c in follow.choices if c.misconception)
+            elif follow.form == "number":
+                value = np.asarray(follow.number, dtype=float)
+                lines.append(KeyLine("follow-up", part_answer(follow.part(), value)))
+            else:
+                lines.append(KeyLine("follow-up", "(" + ", ".join(follow.shape) + ")"))
         if problem.correction:
             lines.append(KeyLine("corrected statement", problem.correction))
         lines.append(KeyLine("why", problem.reason))
-        return ProblemKey(tuple(lines), problem.solution, ())
+        return ProblemKey(tuple(lines), problem.solution, mistakes)
 
     def drill_text(self, problem: TrueFalseProblem, variant) -> str:
-        return f"{problem.prompt}\n\n  \"{problem.statement}\""
+        text = f"{problem.prompt}\n\n  \"{problem.statement}\""
+        follow = problem.follow_up
+        if follow is not None:
+            text += f"\n\nFollow-up: {follow.question}"
+            if follow.form == "choice":
+                text += "\n" + ch.terminal_list(follow.choices, ch.order_in(variant, problem.id, follow.ids))
+        return text
 
-    def drill_label(self, problem: TrueFalseProblem) -> str:
-        return "true or false"
+    def drill_questions(self, problem: TrueFalseProblem, variant) -> list[DrillQuestion]:
+        follow = problem.follow_up
+        share = problem.points * (VERDICT_SHARE if follow is not None else 1.0)
+        questions = [DrillQuestion("true or false", lambda typed: parse_bool(typed),
+                                   lambda typed: judge_verdict(problem, typed), share)]
+        if follow is None:
+            return questions
+        if follow.form == "choice":
+            order = ch.order_in(variant, problem.id, follow.ids)
+            label, read = f"follow-up ({ch.letters_hint(len(order))})", lambda typed: ch.read_choice(typed, order)
+        elif follow.form == "number":
+            label, read = "follow-up (a number)", read_numbers(np.asarray(float(follow.number)))
+        else:
+            label, read = "follow-up (a shape, e.g. a x b)", parse_shape
+        return questions + [DrillQuestion(label, read, lambda typed: judge_follow_up(problem, typed, variant),
+                                          problem.points - share)]
 
-    def lms_question(self, problem: TrueFalseProblem, points: float) -> Question:
+    def lms_groups(self, problem: TrueFalseProblem, points: float, seed: int, variants: int) -> list[QuestionGroup]:
+        variant = self.variant(problem, seed, "same", None)
         feedback = problem.solution + (f"\n\n**Corrected:** {problem.correction}" if problem.correction else "")
-        return Question(problem.id, problem.title, "truefalse", self.question_markdown(problem, None),
-                        points, feedback, truth=problem.answer)
+        verdict = Question(f"{problem.id}-verdict", "true or false", "truefalse", "Is the statement true or false?",
+                           points * (VERDICT_SHARE if problem.follow_up else 1.0), "", truth=problem.answer)
+        if problem.follow_up is None:
+            question = Question(problem.id, problem.title, "truefalse", self.question_markdown(problem, None),
+                                points, feedback, truth=problem.answer)
+            return [QuestionGroup(problem.id, problem.title, points, (question,))]
+        follow = problem.follow_up
+        share = points - verdict.points
+        if follow.form == "choice":
+            order = ch.order_in(variant, problem.id, follow.ids)
+            second = Question(f"{problem.id}-follow-up", "follow-up", "multichoice", follow.question, share, "",
+                              choices=ch.quiz_choices(follow.choices, follow.answer, order))
+        elif follow.form == "number":
+            window = follow.tolerance.abs + follow.tolerance.rel * abs(float(follow.number))
+            blank = NumericBlank("follow-up", float(follow.number), window,
+                                 part_answer(follow.part(), np.asarray(follow.number, dtype=float)))
+            second = Question(f"{problem.id}-follow-up", "follow-up", "numerical", follow.question, share, "",
+                              blanks=(blank,))
+        else:
+            accepted = shape_spellings(list(follow.shape)) + (shape_spellings(list(follow.expected_shape()))
+                                                              if follow.parameters else [])
+            second = Question(f"{problem.id}-follow-up", "follow-up", "shortanswer", follow.question, share, "",
+                              accepted=tuple(dict.fromkeys(accepted)))
+        text = f"{problem.prompt}\n\n> {problem.statement}"
+        question = Question(problem.id, problem.title, "cloze", text, points, feedback, parts=(verdict, second))
+        return [QuestionGroup(problem.id, problem.title, points, (question,))]
 
 
 TRUE_FALSE = TrueFalseKind()
+
+__all__ = ["FollowUp", "TRUE_FALSE", "TrueFalseProblem", "check_true_false", "judge_follow_up", "judge_verdict"]

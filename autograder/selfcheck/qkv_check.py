@@ -590,7 +590,7 @@ def _window_text(tol: Dict[str, Any]) -> str:
     return f"{tol['abs']:g}" + (f" + {tol['rel']:g} x |answer|" if tol["rel"] else "")
 
 
-def _numeric(data, problem, student, typed) -> List[Outcome]:
+def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
     parts = problem["parts"]
     specs = problem["digests"][student]
     mistakes = problem.get("misconceptions", {}).get(student, [])
@@ -605,12 +605,12 @@ def _numeric(data, problem, student, typed) -> List[Outcome]:
         if value is None or value == "":
             outcomes.append(Outcome(TODO, f"{label}: not answered yet"))
             continue
+        size = int(np.prod(part["shape"])) if part["shape"] else 1
         try:
-            got = qkv_answers.parse_numbers(value)
+            got = qkv_answers.parse_numbers(value, size)
         except qkv_answers.AnswerFormatError as err:
             outcomes.append(Outcome(FAIL, f"{label}: {err}"))
             continue
-        size = int(np.prod(part["shape"])) if part["shape"] else 1
         if got.size != size:
             outcomes.append(Outcome(FAIL, f"{label}: expected {size} number(s), got {got.size}"))
             continue
@@ -625,18 +625,20 @@ def _numeric(data, problem, student, typed) -> List[Outcome]:
     return outcomes
 
 
-def _answer_verdict(data, problem, student, canonical: str) -> Tuple[bool, Optional[str]]:
-    """(right?, the message of the mistake it is) for a shape, true/false or letter: one key."""
-    key = _answer_key(data, student, problem, canonical)
-    if sealed.tag(key, "right") == problem["digests"][student]["answer"]:
+def _answer_verdict(data, problem, student, canonical: str, entry=None, salted=None) -> Tuple[bool, Optional[str]]:
+    """(right?, the message of the mistake it is) for a shape, true/false or choice id: one key. `entry` is the
+    part of the problem's data that holds the digests (a follow-up's), `salted` the id its salt names."""
+    entry = problem if entry is None else entry
+    key = _answer_key(data, student, {"id": salted or problem["id"]}, canonical)
+    if sealed.tag(key, "right") == entry["digests"][student]["answer"]:
         return True, None
-    for mistake in problem.get("misconceptions", {}).get(student, []):
+    for mistake in entry.get("misconceptions", {}).get(student, []):
         if sealed.tag(key, "mistake") == mistake["digests"]["answer"]:
             return False, mistake["message"]
     return False, None
 
 
-def _shape(data, problem, student, typed) -> List[Outcome]:
+def _shape(data, problem, student, typed, who="") -> List[Outcome]:
     try:
         dims = tuple(qkv_answers.evaluate_dim(d, problem["symbols"]) for d in qkv_answers.parse_shape(typed))
     except qkv_answers.AnswerFormatError as err:
@@ -644,33 +646,83 @@ def _shape(data, problem, student, typed) -> List[Outcome]:
     right, mistake = _answer_verdict(data, problem, student, "x".join(dims))
     if right:
         return [Outcome(PASS, "correct shape")]
-    return [Outcome(FAIL, mistake or f"{' x '.join(dims)} is not the shape")]
+    return [Outcome(FAIL, mistake or f"{qkv_answers.quoted(typed)} is not the shape")]
 
 
-def _true_false(data, problem, student, typed) -> List[Outcome]:
-    if isinstance(typed, dict):
-        typed = typed.get("answer")
-        if typed is None:
-            return [Outcome(TODO, "not answered yet")]
+def _letter_to_id(entry: Dict[str, Any], who: str, typed: Any) -> str:
+    """The id of the choice whose letter, in this student's own order (the class's when none), was typed."""
+    orders = entry["orders"]
+    order = orders.get(who) or orders[CLASS]
+    letter = qkv_answers.parse_choice(typed, len(order))
+    return order["ABCDEFGH".index(letter)]
+
+
+def _choice_outcome(data, problem, student, typed, who, entry=None, salted=None, label="") -> Outcome:
+    entry = problem if entry is None else entry
     try:
-        got = qkv_answers.parse_bool(typed)
+        got = _letter_to_id(entry, who, typed)
     except qkv_answers.AnswerFormatError as err:
-        return [Outcome(FAIL, str(err))]
-    if _answer_verdict(data, problem, student, "true" if got else "false")[0]:
-        note = ["(the self-check does not read your correction)"] if not got else []
-        return [Outcome(PASS, "correct", note)]
-    return [Outcome(FAIL, "the statement is " + ("false" if got else "true"))]
-
-
-def _choice(data, problem, student, typed) -> List[Outcome]:
-    try:
-        got = qkv_answers.parse_choice(typed, problem["choices"])
-    except qkv_answers.AnswerFormatError as err:
-        return [Outcome(FAIL, str(err))]
-    right, mistake = _answer_verdict(data, problem, student, got)
+        return Outcome(FAIL, label + str(err))
+    right, mistake = _answer_verdict(data, problem, student, got, entry, salted)
     if right:
-        return [Outcome(PASS, "correct")]
-    return [Outcome(FAIL, mistake or f"{got} is not the answer")]
+        return Outcome(PASS, label + "correct")
+    return Outcome(FAIL, label + (mistake or f"{qkv_answers.quoted(typed)} is not the answer"))
+
+
+def _follow_up(data, problem, student, typed, who) -> Outcome:
+    follow = problem["follow_up"]
+    label = "follow-up: "
+    if typed is None or typed == "":
+        return Outcome(TODO, label + "not answered yet")
+    salted = problem["id"] + "/follow_up"
+    if follow["form"] == "choice":
+        return _choice_outcome(data, problem, CLASS, typed, who, follow, salted, label)
+    if follow["form"] == "shape":
+        try:
+            dims = tuple(qkv_answers.evaluate_dim(d, follow["symbols"]) for d in qkv_answers.parse_shape(typed))
+        except qkv_answers.AnswerFormatError as err:
+            return Outcome(FAIL, label + str(err))
+        right, _ = _answer_verdict(data, problem, CLASS, "x".join(dims), follow, salted)
+        return Outcome(PASS, label + "correct shape") if right else \
+            Outcome(FAIL, f"{label}{qkv_answers.quoted(typed)} is not the shape")
+    part = follow["part"]
+    try:
+        got = qkv_answers.parse_numbers(typed, 1)
+    except qkv_answers.AnswerFormatError as err:
+        return Outcome(FAIL, label + str(err))
+    if got.size != 1:
+        return Outcome(FAIL, f"{label}expected 1 number, got {got.size}")
+    right, _ = match_numbers(data, CLASS, {"id": problem["id"]}, part, follow["digests"][CLASS], got.reshape(()), [])
+    return Outcome(PASS, label + "correct") if right else \
+        Outcome(FAIL, f"{label}not within {_window_text(part['tolerance'])} of the answer")
+
+
+def _true_false(data, problem, student, typed, who="") -> List[Outcome]:
+    verdict_typed = typed.get("answer") if isinstance(typed, dict) else typed
+    outcomes = []
+    if verdict_typed is None or verdict_typed == "":
+        outcomes.append(Outcome(TODO, "true or false: not answered yet"))
+    else:
+        try:
+            got = qkv_answers.parse_bool(verdict_typed)
+        except qkv_answers.AnswerFormatError as err:
+            outcomes.append(Outcome(FAIL, "true or false: " + str(err)))
+        else:
+            if _answer_verdict(data, problem, student, "true" if got else "false")[0]:
+                outcomes.append(Outcome(PASS, "true or false: correct"))
+            else:
+                outcomes.append(Outcome(FAIL, "true or false: the statement is " + ("false" if got else "true")))
+    if "follow_up" in problem:
+        outcomes.append(_follow_up(data, problem, student, typed.get("follow_up") if isinstance(typed, dict) else None,
+                                   who))
+    correction = typed.get("correction") if isinstance(typed, dict) else None
+    if isinstance(correction, str) and correction.strip():
+        outcomes[-1].details.append("(your written correction is read by your instructor, not by this check)")
+    return outcomes
+
+
+def _choice(data, problem, student, typed, who="") -> List[Outcome]:
+    return [_choice_outcome(data, problem, student, typed, who)]
 
 
 WRITTEN = {"numeric": _numeric, "shape": _shape, "true_false": _true_false, "multiple_choice": _choice}
@@ -705,6 +757,7 @@ def _is_empty(answer: Any) -> bool:
 def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, student: str = "") -> List[Outcome]:
     """Verdicts on one written answer, as typed (None: not answered yet)."""
     key, why = student_key(data, student)
+    who = key or ""  # the student's own order of choices is theirs even where the digests are the class's
     if key is not None and key not in problem["digests"]:
         key = CLASS if CLASS in problem["digests"] else None
     typed = plain(typed)
@@ -715,7 +768,7 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
     if not sealed.kdf_available():
         return [Outcome(TODO, NO_KDF)]
     try:
-        return WRITTEN[problem["kind"]](data, problem, key, typed)
+        return WRITTEN[problem["kind"]](data, problem, key, typed, who)
     except qkv_answers.AnswerFormatError as err:  # a parser's message is always a format hint
         return [Outcome(FAIL, str(err))]
 

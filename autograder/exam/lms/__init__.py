@@ -1,8 +1,9 @@
 """`qkv export`: an assignment (assignments/NAME.yaml) or a topic (`topic:PREFIX`) in; its non-code problems as a
 Canvas QTI zip, Moodle XML or GIFT text (bytes) out.
 
-quiz.py builds the neutral quiz (groups of variants); qti.py, moodle.py and
-gift.py write it; `write_export` here writes the file.
+quiz.py builds the neutral quiz (groups of variants, every part of a variant in
+one question); qti.py, moodle.py and gift.py write it, each keeping a variant's
+parts together as its platform allows; `write_export` here writes the file.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank
     code = sum(kind_of(p).code for p, _ in problems)
     if code == len(problems):
         raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
-    quiz = build_quiz(ident, title, problems, seed, variants, split_entries=fmt != "moodle")
+    quiz = build_quiz(ident, title, problems, seed, variants)
     if fmt == "qti":
         from autograder.exam.lms.qti import qti_zip
 

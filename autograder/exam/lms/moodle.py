@@ -2,10 +2,14 @@
 
 One category per question group (`$course$/top/qkv/<quiz>/<group>`), so a quiz
 takes "a random question from the category" and each student draws one variant.
-A single number is a `numerical` question with its tolerance; several numbers
-are one `cloze` question with a NUMERICAL blank per entry; shapes are
-`shortanswer` with the usual spellings. Formulas stay `\\(...\\)`, which
-Moodle's MathJax filter renders.
+A single number is a `numerical` question with its tolerance; a variant of
+several answers (the entries of a hand calculation, a verdict and its
+follow-up) is one `multianswer` (cloze) question, so all its answers come from
+the same draw: NUMERICAL blanks with their tolerances, MULTICHOICE for true or
+false, MULTICHOICE_VS (choices shuffled by Moodle) for a choice, SHORTANSWER for
+a shape. Multiple-choice questions shuffle their answers (`shuffleanswers`);
+shapes are `shortanswer` with the usual spellings. Formulas stay `\\(...\\)`,
+which Moodle's MathJax filter renders.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from __future__ import annotations
 import html
 import xml.etree.ElementTree as ET
 
-from autograder.exam.lms.quiz import Quiz, cloze_weights, number_text
+from autograder.exam.lms.quiz import Quiz, number_text, weights
 from autograder.exam.lms.xml_elements import sub_element
 from autograder.exam.markup import lms_html
-from autograder.kinds.items import Question
+from autograder.kinds.items import Answerable, Question
 
 PENALTY = "0.3333333"  # Moodle's default for a wrong try in adaptive mode
+_CLOZE_SPECIAL = "\\}#~/\"{"
 
 
 def _text(parent: ET.Element, tag: str, text: str, html: bool = True) -> ET.Element:
@@ -34,14 +39,41 @@ def category(path: str, info: str) -> ET.Element:
     return question
 
 
+def cloze_escape(text: str) -> str:
+    """Plain text inside a cloze blank: HTML-escaped, and the cloze syntax's own characters escaped."""
+    text = html.escape(" ".join(text.split()), quote=False)
+    for char in _CLOZE_SPECIAL:
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def cloze_blank(answer: Answerable, weight: int) -> str:
+    part = answer.question
+    if part.kind == "numerical":
+        blank = answer.blank
+        return f"{{{weight}:NUMERICAL:={number_text(blank.value)}:{number_text(blank.tolerance)}}}"
+    if part.kind == "truefalse":
+        options = [("True", part.truth is True), ("False", part.truth is False)]
+        return f"{{{weight}:MULTICHOICE:" + "~".join(("=" if right else "") + text for text, right in options) + "}"
+    if part.kind == "multichoice":
+        options = "~".join(("=" if c.correct else "") + cloze_escape(c.text)
+                           + (f"#{cloze_escape(c.feedback)}" if c.feedback else "") for c in part.choices)
+        return f"{{{weight}:MULTICHOICE_VS:{options}}}"
+    assert part.kind == "shortanswer", part.kind
+    return f"{{{weight}:SHORTANSWER:" + "~".join(f"={cloze_escape(t)}" for t in part.accepted) + "}"
+
+
 def cloze_text(question: Question) -> str:
-    """The prompt, then each part's label with a NUMERICAL blank per entry: {weight:NUMERICAL:=value:tolerance}."""
-    fields: dict[int, list[str]] = {}
-    for blank, part, weight in zip(question.blanks, question.part_of_blank, cloze_weights(question)):
-        fields.setdefault(part, []).append(f"{{{weight}:NUMERICAL:={number_text(blank.value)}:{number_text(blank.tolerance)}}}")
-    answers = "".join(f"<p>{html.escape(question.part_labels[part], quote=False)}: {' '.join(blanks)}</p>"
-                      for part, blanks in fields.items())
-    return lms_html(question.text) + answers
+    """The prompt, then each part's label (or question) with its blanks, in one question of one variant."""
+    lines: dict[str, list[str]] = {}
+    labels: dict[str, str] = {}
+    for answer, weight in weights(question):
+        part = answer.question
+        lines.setdefault(part.ident, []).append(cloze_blank(answer, weight))
+        labels[part.ident] = part.text
+    body = "".join(f"<p>{lms_html(labels[ident]).removeprefix('<p>').removesuffix('</p>')}: {' '.join(blanks)}</p>"
+                   for ident, blanks in lines.items())
+    return lms_html(question.text) + body
 
 
 def moodle_question(question: Question) -> ET.Element:
@@ -66,7 +98,7 @@ def moodle_question(question: Question) -> ET.Element:
         sub_element(element, "unitsleft", "0")
     elif question.kind == "multichoice":
         sub_element(element, "single", "true")
-        sub_element(element, "shuffleanswers", "false")  # the choices' letters are quoted in the solutions
+        sub_element(element, "shuffleanswers", "1")  # solutions name choices by content, never by letter
         sub_element(element, "answernumbering", "ABCD")
         for choice in question.choices:
             answer = _text(element, "answer", lms_html(choice.text))

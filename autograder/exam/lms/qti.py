@@ -1,10 +1,17 @@
-"""Canvas quiz import: a `Quiz` in; a QTI 1.2 zip (imsmanifest.xml, the assessment, Canvas's assessment_meta.xml)
-as bytes out.
+"""Canvas quiz import: a `Quiz` in; a QTI 1.2 zip (imsmanifest.xml, one assessment per variant, Canvas's
+assessment_meta.xml for each) as bytes out.
 
-Written with xml.etree in the dialect Canvas exports and imports: one section
-per question group with `selection_number` 1, so each student draws one variant;
-numeric answers as an exact value or a [low, high] range; formulas as `\\(...\\)`,
-which Canvas renders with MathJax.
+Canvas takes one answer per question, and a question group draws each question on
+its own, so groups could hand one student the entries of two different draws.
+Instead every variant is a quiz of its own: quiz n holds variant n of every
+problem (a problem with fewer variants repeats them), each problem in a section
+whose items are its answers: a text-only item with the prompt when there are
+several, then one item per answer. Import the zip once (Settings > Import Course
+Content > QTI .zip file): Canvas makes one quiz per variant, "TITLE (variant n of
+N)", and each is assigned to its own section or group of students (docs/exam-prep.md).
+Written with xml.etree in the dialect Canvas exports and imports; numeric answers
+as an exact value or a [low, high] range; answers shuffled by Canvas
+(`shuffle_answers`); formulas as `\\(...\\)`, which Canvas renders with MathJax.
 """
 
 from __future__ import annotations
@@ -12,10 +19,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from autograder.archive import zip_bytes
-from autograder.exam.lms.quiz import Quiz, number_text
+from autograder.exam.lms.quiz import Quiz, number_text, question_of_variant
 from autograder.exam.lms.xml_elements import sub_element
 from autograder.exam.markup import lms_html
-from autograder.kinds.items import Question, QuestionGroup
+from autograder.kinds.items import Answerable, Question, QuestionGroup, answerables
 
 QTI_NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
 CP_NS = "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1"
@@ -52,67 +59,82 @@ def _feedback(item: ET.Element, ident: str, markdown: str) -> None:
     _material(sub_element(feedback, "flow_mat"), markdown)
 
 
-def qti_item(question: Question) -> ET.Element:
-    item = ET.Element("item", ident=question.ident, title=question.title)
-    answers = {"multichoice": len(question.choices), "truefalse": 2}.get(question.kind, 1)
-    answer_ids = [f"{question.ident}-a{i + 1}" for i in range(answers)]
-    _metadata(item, {"question_type": QUESTION_TYPES[question.kind], "points_possible": f"{question.points:g}",
-                     "original_answer_ids": ",".join(answer_ids), "assessment_question_identifierref": f"{question.ident}-q"})
+def stem_item(ident: str, title: str, text: str) -> ET.Element:
+    """A text-only item: the prompt that the answers after it share."""
+    item = ET.Element("item", ident=ident, title=title)
+    _metadata(item, {"question_type": "text_only_question", "points_possible": "0",
+                     "assessment_question_identifierref": f"{ident}-q"})
+    _material(sub_element(item, "presentation"), text)
+    return item
+
+
+def qti_item(ident: str, title: str, text: str, answer: Answerable, feedback: str) -> ET.Element:
+    part = answer.question
+    item = ET.Element("item", ident=ident, title=title)
+    answers = {"multichoice": len(part.choices), "truefalse": 2}.get(part.kind, 1)
+    answer_ids = [f"{ident}-a{i + 1}" for i in range(answers)]
+    _metadata(item, {"question_type": QUESTION_TYPES[part.kind], "points_possible": f"{answer.points:g}",
+                     "original_answer_ids": ",".join(answer_ids), "assessment_question_identifierref": f"{ident}-q"})
     presentation = sub_element(item, "presentation")
-    _material(presentation, question.text)
+    _material(presentation, text)
     processing = ET.Element("resprocessing")
     outcomes = sub_element(processing, "outcomes")
     sub_element(outcomes, "decvar", maxvalue="100", minvalue="0", varname="SCORE", vartype="Decimal")
     general = sub_element(processing, "respcondition", continue_="Yes")
     sub_element(sub_element(general, "conditionvar"), "other")
     sub_element(general, "displayfeedback", feedbacktype="Response", linkrefid="general_fb")
-    if question.kind in ("multichoice", "truefalse"):
+    feedbacks: list[tuple[str, str]] = []
+    if part.kind in ("multichoice", "truefalse"):
         response = sub_element(presentation, "response_lid", ident="response1", rcardinality="Single")
-        choices = sub_element(response, "render_choice")
-        options = ([(c.text, c.correct, c.feedback) for c in question.choices] if question.kind == "multichoice"
-                   else [("True", question.truth is True, ""), ("False", question.truth is False, "")])
-        for answer_id, (text, correct, feedback) in zip(answer_ids, options):
-            _material(sub_element(choices, "response_label", ident=answer_id), text)
-            if feedback:
+        choices = sub_element(response, "render_choice", shuffle="Yes" if part.kind == "multichoice" else "No")
+        options = ([(c.text, c.correct, c.feedback) for c in part.choices] if part.kind == "multichoice"
+                   else [("True", part.truth is True, ""), ("False", part.truth is False, "")])
+        for answer_id, (option, correct, note) in zip(answer_ids, options):
+            _material(sub_element(choices, "response_label", ident=answer_id), option)
+            if note:
                 rule = sub_element(processing, "respcondition", continue_="Yes")
                 sub_element(sub_element(rule, "conditionvar"), "varequal", answer_id, respident="response1")
                 sub_element(rule, "displayfeedback", feedbacktype="Response", linkrefid=f"{answer_id}_fb")
+                feedbacks.append((answer_id, note))
         right = next(a for a, (_, correct, _) in zip(answer_ids, options) if correct)
         condition = ET.Element("conditionvar")
         sub_element(condition, "varequal", right, respident="response1")
         _score(processing, condition)
-        feedbacks = [(a, f) for a, (_, _, f) in zip(answer_ids, options) if f]
     else:
         response = sub_element(presentation, "response_str", ident="response1", rcardinality="Single")
-        fib = sub_element(response, "render_fib", fibtype="Decimal" if question.kind == "numerical" else "String")
+        fib = sub_element(response, "render_fib", fibtype="Decimal" if part.kind == "numerical" else "String")
         sub_element(fib, "response_label", ident=answer_ids[0])
         condition = ET.Element("conditionvar")
-        if question.kind == "numerical":
-            blank = question.blanks[0]
+        if part.kind == "numerical":
+            blank = answer.blank
             either = sub_element(condition, "or")
             sub_element(either, "varequal", number_text(blank.value), respident="response1")
             window = sub_element(either, "and")
             sub_element(window, "vargte", number_text(blank.value - blank.tolerance), respident="response1")
             sub_element(window, "varlte", number_text(blank.value + blank.tolerance), respident="response1")
         else:
-            for text in question.accepted:
-                sub_element(condition, "varequal", text, respident="response1")
+            for text_ in part.accepted:
+                sub_element(condition, "varequal", text_, respident="response1")
         _score(processing, condition)
-        feedbacks = []
     item.append(processing)
-    _feedback(item, "general_fb", question.feedback)
-    for answer_id, feedback in feedbacks:
-        _feedback(item, f"{answer_id}_fb", feedback)
+    _feedback(item, "general_fb", feedback)
+    for answer_id, note in feedbacks:
+        _feedback(item, f"{answer_id}_fb", note)
     return item
 
 
-def group_section(group: QuestionGroup) -> ET.Element:
-    section = ET.Element("section", ident=group.ident, title=group.title)
-    selection = sub_element(sub_element(section, "selection_ordering"), "selection")
-    sub_element(selection, "selection_number", "1")
-    sub_element(sub_element(selection, "selection_extension"), "points_per_item", f"{group.points:g}")
-    for question in group.questions:
-        section.append(qti_item(question))
+def problem_section(group: QuestionGroup, question: Question) -> ET.Element:
+    """One problem's variant: its answers, all from this one question."""
+    section = ET.Element("section", ident=question.ident, title=group.title)
+    found = answerables(question)
+    if len(found) == 1:
+        section.append(qti_item(question.ident, question.title, question.text, found[0], question.feedback))
+        return section
+    section.append(stem_item(f"{question.ident}-stem", question.title, question.text))
+    for n, answer in enumerate(found, 1):
+        label = answer.blank.label if answer.blank is not None else answer.question.text
+        section.append(qti_item(f"{question.ident}-p{n}", f"{question.title}: {label}", label, answer,
+                                question.feedback if n == len(found) else ""))
     return section
 
 
@@ -129,25 +151,34 @@ def _xml(root: ET.Element) -> bytes:
     return ET.tostring(root, encoding="UTF-8", xml_declaration=True)
 
 
-def assessment_xml(quiz: Quiz) -> bytes:
+def variant_ident(quiz: Quiz, n: int) -> str:
+    return quiz.ident if quiz.variants == 1 else f"{quiz.ident}-v{n}"
+
+
+def variant_title(quiz: Quiz, n: int) -> str:
+    return quiz.title if quiz.variants == 1 else f"{quiz.title} (variant {n} of {quiz.variants})"
+
+
+def assessment_xml(quiz: Quiz, n: int) -> bytes:
     root = ET.Element("questestinterop", {"xmlns": QTI_NS, f"{{{XSI_NS}}}schemaLocation":
                                           f"{QTI_NS} http://www.imsglobal.org/xsd/ims_qtiasiv1p2p1.xsd"})
-    assessment = sub_element(root, "assessment", ident=quiz.ident, title=quiz.title)
+    assessment = sub_element(root, "assessment", ident=variant_ident(quiz, n), title=variant_title(quiz, n))
     meta = sub_element(assessment, "qtimetadata")
     field = sub_element(meta, "qtimetadatafield")
     sub_element(field, "fieldlabel", "cc_maxattempts")
     sub_element(field, "fieldentry", "1")
     root_section = sub_element(assessment, "section", ident="root_section")
     for group in quiz.groups:
-        root_section.append(group_section(group))
+        root_section.append(problem_section(group, question_of_variant(group, n)))
     return _xml(root)
 
 
-def assessment_meta_xml(quiz: Quiz) -> bytes:
-    root = ET.Element("quiz", {"identifier": quiz.ident, "xmlns": CANVAS_NS})
-    sub_element(root, "title", quiz.title)
-    sub_element(root, "description", "Exported by qkv: each question group gives every student one variant.")
-    sub_element(root, "shuffle_answers", "false")
+def assessment_meta_xml(quiz: Quiz, n: int) -> bytes:
+    root = ET.Element("quiz", {"identifier": variant_ident(quiz, n), "xmlns": CANVAS_NS})
+    sub_element(root, "title", variant_title(quiz, n))
+    sub_element(root, "description", f"Exported by qkv: variant {n} of {quiz.variants}; assign each variant's quiz "
+                                     "to its own section or group of students.")
+    sub_element(root, "shuffle_answers", "true")
     sub_element(root, "quiz_type", "assignment")
     sub_element(root, "points_possible", f"{sum(g.points for g in quiz.groups):g}")
     sub_element(root, "allowed_attempts", "1")
@@ -161,19 +192,22 @@ def manifest_xml(quiz: Quiz) -> bytes:
     sub_element(metadata, "schemaversion", "1.1.3")
     sub_element(root, "organizations")
     resources = sub_element(root, "resources")
-    quiz_resource = sub_element(resources, "resource", identifier=quiz.ident, type="imsqti_xmlv1p2")
-    sub_element(quiz_resource, "file", href=f"{quiz.ident}/{quiz.ident}.xml")
-    sub_element(quiz_resource, "dependency", identifierref=f"{quiz.ident}-meta")
-    meta_resource = sub_element(resources, "resource", identifier=f"{quiz.ident}-meta",
-                         type="associatedcontent/imscc_xmlv1p1/learning-application-resource",
-                         href=f"{quiz.ident}/assessment_meta.xml")
-    sub_element(meta_resource, "file", href=f"{quiz.ident}/assessment_meta.xml")
+    for n in range(1, quiz.variants + 1):
+        ident = variant_ident(quiz, n)
+        quiz_resource = sub_element(resources, "resource", identifier=ident, type="imsqti_xmlv1p2")
+        sub_element(quiz_resource, "file", href=f"{ident}/{ident}.xml")
+        sub_element(quiz_resource, "dependency", identifierref=f"{ident}-meta")
+        meta_resource = sub_element(resources, "resource", identifier=f"{ident}-meta",
+                                    type="associatedcontent/imscc_xmlv1p1/learning-application-resource",
+                                    href=f"{ident}/assessment_meta.xml")
+        sub_element(meta_resource, "file", href=f"{ident}/assessment_meta.xml")
     return _xml(root)
 
 
 def qti_zip(quiz: Quiz) -> bytes:
-    return zip_bytes({
-        "imsmanifest.xml": manifest_xml(quiz),
-        f"{quiz.ident}/{quiz.ident}.xml": assessment_xml(quiz),
-        f"{quiz.ident}/assessment_meta.xml": assessment_meta_xml(quiz),
-    })
+    files = {"imsmanifest.xml": manifest_xml(quiz)}
+    for n in range(1, quiz.variants + 1):
+        ident = variant_ident(quiz, n)
+        files[f"{ident}/{ident}.xml"] = assessment_xml(quiz, n)
+        files[f"{ident}/assessment_meta.xml"] = assessment_meta_xml(quiz, n)
+    return zip_bytes(files)

@@ -291,35 +291,40 @@ def sinusoidal_positional_encoding(n, d):
 
 STUDENT_ID = ""
 
-ANSWERS = {'one-query-by-hand': {'scores': [8.0, 0.0, 2.0],
-                       'weights': [0.9971936828, 0.0003345212, 0.002471796],
-                       'output': [3.0136970649, 6.9996654788, 6.0052781132],
-                       'scaled_weights': [0.9604618959, 0.0094745775, 0.0300635266]},
+ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
+                       'weights': [0.6652409558, 0.2447284711, 0.0900305732],
+                       'output': [4.0900305732, 3.4851798094, 5.6005736311],
+                       'scaled_weights': [0.5328968375, 0.2991597123, 0.1679434501]},
  'masked-renormalisation': {'weights': [0.1428571429, 0.1428571429, 0.7142857143],
                             'output': 11.0,
                             'masked_weights': [0.0, 0.1666666667, 0.8333333333],
                             'masked_output': 12.3333333333},
- 'layer-norm-by-hand': {'mean': 2.0,
-                        'variance': 12.5,
-                        'normalised': [0.8485281374, 0.5656854249, -1.6970562748, 0.2828427125]},
+ 'layer-norm-by-hand': {'mean': 5.0, 'variance': 1.0, 'normalised': [1.0, 1.0, -1.0, -1.0]},
  'ffn-by-hand': {'pre': [2.0, -1.0, -1.0], 'hidden': [2.0, 0.0, 0.0], 'output': [0.0, 2.0]},
  'mha-parameter-count': {'weights': 1048576.0, 'biases': 2048.0, 'total': 1050624.0},
- 'score-growth': {'scores_old': 1048576.0, 'scores_new': 4194304.0, 'ratio': 4.0},
+ 'score-growth': {'scores_old': 262144.0, 'scores_new': 1048576.0, 'ratio': 4.0},
  'scores-shape': 'nq x nk',
  'output-shape': 'n x dv',
  'split-heads-shape': 'n x d/h',
  'concat-shape': '10 x 512',
  'rnn-sequential': {'answer': False,
+                    'follow_up': 'A',
                     'correction': 'Given the whole input sequence, a Transformer processes all '
                                   'positions at once: the scores QK^T, the softmax and AV are '
                                   'matrix operations over every position in parallel. Only '
                                   'autoregressive generation is step by step, because each new '
                                   'token depends on the tokens generated before it.'},
  'heads-reduce-cost': {'answer': False,
-                       'correction': 'With the model width d fixed, each head works in d/h '
-                                     'dimensions, so h heads together still cost O(n^2 d); heads '
-                                     'change what is computed, not how much.'},
+                       'follow_up': 'C',
+                       'correction': 'The advantage of multiple heads is what they can represent: '
+                                     'h heads attend in h different learned subspaces at once, so '
+                                     'one layer can follow several relations (for example '
+                                     'agreement and coreference) in parallel. The cost is not '
+                                     'reduced: with the model width d fixed each head works in d/h '
+                                     'dimensions, so h heads together still cost O(n^2 d), the '
+                                     'same as one wide head.'},
  'ffn-quadratic': {'answer': False,
+                   'follow_up': 327680.0,
                    'correction': 'The FFN does act on each position independently, and for exactly '
                                  'that reason its cost is O(n d d_ff): linear in the sequence '
                                  'length n. The O(n^2) term of a layer comes from attention, which '

@@ -278,11 +278,11 @@ ANSWERS = {
     # concat-shape (1 point): Shape of the concatenated heads
     "concat-shape": None,
     # rnn-sequential (2 points): Does a Transformer read one word at a time?
-    "rnn-sequential": {"answer": None, "correction": ""},
+    "rnn-sequential": {"answer": None, "follow_up": None, "correction": ""},
     # heads-reduce-cost (2 points): Do more heads make attention cheaper?
-    "heads-reduce-cost": {"answer": None, "correction": ""},
+    "heads-reduce-cost": {"answer": None, "follow_up": None, "correction": ""},
     # ffn-quadratic (2 points): Is the FFN quadratic in the length?
-    "ffn-quadratic": {"answer": None, "correction": ""},
+    "ffn-quadratic": {"answer": None, "follow_up": None, "correction": ""},
     # mha-heads-and-parameters (2 points): Heads and the parameter count
     "mha-heads-and-parameters": None,
 }

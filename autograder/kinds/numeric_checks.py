@@ -1,0 +1,135 @@
+"""`qkv validate`'s checks of a numeric problem: a problem in, 'field: reason' findings and a summary of its draws out.
+
+The lecture's figures are reproduced; 200 variants are drawn (each must be feasible and
+keep the problem's `by_hand` rules, which the generator enforces, so a rule no draw can
+keep shows up as an infeasible problem); every rule names a quantity `compute` gives;
+the tables the rules promise and the counting base of each position part are printed
+in the prompt; and every misconception's wrong method differs from the right answers
+on every variant. `draws` keeps the 200 variants for the summary validate prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from autograder.bank.resolve import resolve
+from autograder.bank.variants import InfeasibleProblem, Variant, draw_variant, lecture_variant
+from autograder.kinds.by_hand import spread_report, table_markdown
+
+VARIANTS_CHECKED = 200  # drawn by `qkv validate` for each parameterised problem
+_DRAWN: dict[int, tuple[object, list[Variant]]] = {}
+
+
+def draws(problem) -> list[Variant]:
+    """The variants of seeds 0 to 199 (remembered: validate checks them, then summarises them)."""
+    cached = _DRAWN.get(id(problem))
+    if cached is not None and cached[0] is problem:
+        return cached[1]
+    variants = [draw_variant(problem, seed) for seed in range(VARIANTS_CHECKED)]
+    _DRAWN[id(problem)] = (problem, variants)
+    return variants
+
+
+@dataclass(frozen=True)
+class DrawSummary:
+    problem_id: str
+    variants: int
+    distinct: int
+    rules: str
+    spread: str
+
+
+def summary(problem) -> DrawSummary | None:
+    """How varied and how workable the 200 checked variants are, for validate's table; None without parameters."""
+    if not problem.parameters:
+        return None
+    try:
+        variants = draws(problem)
+    except InfeasibleProblem:
+        return None
+    distinct = len({repr(sorted(v.params.items())) for v in variants})
+    rules = problem.by_hand
+    named = [] if rules is None else [f"{k}" for k, v in rules.model_dump(exclude_defaults=True).items() if v]
+    spread = spread_report(rules, [v.quantities for v in variants]) if rules is not None else ""
+    return DrawSummary(problem.id, len(variants), distinct, ", ".join(named), spread)
+
+
+def _lecture_findings(problem, variant: Variant) -> list[str]:
+    out = []
+    parts = {p.name: p for p in problem.parts}
+    for name, figure in problem.lecture_example.expected.items():
+        if name not in parts:
+            out.append(f"lecture_example.expected.{name}: no part of that name")
+            continue
+        got, want = variant.answers[name], np.asarray(figure, dtype=float)
+        tol = parts[name].tolerance
+        if got.shape != want.shape or not np.allclose(got, want, atol=tol.abs, rtol=tol.rel):
+            out.append(f"lecture_example.expected.{name}: computed {np.round(got, 6).tolist()} "
+                       f"but the file says {want.tolist()}")
+    return out
+
+
+def _rule_findings(problem, sample: Variant, prompt: str) -> list[str]:
+    rules = problem.by_hand
+    if rules is None:
+        return ["by_hand: a problem with parameters says what makes its variants workable by hand "
+                "(whole numbers, fractions, a table, a spread ...)"]
+    out = [f"by_hand: no quantity {name!r} (compute gives {', '.join(sorted(sample.quantities))})"
+           for name in sorted(rules.quantities()) if name not in sample.quantities]
+    if not out and rules.tables and table_markdown(rules, sample.quantities) not in prompt:
+        out.append("prompt: the by_hand tables are not printed: put {{ tables }} in the prompt")
+    return out
+
+
+def _position_findings(problem, prompt: str) -> list[str]:
+    out = []
+    for part in problem.parts:
+        if part.form == "position" and not any(f"{word} from {part.base}" in prompt for word in ("counting", "counted")):
+            out.append(f"parts.{part.name}: the prompt must say the position is counted from {part.base} "
+                       f"(\"counting from {part.base}\")")
+    return out
+
+
+def _twin_findings(problem, variants: list[Variant]) -> list[str]:
+    from autograder.kinds.numeric import close
+
+    for wrong in problem.misconceptions:
+        twin = resolve(wrong.compute)
+        for variant in variants:
+            answers = twin(**variant.params)
+            # indistinguishable when every part it gives is within that part's grading tolerance
+            if all(close(np.asarray(answers[p.name], dtype=float), variant.answers[p.name], p.tolerance)
+                   for p in problem.parts if p.name in answers):
+                return [f"misconceptions.{wrong.id}: gives the right answer for {variant.params}"]
+    return []
+
+
+def numeric_findings(problem, render_findings) -> list[str]:
+    from autograder.kinds.numeric import render_prompt
+
+    found: list[str] = []
+    variants: list[Variant] = []
+    if problem.lecture_example is not None:
+        variants.append(lecture_variant(problem))
+        found += _lecture_findings(problem, variants[0])
+    if problem.parameters:
+        try:
+            drawn = draws(problem)
+        except InfeasibleProblem as err:
+            return found + [f"parameters: {err}"]
+        variants += drawn
+        try:
+            prompt = render_prompt(problem, drawn[0])
+        except Exception:  # noqa: BLE001 - reported by render_findings below
+            prompt = ""
+        found += _rule_findings(problem, drawn[0], prompt)
+    found += _twin_findings(problem, variants)
+    for variant in variants[:3]:
+        found += [f for f in render_findings(problem, variant) if f not in found]
+        try:
+            found += [f for f in _position_findings(problem, render_prompt(problem, variant)) if f not in found]
+        except Exception:  # noqa: BLE001 - a template that does not render is reported above
+            pass
+    return found
