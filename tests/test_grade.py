@@ -196,6 +196,11 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
     damaged_gradebook = tmp_path / "damaged"
     damaged_gradebook.mkdir()
     (damaged_gradebook / GRADEBOOK_FILE).write_text("not sqlite")
+    earlier_gradebook = tmp_path / "earlier"
+    earlier_gradebook.mkdir()
+    with sqlite3.connect(earlier_gradebook / GRADEBOOK_FILE) as db:  # format 1 kept test_scores as a table
+        db.executescript("CREATE TABLE submissions (student TEXT PRIMARY KEY, result TEXT);"
+                         "CREATE TABLE test_scores (student TEXT, problem TEXT, test TEXT, score REAL);")
     damaged_bundle = tmp_path / "dist"
     shutil.copytree(built_numpy.out, damaged_bundle)
     next((damaged_bundle / "autograder" / "problems").glob("*.yaml")).unlink()
@@ -207,6 +212,8 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
         (["attention-numpy", str(a_file), *dist], "is a file, not a folder of submissions", None),
         (["attention-numpy", str(subs), *dist, "--out", str(a_file)], f"{a_file}: exists and is not a folder", None),
         (["attention-numpy", str(subs), *dist, "--out", str(damaged_gradebook)], "not a gradebook qkv can use", None),
+        (["attention-numpy", str(subs), *dist, "--out", str(earlier_gradebook)],
+         "a gradebook of format 0, this qkv writes format 2", None),
         (["attention-numpy", str(subs), "--dist", str(damaged_bundle)], "damaged grading bundle", None),
         (["attention-numpy", str(subs), *dist, "--out", str(tmp_path / "new"), "--isolation", "bwrap"],
          "--isolation: bwrap isolation was requested but is not usable here", no_bwrap),
