@@ -2,8 +2,8 @@
 
 Takes a `NumericProblem` and its `Variant` (bank/variants.py); gives the prompt
 and solution rendered from the variant's numbers, each part judged within its
-tolerance (points split equally over the parts), the self-check's salted
-digests on a grid inside the tolerance, validate's checks of the lecture's
+tolerance (points split equally over the parts), the self-check's sealed
+cells (kinds/sealing.py), validate's checks of the lecture's
 figures, the draws and the misconception twins, and the answer key, exam
 blanks, drill questions and quiz groups, each naming a misconception whose
 wrong-method answer a typed answer equals.
