@@ -279,8 +279,11 @@ def pe_column_index(n, d):
 # ---------------------------------------------------------------- add_and_norm
 
 
-def add_norm_pre_norm(x, sublayer_out, gamma, beta, eps=1e-5):
-    """x + LayerNorm(sublayer_out): the sum itself is never normalised."""
+def add_norm_sublayer_normalised(x, sublayer_out, gamma, beta, eps=1e-5):
+    """x + LayerNorm(sublayer_out): the sublayer's output is normalised and the sum never is.
+
+    Neither post-norm, LN(x + F(x)), nor pre-norm, x + F(LN(x)), which normalises the sublayer's input.
+    """
     return _f(x) + ref.layer_norm(sublayer_out, gamma, beta, eps)
 
 
