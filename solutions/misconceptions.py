@@ -40,6 +40,13 @@ def scores_divided_by_dk(Q, K, scale=True):
     return S / _f(Q).shape[-1] if scale else S
 
 
+def scores_k_dot_t(Q, K, scale=True):
+    """Q @ K.T: right for one matrix, but on a batch `.T` reverses every axis of K, batch axes too."""
+    Q, K = _f(Q), _f(K)
+    S = Q @ K.T
+    return S / math.sqrt(Q.shape[-1]) if scale else S
+
+
 # ---------------------------------------------------------------- softmax_rows
 
 
@@ -68,6 +75,44 @@ def softmax_no_max_shift(S, mask=None):
             e = np.where(mask, e, 0.0)
         total = e.sum(axis=-1, keepdims=True)
         return e / np.where(total > 0, total, 1.0)
+
+
+def softmax_keepdims_forgotten(S, mask=None):
+    """Row maximum and row sum taken without keepdims: the (..., n) results line up with the last axis,
+    so entry (i, j) is shifted by row j's maximum and divided by row j's sum (silent on square input)."""
+    S = _f(S)
+    logits = S if mask is None else np.where(mask, S, -np.inf)
+    with np.errstate(all="ignore"):
+        row_max = logits.max(axis=-1)
+        row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+        e = np.exp(logits - row_max)
+        total = e.sum(axis=-1)
+        return e / np.where(total > 0, total, 1.0)
+
+
+def softmax_mask_minus_1e9(S, mask=None):
+    """Masked scores set to -1e9 instead of -inf: right while a row has an allowed key, but a fully
+    masked row is a row of equal scores and comes out uniform."""
+    S = _f(S)
+    logits = S if mask is None else np.where(mask, S, -1e9)
+    with np.errstate(under="ignore"):
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_nan_fully_masked(S, mask=None):
+    """-inf masking and the max shift with no guard: a fully masked row gives -inf - (-inf) = nan."""
+    S = _f(S)
+    logits = S if mask is None else np.where(mask, S, -np.inf)
+    with np.errstate(all="ignore"):
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_mask_inverted(S, mask=None):
+    """True read as "blocked" (PyTorch's attn_mask and key_padding_mask, or masked_fill(mask, -inf)):
+    exactly the keys that were allowed are hidden."""
+    return ref.softmax_rows(S, None if mask is None else ~np.asarray(mask, dtype=bool))
 
 
 # ----------------------------------------------------------------- causal_mask
@@ -132,6 +177,20 @@ def sdpa_scores_transposed(Q, K, V, mask=None, scale=True):
     return weights @ _f(V), weights
 
 
+def sdpa_scaled_after_softmax(Q, K, V, mask=None, scale=True):
+    """softmax(Q K^T) / sqrt(d_k): the weights are divided after the softmax, so each row sums to 1/sqrt(d_k)."""
+    weights = ref.softmax_rows(ref.attention_scores(Q, K, scale=False), mask)
+    if scale:
+        weights = weights / math.sqrt(_f(Q).shape[-1])
+    return weights @ _f(V), weights
+
+
+def sdpa_mask_inverted(Q, K, V, mask=None, scale=True):
+    """True read as "blocked", as in nn.MultiheadAttention's boolean attn_mask: the allowed keys are hidden."""
+    inverted = None if mask is None else ~np.asarray(mask, dtype=bool)
+    return ref.scaled_dot_product_attention(Q, K, V, mask=inverted, scale=scale)
+
+
 # ------------------------------------------------------------------ layer_norm
 
 
@@ -159,6 +218,14 @@ def layer_norm_over_tokens(x, gamma, beta, eps=1e-5):
     return (x - mean) / np.sqrt(var + eps) * _f(gamma) + _f(beta)
 
 
+def layer_norm_over_batch(x, gamma, beta, eps=1e-5):
+    """Statistics over the first (batch) axis, as batch normalisation takes them, instead of each token's features."""
+    x = _f(x)
+    mean = x.mean(axis=0, keepdims=True)
+    var = x.var(axis=0, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * _f(gamma) + _f(beta)
+
+
 def layer_norm_no_affine(x, gamma, beta, eps=1e-5):
     """Normalises but never applies gamma and beta."""
     return ref.layer_norm(x, np.ones(np.shape(gamma)), np.zeros(np.shape(beta)), eps)
@@ -175,6 +242,11 @@ def ffn_no_relu(x, W1, b1, W2, b2):
 def ffn_relu_on_output(x, W1, b1, W2, b2):
     """An extra ReLU after the second layer, so the output can never be negative."""
     return np.maximum(ref.feed_forward(x, W1, b1, W2, b2), 0.0)
+
+
+def ffn_biases_ignored(x, W1, b1, W2, b2):
+    """ReLU(x W1) W2: both biases left out."""
+    return np.maximum(_f(x) @ _f(W1), 0.0) @ _f(W2)
 
 
 # ------------------------------------------------------- split_heads, merge_heads
@@ -276,6 +348,11 @@ def pe_column_index(n, d):
     return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
 
 
+def pe_positions_from_one(n, d):
+    """Positions counted 1, ..., n instead of 0, ..., n-1: every row is the next position's."""
+    return ref.sinusoidal_positional_encoding(n + 1, d)[1:]
+
+
 # ---------------------------------------------------------------- add_and_norm
 
 
@@ -295,3 +372,4 @@ def add_norm_no_residual(x, sublayer_out, gamma, beta, eps=1e-5):
 def add_norm_norm_then_add(x, sublayer_out, gamma, beta, eps=1e-5):
     """LayerNorm(x) + sublayer_out: the input is normalised before the addition."""
     return ref.layer_norm(x, gamma, beta, eps) + _f(sublayer_out)
+

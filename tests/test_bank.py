@@ -157,6 +157,16 @@ REQUIRED_MISCONCEPTIONS = {
     ("multi-head-attention", "solutions.misconceptions.mha_scaled_by_sqrt_d"),
     ("multi-head-attention", "solutions.misconceptions.mha_without_wo"),
     ("attention-scores", "solutions.misconceptions.scores_transposed"),
+    ("softmax-rows", "solutions.misconceptions.softmax_keepdims_forgotten"),
+    ("softmax-rows", "solutions.misconceptions.softmax_mask_minus_1e9"),
+    ("softmax-rows", "solutions.misconceptions.softmax_nan_fully_masked"),
+    ("softmax-rows", "solutions.misconceptions.softmax_mask_inverted"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_mask_inverted"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_scaled_after_softmax"),
+    ("attention-scores", "solutions.misconceptions.scores_k_dot_t"),
+    ("sinusoidal-positional-encoding", "solutions.misconceptions.pe_positions_from_one"),
+    ("feed-forward", "solutions.misconceptions.ffn_biases_ignored"),
+    ("layer-norm", "solutions.misconceptions.layer_norm_over_batch"),
 }
 
 
@@ -523,8 +533,8 @@ def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
     ("positional/pe-entry.yaml", "range: [1, 6]", "range: [8, -4]", ":9: parameters.p: range must be [low, high]"),
     ("positional/pe-entry.yaml", "{ints: [], range", "{intz: [], range", ":9: parameters.p: a parameter is {ints"),
     ("attention/softmax-rows.yaml", "{causal_mask: 6}", "{causal_mask: 0}",
-     ":44: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
-    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":35: public_tests[0].kwargs.mask.dtype: Input should be"),
+     ":48: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
+    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":39: public_tests[0].kwargs.mask.dtype: Input should be"),
 ])
 def test_a_wrong_input_or_parameter_spec_names_its_own_field(file, old, new, message) -> None:
     text = (ROOT / "question_bank" / file).read_text()
