@@ -22,6 +22,7 @@ __all__ = [
     "attention_flops",
     "ffn_flops",
     "kv_cache_entries",
+    "kv_cache_bytes",
 ]
 
 
@@ -120,3 +121,12 @@ def kv_cache_entries(n: int, d: int, h: int, kv_heads: int, layers: int = 1) -> 
     """Numbers stored in a KV cache: keys and values for n tokens, kv_heads * d/h wide, per layer."""
     _require_positive(n=n, layers=layers)
     return 2 * layers * n * _kv_width(d, h, kv_heads)
+
+
+def kv_cache_bytes(
+    n: int, d: int, h: int, kv_heads: int, layers: int = 1, batch: int = 1, bytes_per_value: int = 2
+) -> int:
+    """Memory of a KV cache in bytes: ``kv_cache_entries`` for each of ``batch`` sequences, times the
+    size of one stored number (2 for float16 / bfloat16, 4 for float32)."""
+    _require_positive(batch=batch, bytes_per_value=bytes_per_value)
+    return batch * bytes_per_value * kv_cache_entries(n, d, h, kv_heads, layers)
