@@ -7,7 +7,10 @@ multiply-add counts: one multiply-add per term of every dot product.
 
 from __future__ import annotations
 
-from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = [
     "head_dim",
@@ -98,6 +101,10 @@ def attention_score_count(n: int, heads: int = 1) -> int:
 
 def attention_score_growth(n_old: int, n_new: int) -> Fraction:
     """Factor by which the number of scores grows when the length goes from n_old to n_new."""
+    # Imported here, not at the top: an answer key made from this module (kv_cache_bytes) carries its
+    # top-level imports, and a sandbox without namespaces may only import what its zygote preloaded.
+    from fractions import Fraction
+
     _require_positive(n_old=n_old, n_new=n_new)
     return Fraction(n_new, n_old) ** 2
 

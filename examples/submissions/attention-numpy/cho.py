@@ -629,7 +629,7 @@ def grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None):
 
 
 def kv_cache_bytes(n, d, h, kv_heads, layers=1, batch=1, bytes_per_value=2):
-    from fractions import Fraction
+    from typing import TYPE_CHECKING
 
     def _require_positive(**values: int) -> None:
         for name, value in values.items():
