@@ -245,3 +245,47 @@ def test_a_required_exception_is_recognised_by_its_type(error, passed):
     problem = CodeProblem("split-heads", "split heads", 2.0, "split_heads", (test,), {})
     run = ProblemRun("ok", "ran 1 call", {test.call_id: CallResult(ok=False, error=error)})
     assert score_test(problem, test, run).passed is passed
+
+
+TORCH_MASK_HABITS = '''
+
+def softmax_rows(S, mask=None):
+    # PyTorch's habit: masked_fill fills where the mask is True, as if True meant "blocked"
+    logits = S if mask is None else S.masked_fill(mask, float("-inf"))
+    row_max = logits.amax(dim=-1, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    e = torch.exp(logits - row_max)
+    total = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def attention_scores(Q, K, scale=True):
+    S = Q @ K.T  # fine for one matrix; on a batch .T reverses every axis
+    return S / Q.shape[-1] ** 0.5 if scale else S
+
+
+def padding_mask(lengths, n):
+    return torch.arange(n) >= lengths[..., None]  # key_padding_mask's convention: True = ignore
+'''
+
+
+def test_torch_track_names_pytorch_habits(bank, tmp_path):
+    """On the torch track, tensors in: the key earns full marks, and PyTorch's own conventions
+    (True = blocked masks, K.T) are named although the misconceptions are NumPy twins."""
+    from autograder.build import build
+
+    built = build("attention-torch", tmp_path / "dist", bank=bank)
+    key = key_module(built.assignment)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "key.py").write_text(key)
+    (subs / "habits.py").write_text(key + TORCH_MASK_HABITS)
+    run = grade_class(built.out / "autograder", subs, tmp_path / "out", jobs=2, timeout=10.0)
+    by_student = {r.student: r for r in run.results}
+    assert by_student["key"].score == pytest.approx(by_student["key"].max_score)
+    habits = by_student["habits"]
+    lost = {p.problem_id for p in habits.problems if p.score < p.max_score - 1e-9}
+    assert lost == {"softmax-rows", "attention-scores", "padding-mask"}
+    named = {(p.problem_id, t.misconception) for p in habits.problems for t in p.tests if t.misconception}
+    assert {("softmax-rows", "mask-polarity-inverted"), ("attention-scores", "k-dot-t-on-a-batch"),
+            ("padding-mask", "true-on-padding")} <= named
