@@ -120,7 +120,9 @@ def summarise(result: SubmissionResult, functions: dict[str, str], messages: dic
                     if function not in into:
                         into.append(function)
                 continue
-            text = "not answered" if written and test.message == "not answered" else test.message
+            text = test.message
+            if written and not written_mistakes and text != "not answered":
+                text = "answer not right"  # a written answer's verdict may give the answer away before the due date
             loose.setdefault((problem.problem_id, text), []).append(test)
     ordered = sorted(lessons.values(), key=lambda lesson: (-lesson.points, lesson.problem, lesson.mistake))
     index = {(lesson.problem, lesson.mistake): i for i, lesson in enumerate(ordered)}
@@ -142,7 +144,7 @@ def not_loaded_line(result: SubmissionResult) -> str:
         return why
     parts = [f"{code} test{'s' if code != 1 else ''} not run"] if code else []
     parts += [f"{written} written answer{'s' if written != 1 else ''} not read"] if written else []
-    return f"{' and '.join(parts)}: the file did not run to the end ({why})"
+    return f"{' and '.join(parts)}: the file never finished loading ({why})"
 
 
 def problem_lines(problem: ProblemResult, summary: Summary) -> dict[str, Any]:
