@@ -238,3 +238,29 @@ def test_gradebooks_of_earlier_versions_still_read(graded):
     old = SubmissionResult.from_json(json.loads(json.dumps(data)))
     assert all(t.cause is None for p in old.problems for t in p.tests)
     assert summarise(old, {}, {}).lessons  # an old result still gets a summary, in its tests' own words
+
+
+# ------------------------------------------------------------------ the instructor's view
+
+
+def test_the_class_page_counts_each_mistake_where_it_starts_with_an_anonymous_example(graded, built_numpy):
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.mistakes import class_mistakes
+    from autograder.classroom.stats import analyse, bundle_info, load_scores
+    from autograder.classroom.stats_page import stats_html
+
+    run, out, _ = graded
+    info = bundle_info(read_bundle(built_numpy.out / "autograder"))
+    with open_gradebook(out, "attention-numpy") as db:
+        mistakes = {(m.problem, m.mistake): m for m in class_mistakes(db, info[3], info[0])}
+        analysis = analyse(load_scores(db), *info)
+    column = mistakes[("softmax-rows", "column-softmax")]
+    assert (column.students, column.points, column.message) == (1, 17.0, COLUMN)
+    assert column.touches == ("softmax-rows", "scaled-dot-product-attention", "multi-head-attention")
+    assert column.example.visibility == "public" and column.example.problem == "softmax-rows"
+    assert column.example.got == "shape (1, 3): [1, 1, 0]" and column.example.message.startswith(COLUMN)
+    assert ("layer-norm", "unbiased-variance") in mistakes and ("attention-scores", "missing-scale") in mistakes
+    html = stats_html(analysis, "A", tuple(mistakes.values()))
+    table = html[html.index('id="class-mistakes"'):html.index("<h2>Named misconceptions</h2>")]
+    assert 'data-mistake="softmax-rows/column-softmax"' in table and "17.00" in table
+    assert not any(student in table for student in ("ben", "cho", "dan", "zed"))

@@ -135,7 +135,9 @@ class Gradebook:
     def record(self, result: SubmissionResult, isolation: str, context: GradingContext = GradingContext()) -> None:
         """Store one submission's result in a single transaction: the latest (replacing an older one) and its history."""
         bundle = self.db.execute("SELECT value FROM meta WHERE key = 'bundle'").fetchone()
-        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed), t.misconception)
+        # a mistake of a function built on is stored as "that problem/mistake", so the class counts it where it starts
+        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed),
+                  f"{t.cause}/{t.misconception}" if t.cause and t.misconception else t.misconception)
                  for p in result.problems for t in p.tests]
         now = time.time()
         with self.db:
