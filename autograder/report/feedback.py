@@ -106,8 +106,8 @@ def feedback_html(result: SubmissionResult, title: str, due: str | None, isolati
 
 
 def write_feedback(path: Path, result: SubmissionResult, title: str, due: str | None, isolation: str,
-                   late: Any = None, bundle: GradingBundle | None = None) -> None:
-    write_atomic(path, feedback_html(result, title, due, isolation, late, bundle).encode())
+                   late: Any = None, bundle: GradingBundle | None = None, now: dt.datetime | None = None) -> None:
+    write_atomic(path, feedback_html(result, title, due, isolation, late, bundle, now).encode())
 
 
 __all__ = ["WrittenView", "feedback_html", "page_context", "visible", "write_feedback"]
