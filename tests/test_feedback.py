@@ -264,3 +264,15 @@ def test_the_class_page_counts_each_mistake_where_it_starts_with_an_anonymous_ex
     table = html[html.index('id="class-mistakes"'):html.index("<h2>Named misconceptions</h2>")]
     assert 'data-mistake="softmax-rows/column-softmax"' in table and "17.00" in table
     assert not any(student in table for student in ("ben", "cho", "dan", "zed"))
+
+
+def test_validate_names_a_builds_on_that_is_not_a_function_of_the_bank(bank):
+    from autograder.bank.load import Bank
+    from autograder.bank.validate import validate_bank
+
+    problem = bank.get("add-and-norm").model_copy(update={"builds_on": ["layer-norm", "why-scale", "no-such"]})
+    small = Bank({"add-and-norm": problem, "layer-norm": bank.get("layer-norm"), "why-scale": bank.get("why-scale")},
+                 {k: bank.paths[k] for k in ("add-and-norm", "layer-norm", "why-scale")}, bank.root)
+    found = [f.what for f in validate_bank(small) if "builds_on" in f.what]
+    assert found == ["builds_on: why-scale is not another implement problem of the bank",
+                     "builds_on: no-such is not another implement problem of the bank"]
