@@ -62,7 +62,7 @@ def test_late_penalties_follow_the_policy_and_the_extensions(canvas_class):
     assert (late["s2026006"].penalty, late["s2026006"].final) == (40.0, 31.0)
     assert late["s2026006"].rule == "6 days late: -50% of 80 points (the cap)"
     table = gradebook_rows(out)
-    assert (table["s2026002"]["total"], table["s2026002"]["penalty"], table["s2026002"]["final"]) == ("76", "16", "60")
+    assert (table["s2026002"]["total"], table["s2026002"]["penalty"], table["s2026002"]["final"]) == ("63", "16", "47")
     assert table["s2026001"]["late_rule"] == "on time"
 
 
@@ -70,7 +70,7 @@ def test_feedback_pages_show_the_students_own_due_date_and_penalty(canvas_class)
     _, out = canvas_class
     ben = (out / "feedback" / "s2026002" / "feedback.html").read_text()
     assert "Your due date: <strong>2026-12-18T23:59+08:00</strong>" in ben
-    assert "late penalty -16" in ben and "final score <strong>60 / 80</strong>" in ben
+    assert "late penalty -16" in ben and "final score <strong>47 / 80</strong>" in ben
     cho = (out / "feedback" / "s2026003" / "feedback.html").read_text()
     assert "Your due date: <strong>2026-12-20T23:59+08:00</strong> (extension +48 h)" in cho
     assert "late penalty" not in cho
@@ -210,7 +210,7 @@ def test_canvas_import_file_reads_back_by_canvas_rules(canvas_class):
         student = roster[row[1]]  # Canvas matches on ID, the Canvas user id
         assert (row[2], row[3], row[4]) == (student.id, student.email, student.section)
         grades[student.id] = float(row[5]) if row[5] else None
-    assert grades["s2026002"] == 60 and grades["s2026006"] == 31 and grades["s2026001"] == 80
+    assert grades["s2026002"] == 47 and grades["s2026006"] == 31 and grades["s2026001"] == 80
     assert grades["s2026009"] is None  # nothing handed in: blank, Canvas keeps what it has
     assert len(grades) == 9
 
@@ -224,7 +224,7 @@ def test_moodle_import_file_reads_back_by_email_and_id_number(canvas_class):
     by_email = {r["Email address"]: r for r in rows}
     by_id = {r["ID number"]: r for r in rows}
     title = "Attention from scratch (NumPy)"
-    assert float(by_email["ben@uni.example"][title]) == 60 and by_email["ben@uni.example"] is by_id["s2026002"]
+    assert float(by_email["ben@uni.example"][title]) == 47 and by_email["ben@uni.example"] is by_id["s2026002"]
     assert "late penalty -16" in by_email["ben@uni.example"]["Feedback"]
     assert by_email["ivy@uni.example"][title] == ""
 
