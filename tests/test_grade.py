@@ -81,13 +81,14 @@ def test_feedback_names_the_mistake(graded, student, mistake):
     messages = [t["output"] for t in results(out, student)["tests"] if t["score"] == 0]
     assert any(problem.misconceptions[mistake] in m for m in messages)
     html = (out / "feedback" / student / "feedback.html").read_text()
-    assert "Likely mistake" in html
+    fix_first = html.split('id="fix-first"', 1)[1].split('id="by-problem"', 1)[0]
+    assert fix_first.count(problem.misconceptions[mistake]) == 1 and html.count(problem.misconceptions[mistake]) == 1
 
 
 def test_attention_feedback_draws_heatmaps(graded):
     _, out, _ = graded
     html = (out / "feedback" / "columns" / "feedback.html").read_text()
-    assert html.count("data:image/png;base64,") >= 2
+    assert html.count('class="matrix"') >= 2 and html.count('class="scale"') >= 1
 
 
 @pytest.mark.parametrize("student, status", [
@@ -225,12 +226,19 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
     assert not (tmp_path / "new").exists(), "a refused option must leave no gradebook behind"
 
 
-def test_weights_heatmap_only_for_weight_like_outputs():
-    from autograder.grade.score import _weights_heatmap
+def test_what_a_failed_test_draws():
+    from autograder.grade.matrices import picture
 
-    weights = np.full((3, 3), 1 / 3)
-    assert _weights_heatmap(weights * 0, weights) is not None
-    assert _weights_heatmap(weights, np.arange(9.0).reshape(3, 3)) is None
+    weights = np.full((2, 3, 3), 1 / 3)
+    drawn = picture((weights * 0,), (weights,), (), {"mask": np.tril(np.ones((3, 3), dtype=bool))})
+    assert drawn["kind"] == "weights" and drawn["of"] == 2 and len(drawn["want"]) == 3
+    assert drawn["mask"] == np.tril(np.ones((3, 3), dtype=bool)).tolist()
+    # of a pair (output, weights), the weights; other matrices as values; vectors and huge matrices not at all
+    assert picture((np.ones((3, 2)), weights[0] * 0), (np.ones((3, 2)), weights[0]), (), {})["want"][0][0] == 0.3333
+    assert picture((weights[0],), (np.arange(9.0).reshape(3, 3),), (), {})["kind"] == "values"
+    assert picture((np.ones(3),), (np.zeros(3),), (), {}) is None
+    assert picture((np.ones((13, 3)),), (np.zeros((13, 3)),), (), {}) is None
+    assert picture((np.full((2, 2), np.nan),), (np.eye(2),), (), {})["got"] == [[None, None], [None, None]]
 
 
 @pytest.mark.parametrize("error, passed", [

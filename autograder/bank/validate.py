@@ -5,7 +5,8 @@ reference resolves, then its kind's own checks pass (`Kind.check`): a lecture
 example reproduces the lecture's figures; drawn variants are feasible; templates
 render; and for each `implement` problem the reference passes every test on
 every track, the stub fails every test, and each misconception fails at least
-one hidden test (the hidden tests can catch it).
+one hidden test (the hidden tests can catch it); what an `implement` problem
+`builds_on` must be other implement problems of the bank.
 """
 
 from __future__ import annotations
@@ -49,9 +50,14 @@ def check_problem(problem: Problem) -> list[str]:
 
 def validate_bank(bank: Bank) -> list[Finding]:
     findings = []
+    functions = {p.id for p in bank.by_kind("implement")}
     for problem_id, problem in sorted(bank.problems.items()):
         where = str(bank.paths[problem_id])
         findings += [Finding(where, what) for what in check_problem(problem)]
+        # the one field that names other problems: feedback composes their mistakes into this one's reference
+        for other in getattr(problem, "builds_on", None) or ():
+            if other not in functions or other == problem_id:
+                findings.append(Finding(where, f"builds_on: {other} is not another implement problem of the bank"))
     return findings
 
 

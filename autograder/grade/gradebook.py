@@ -139,7 +139,9 @@ class Gradebook:
 
     def record(self, result: SubmissionResult, isolation: str, context: GradingContext = GradingContext()) -> None:
         """Store one grading of a submission in a single transaction; it becomes the student's latest."""
-        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed), t.misconception)
+        # a mistake of a function built on is stored as "that problem/mistake", so the class counts it where it starts
+        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed),
+                  f"{t.cause}/{t.misconception}" if t.cause and t.misconception else t.misconception)
                  for p in result.problems for t in p.tests]
         now = time.time()
         with self.db:

@@ -103,6 +103,8 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
         return Verdict(False, f"{part.label}: expected {want.size} number(s), got {got.size}")
     if close(got, want, part.tolerance):
         return Verdict(True, f"{part.label}: correct")
+    if part.tolerance.abs == 0 and part.tolerance.rel == 0:  # "not within 0 of the answer" read as nonsense
+        return Verdict(False, f"{part.label}: not the answer (it must be exact)")
     window = f"{part.tolerance.abs:g}" + (f" + {part.tolerance.rel:g} x |answer|" if part.tolerance.rel else "")
     return Verdict(False, f"{part.label}: not within {window} of the answer")
 
