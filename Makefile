@@ -7,9 +7,14 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test setup system-deps clean
 
 # bubblewrap is the sandbox for student code; chromium prints exam PDFs (and tests read pages in it), poppler-utils
-# turns PDF pages into images for the tests, libjs-katex renders formulas in exam pages offline. Installed when we
-# may (root, apt), with one apt-get update, so the isolated mode and the exam formats are what runs.
-SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex
+# turns PDF pages into images for the tests, libjs-katex renders formulas in exam pages offline, npm fetches axe-core
+# (below). Installed when we may (root, apt), with one apt-get update, so the isolated mode and the exam formats are
+# what runs.
+SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex npm:npm
+# axe-core checks the feedback page's accessibility in the tests (tests/test_feedback_browser.py), in the repository's
+# own .cache/ (ignored by git), pinned
+AXE := .cache/npm/node_modules/axe-core/axe.min.js
+AXE_VERSION := 4.14.1
 # The sandbox and grading tests run a second time as this unprivileged user (tests/test_as_user.py).
 TEST_USER := qkv-tester
 system-deps:
@@ -35,7 +40,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-setup: system-deps $(STAMP)
+$(AXE):
+	@command -v npm >/dev/null 2>&1 || { echo "error: npm not found (apt-get install npm): the tests need axe-core from it"; exit 1; }
+	npm install --prefix .cache/npm --no-audit --no-fund --no-save --silent axe-core@$(AXE_VERSION)
+
+setup: system-deps $(STAMP) $(AXE)
 
 demo: setup
 	$(BIN)/qkv validate
@@ -51,4 +60,4 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) dist
+	rm -rf $(VENV) dist .cache

@@ -32,7 +32,8 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
     members = {}
     for key, array in arrays.items():
         out = io.BytesIO()
-        np.lib.format.write_array(out, np.ascontiguousarray(array), allow_pickle=False)
+        # not np.ascontiguousarray, which makes a 0-d array (a function returning a number) 1-d
+        np.lib.format.write_array(out, np.asarray(array, order="C"), allow_pickle=False)
         members[f"{key}.npy"] = out.getvalue()
     return zip_bytes(members)
 

@@ -2,8 +2,10 @@
 
 `build` writes it to `dist/NAME/autograder/`; `grade`, the pytest plugin and the
 Gradescope runner read it. It holds every test of every `implement` problem with
-its inputs, expected outputs (already computed by the references) and each
-misconception's outputs, so grading never runs reference code; and the written
+its inputs, expected outputs (already computed by the references), each
+misconception's outputs, and the reference's outputs with a misconception of a
+function it builds on inside (build/compose.py), so grading never runs reference
+code; and the written
 problems' bank files, whose per-student answers are computed from the seed.
 
 Layout: `assignment.json` (metadata), `arrays.npz` (all arrays, read with
@@ -49,6 +51,8 @@ class GradedTest:
     expect_error: str | None = None
     output: Literal["all", "first", "second"] = "all"
     mutant_outputs: dict[str, Outputs] = field(default_factory=dict)
+    # {problem it builds on: {that problem's misconception: the reference's outputs with it inside}}
+    upstream_outputs: dict[str, dict[str, Outputs]] = field(default_factory=dict)
 
     # cached: a class of 1,000 asks each test for these once per student
     @cached_property
@@ -70,6 +74,7 @@ class CodeProblem:
     function: str
     tests: tuple[GradedTest, ...]
     misconceptions: dict[str, str]  # id -> message for the student
+    builds_on: tuple[str, ...] = ()  # problems whose mistakes its tests recognise, in the assignment's order
 
     @cached_property
     def total_weight(self) -> float:
@@ -157,9 +162,12 @@ def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, 
                 "kwargs": {k: _encode_value(v, f"{base}/kwarg/{k}", arrays) for k, v in sorted(t.kwargs.items())},
                 "expected": None if t.expected is None else _encode_outputs(t.expected, f"{base}/want", arrays),
                 "mutants": {m: _encode_outputs(o, f"{base}/mutant/{m}", arrays) for m, o in sorted(t.mutant_outputs.items())},
+                "upstream": {u: {m: _encode_outputs(o, f"{base}/upstream/{u}/{m}", arrays) for m, o in sorted(found.items())}
+                             for u, found in sorted(t.upstream_outputs.items())},
             })
         code.append({"id": problem.id, "title": problem.title, "points": problem.points,
-                     "function": problem.function, "misconceptions": problem.misconceptions, "tests": tests})
+                     "function": problem.function, "misconceptions": problem.misconceptions,
+                     "builds_on": list(problem.builds_on), "tests": tests})
     meta = {
         "format": FORMAT_VERSION,
         "name": bundle.name, "title": bundle.title, "track": bundle.track, "seed": bundle.seed,
@@ -219,10 +227,13 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
                 kwargs={k: _decode_value(v, arrays) for k, v in t["kwargs"].items()},
                 expected=None if t["expected"] is None else _decode_outputs(t["expected"], f"{p['id']}/{t['name']}/want", arrays),
                 mutant_outputs={m: _decode_outputs(n, f"{p['id']}/{t['name']}/mutant/{m}", arrays) for m, n in t["mutants"].items()},
+                upstream_outputs={u: {m: _decode_outputs(n, f"{p['id']}/{t['name']}/upstream/{u}/{m}", arrays)
+                                      for m, n in found.items()} for u, found in t.get("upstream", {}).items()},
             )
             for t in p["tests"]
         )
-        code.append(CodeProblem(p["id"], p["title"], p["points"], p["function"], tests, p["misconceptions"]))
+        code.append(CodeProblem(p["id"], p["title"], p["points"], p["function"], tests, p["misconceptions"],
+                                tuple(p.get("builds_on", ()))))  # bundles built before builds_on have none
     written = []
     for w in meta["written"]:
         own = folder / "problems" / w["id"] / folders.PROBLEM_FILE

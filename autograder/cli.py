@@ -455,19 +455,22 @@ def stats(name: str, grades: Path | None, dist: Path | None) -> None:
     from autograder.classroom.stats_page import stats_html, stats_table
     from autograder.report.files import write_atomic
 
+    from autograder.classroom.mistakes import class_mistakes
+
     folder = _grades_folder(name, grades)
+    bundle_dir = (dist or current_course().output("dist", name)) / "autograder"
+    info = bundle_info(read_bundle(bundle_dir)) if (bundle_dir / "assignment.json").is_file() else ((), {}, {}, {})
     with open_gradebook(folder, name) as db:
         scores = load_scores(db)
         title = stored_title(db) or name
+        mistakes = class_mistakes(db, info[3], info[0])
     if not scores.students:
         raise QkvError(str(folder), "no graded submission to analyse")
-    bundle_dir = (dist or current_course().output("dist", name)) / "autograder"
-    info = bundle_info(read_bundle(bundle_dir)) if (bundle_dir / "assignment.json").is_file() else ((), {}, {}, {})
     if not info[0]:
         err_console.print(f"[yellow]note:[/] no build of {escape(name)} at {escape(str(bundle_dir))}: "
                           "choice items are shown without their texts")
     analysis = analyse(scores, *info)
-    write_atomic(folder / "stats.html", stats_html(analysis, title).encode())
+    write_atomic(folder / "stats.html", stats_html(analysis, title, mistakes).encode())
     console.print(stats_table(analysis))
     alpha = "-" if analysis.alpha is None else f"{analysis.alpha:.2f}"
     console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "

@@ -2,7 +2,8 @@
 
 A leaf module (it imports nothing of the engine), like `bundle.py` between build
 and grade: `grade.score` makes these values, the gradebook stores them as JSON,
-`report`, the routes and the class tools read them.
+`report`, the routes and the class tools read them. Fields added later have
+defaults, so `from_json` still reads the gradebooks of earlier versions.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class TestResult:
     input_shapes: str = ""
     expected_excerpt: str = ""
     got_excerpt: str = ""
-    heatmap: Optional[dict[str, list]] = None
+    heatmap: Optional[dict[str, Any]] = None  # what the page draws (grade/matrices.py); old ones: want and got only
+    cause: Optional[str] = None  # the problem `misconception` belongs to, when it is not this one (one built on)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,11 @@ answer key), 1,000 .py files of a mixed class (the bundled samples in turn:
 perfect, classic mistakes, a syntax error, the untouched stub; not the hostile
 one, whose endless loop would make this a benchmark of the time limit), and,
 in the same run, the same 100 notebooks graded by `nbgrader autograde` and by
-`qkv grade`, as a ratio. Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N]`.
+`qkv grade`, as a ratio. With `--baseline REV`, the same run also grades 1,000 .py files and
+1,000 notebooks with qkv as it was at git revision REV and with this qkv, on REV's
+attention-numpy problems (so both do the same work), alternating, `--rounds` times each,
+to say what this version costs over that one.
+Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N] [--baseline REV [--rounds K]]`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,12 +32,15 @@ import time
 from pathlib import Path
 
 import nbformat
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from autograder.bank.load import load_bank_strict  # noqa: E402
 from autograder.build.manifest import find_manifest, resolve_assignment  # noqa: E402
+from autograder.course.bank import load_course_bank_strict  # noqa: E402
+from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -85,13 +93,17 @@ class PeakMemory:
         self._thread.join()
 
 
-def timed_grade(dist: Path, subs: Path, out: Path) -> dict:
+QKV = [str(VENV_BIN / "qkv")]
+
+
+def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: dict | None = None,
+                cwd: Path | None = None) -> dict:
     """`qkv grade` as a user runs it, in a process of its own: wall time, and the peak memory of its tree."""
-    command = [str(VENV_BIN / "qkv"), "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out),
+    command = [*qkv, "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out),
                "--jobs", str(os.cpu_count())]
     with PeakMemory() as memory:
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
         wall = time.perf_counter() - start
     assert done.returncode == 0, done.stderr[-2000:]
     with open(out / "gradebook.csv", newline="") as handle:
@@ -120,10 +132,58 @@ def nbgrader_autograde(course_src: Path, name: str, notebook: str, count: int, w
     return {"submissions": count, "wall_s": round(wall, 2), "per_second": round(count / wall, 2)}
 
 
+def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict:
+    """This qkv and qkv at `rev`, on the same problems and the same files, alternating; medians of `rounds` runs."""
+    base = work / "baseline"
+    base.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    # the old engine with this venv's libraries, run from its own checkout (it found its bank there;
+    # `python -c` puts the working folder first on sys.path)
+    old_qkv = [sys.executable, "-c", "import sys; from autograder.cli import main; sys.argv[0] = 'qkv'; main()"]
+    old_env = {**os.environ, "PYTHONPATH": str(base)}
+    subprocess.run([*old_qkv, "build", "attention-numpy", "--out", str(work / "old-dist")], cwd=base, env=old_env,
+                   check=True, capture_output=True)
+    manifest = yaml.safe_load((base / "assignments" / "attention-numpy.yaml").read_text())
+    course = work / "same-problems"
+    (course / "assignments").mkdir(parents=True)
+    (course / "course.yaml").write_text(yaml.safe_dump(
+        {"title": "benchmark", "bank": {"folders": [], "bundled": {"ids": manifest["problems"]}}}))
+    (course / "assignments" / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest))
+    new_qkv = [*QKV, "--course", str(course)]
+    subprocess.run([*new_qkv, "build", "attention-numpy", "--out", str(work / "new-dist")], check=True,
+                   capture_output=True)
+    assignment = resolve_assignment(course / "assignments" / "attention-numpy.yaml",
+                                    load_course_bank_strict(read_course(course)))
+    py, nb = work / "base-py", work / "base-nb"
+    py.mkdir()
+    nb.mkdir()
+    key = key_module(assignment)
+    notebook = key_notebook(assignment, work / "new-dist" / "student" / f"{assignment.module_name}.ipynb")
+    for i in range(class_size):
+        (py / f"s{i:04d}.py").write_text(f"{key}\n# student {i}\n")
+        (nb / f"s{i:04d}.ipynb").write_text(notebook)
+    runs: dict[str, list[float]] = {}
+    for round_ in range(rounds):
+        for files in (py, nb):
+            for label, qkv, dist, env, cwd in (("baseline", old_qkv, work / "old-dist", old_env, base),
+                                               ("this", new_qkv, work / "new-dist", None, None)):
+                out = work / f"out-{label}-{files.name}-{round_}"
+                wall = timed_grade(dist, files, out, qkv, env, cwd)["wall_s"]
+                runs.setdefault(f"{label}_{files.name[5:]}", []).append(wall)
+    medians = {name: round(statistics.median(walls), 2) for name, walls in runs.items()}
+    return {"rev": rev, "problems": len(manifest["problems"]), "submissions": class_size, "rounds": rounds,
+            "wall_s": runs, "median_wall_s": medians,
+            "py_ratio": round(medians["this_py"] / medians["baseline_py"], 3),
+            "notebook_ratio": round(medians["this_nb"] / medians["baseline_nb"], 3)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--class-size", type=int, default=1000)
     parser.add_argument("--nbgrader", type=int, default=100)
+    parser.add_argument("--baseline", metavar="REV", help="also time qkv at this git revision, on its problems")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     figures: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -160,6 +220,8 @@ def main() -> None:
         figures["qkv_same_notebooks"] = timed_grade(dist, same, work / "out-same")
         figures["nbgrader_autograde"] = nbgrader_autograde(dist / "nbgrader", name, source, args.nbgrader, work)
         figures["nbgrader_over_qkv"] = round(figures["nbgrader_autograde"]["wall_s"] / figures["qkv_same_notebooks"]["wall_s"], 1)
+        if args.baseline:
+            figures["baseline"] = against_baseline(args.baseline, args.rounds, args.class_size, work)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "grade.json").write_text(json.dumps(figures, indent=1) + "\n")
     rows = [
@@ -173,6 +235,12 @@ def main() -> None:
     for label, f in rows:
         print(f"| {label} | {f['submissions']} | {f['wall_s']} | {f['per_second']} | {f.get('peak_memory_mb', '-')} |")
     print(f"\nnbgrader autograde takes {figures['nbgrader_over_qkv']}x as long as qkv grade on the same notebooks.")
+    if args.baseline:
+        b = figures["baseline"]
+        print(f"\nOn the {b['problems']} problems of {b['rev']}'s attention-numpy, medians of {b['rounds']}: "
+              f".py {b['median_wall_s']['baseline_py']} s then, {b['median_wall_s']['this_py']} s now "
+              f"({b['py_ratio']}x); notebooks {b['median_wall_s']['baseline_nb']} s then, "
+              f"{b['median_wall_s']['this_nb']} s now ({b['notebook_ratio']}x).")
 
 
 if __name__ == "__main__":

@@ -21,13 +21,30 @@ from autograder.build.student_text import stub_module
 
 HERE = Path(__file__).resolve().parent / "submissions" / "attention-numpy"
 
+# the wrong one of the last two axes; the attention functions below build on it, as students write them,
+# so one mistake costs three problems (the feedback page says to fix softmax_rows first)
 COLUMN_SOFTMAX = '''
 def softmax_rows(S, mask=None):
     S = np.asarray(S, dtype=float)
+    e = np.exp(S - S.max(axis=-2, keepdims=True))
     if mask is not None:
-        S = np.where(mask, S, -np.inf)
-    e = np.exp(S - S.max(axis=0, keepdims=True))
-    return e / e.sum(axis=0, keepdims=True)
+        e = np.where(mask, e, 0.0)
+    total = e.sum(axis=-2, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    weights = softmax_rows(attention_scores(Q, K, scale=scale), mask)
+    return attention_output(weights, V), weights
+
+
+def multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask=None):
+    X = np.asarray(X, dtype=float)
+    Q, K, V = (split_heads(X @ np.asarray(W, dtype=float), h) for W in (Wq, Wk, Wv))
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)[..., None, :, :]  # one mask for every head
+    heads, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    return merge_heads(heads) @ np.asarray(Wo, dtype=float)
 '''
 
 ZERO_AFTER_SOFTMAX = '''

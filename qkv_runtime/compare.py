@@ -35,8 +35,9 @@ def compare(got: Sequence[np.ndarray], want: Sequence[np.ndarray], tol_abs: floa
     if len(got) != len(want):
         return Mismatch(f"returned {len(got)} value(s), expected {len(want)}")
     for i, (g, w) in enumerate(zip(got, want)):
-        g, w = np.asarray(g), np.asarray(w)
         which = f"value {i + 1}: " if len(want) > 1 else ""
+        if not isinstance(g, np.ndarray) or not isinstance(w, np.ndarray):
+            g, w = np.asarray(g), np.asarray(w)
         if g.dtype.kind not in "biuf" or w.dtype.kind not in "biuf":
             return Mismatch(f"{which}returned an array of {g.dtype}, expected numbers")
         if g.shape != w.shape:

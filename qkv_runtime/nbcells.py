@@ -4,7 +4,9 @@
 test cell then builds a `CodeTests` or a `WrittenAnswer` over the notebook's globals
 and ends with `score()`, whose value nbgrader reads as the points earned. Outputs are
 judged with `compare`, answers read with `answers`, return values made plain with
-`values`: the rules of `qkv grade`, not a copy of them.
+`values`: the rules of `qkv grade`, not a copy of them. A failed test names its mistake
+with `diagnosis`, in `qkv grade`'s words; a mistake of a function it builds on counts
+first when that function's own test cell, run earlier in the notebook, showed it.
 
 Student calls run with warnings, NumPy floating-point warnings and stderr (Python and
 file-descriptor level) captured, because nbgrader gives 0 to a test cell that writes
@@ -26,6 +28,7 @@ import numpy as np
 
 from . import answers
 from .compare import compare, select
+from .diagnosis import mistake_text, name_mistake, shown
 from .values import exception_text, to_arrays, to_track
 
 
@@ -86,6 +89,10 @@ def _result(points: float) -> float:
     return points
 
 
+# the mistakes each problem's test cell showed, for the cells of the functions built on it (run later)
+SHOWN: Dict[str, frozenset] = {}
+
+
 def _print_notes(notes: List[str]) -> None:
     unique = list(dict.fromkeys(notes))
     if unique:
@@ -96,26 +103,31 @@ class CodeTests:
     """The tests of one function; score() is the points earned (each test: points * weight / total weight)."""
 
     def __init__(self, namespace: Dict[str, Any], problem: str, function: str, points: float, tests: int,
-                 total_weight: float, track: str = "numpy", mistakes: Optional[Dict[str, str]] = None) -> None:
+                 total_weight: float, track: str = "numpy", mistakes: Optional[Dict[str, str]] = None,
+                 builds_on: Optional[List[Any]] = None) -> None:
+        """`builds_on`: [problem id, its function, {its mistake: message}] of each problem built on."""
         self.namespace, self.problem, self.function, self.points = namespace, problem, function, points
         self.tests, self.total_weight, self.track = tests, total_weight, track
         self.mistakes = mistakes or {}
+        self.builds_on = {p: (f, m) for p, f, m in (builds_on or [])}
+        self.named: List[Any] = []
+        SHOWN[problem] = frozenset()  # a cell run again starts afresh
         self.run, self.passed, self.earned = 0, 0, 0.0
         self.failures: List[str] = []
         self.notes: List[str] = []
 
     def check(self, name: str, weight: float, args: list, kwargs: dict, want: Optional[list] = None,
               error: Optional[str] = None, tol: Sequence[float] = (1e-6, 1e-6), output: str = "all",
-              mutants: Optional[Dict[str, list]] = None) -> None:
+              mutants: Optional[Dict[str, list]] = None, upstream: Optional[Dict[str, Dict[str, list]]] = None) -> None:
         self.run += 1
-        reason = self._judge(args, kwargs, want, error, tol, output, mutants or {})
+        reason = self._judge(args, kwargs, want, error, tol, output, mutants or {}, upstream or {})
         if reason is None:
             self.passed += 1
             self.earned += self.points * weight / self.total_weight
         else:
             self.failures.append(f"{name}: {reason}")
 
-    def _judge(self, args, kwargs, want, error, tol, output, mutants) -> Optional[str]:
+    def _judge(self, args, kwargs, want, error, tol, output, mutants, upstream) -> Optional[str]:
         function = self.namespace.get(self.function)
         if not callable(function):
             return f"{self.function} is not defined: run its cell first"
@@ -137,10 +149,16 @@ class CodeTests:
             mismatch = compare(got, want, tol[0], tol[1])
             if mismatch is None:
                 return None
-            for mistake, mutant in mutants.items():
-                if compare(got, mutant, tol[0], tol[1]) is None:
-                    return f"{self.mistakes.get(mistake, mistake)} ({mismatch.reason})"
-            return mismatch.reason
+            named = name_mistake(lambda outputs: compare(got, outputs, tol[0], tol[1]) is None, mutants,
+                                 [(p, upstream[p]) for p in self.builds_on if p in upstream],
+                                 lambda p, m: m in SHOWN.get(p, ()))
+            if named is None:
+                return mismatch.reason
+            self.named.append((named.mistake, named.cause))
+            SHOWN[self.problem] = shown(self.named)
+            function, messages = self.builds_on.get(named.cause, ("", self.mistakes)) if named.cause else ("", self.mistakes)
+            return mistake_text(named, self.function, messages.get(named.mistake, named.mistake), mismatch.reason,
+                                function)
 
     def score(self) -> float:
         earned = min(self.points, round(self.earned, 4))

@@ -108,16 +108,22 @@ def exception_text(exc: BaseException, filename: str = SUBMISSION_FILE, limit: i
         if exc.lineno and f"line {exc.lineno}" not in text:
             text += f" (line {exc.lineno})"
     else:
-        where = None
-        for frame, lineno in traceback.walk_tb(exc.__traceback__):
-            name = frame.f_code.co_filename
-            if name == filename:
-                where = f"line {lineno}"
-            elif name.startswith("cell ") and name[5:].isdigit():  # a notebook cell (notebook.cell_file)
-                where = f"{name}, line {lineno}"
+        where = raised_at(exc, filename)
         if where:
             text += f" ({where})"
     return clean_text(text, limit)
+
+
+def raised_at(exc: BaseException, filename: str = SUBMISSION_FILE) -> Optional[str]:
+    """'line N' (or 'cell 3, line N' in a notebook): the last place of the student's file in the traceback."""
+    where = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        name = frame.f_code.co_filename
+        if name == filename:
+            where = f"line {lineno}"
+        elif name.startswith("cell ") and name[5:].isdigit():  # a notebook cell (notebook.cell_file)
+            where = f"{name}, line {lineno}"
+    return where
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

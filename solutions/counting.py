@@ -7,7 +7,10 @@ multiply-add counts: one multiply-add per term of every dot product.
 
 from __future__ import annotations
 
-from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = [
     "head_dim",
@@ -22,6 +25,7 @@ __all__ = [
     "attention_flops",
     "ffn_flops",
     "kv_cache_entries",
+    "kv_cache_bytes",
 ]
 
 
@@ -97,6 +101,10 @@ def attention_score_count(n: int, heads: int = 1) -> int:
 
 def attention_score_growth(n_old: int, n_new: int) -> Fraction:
     """Factor by which the number of scores grows when the length goes from n_old to n_new."""
+    # Imported here, not at the top: an answer key made from this module (kv_cache_bytes) carries its
+    # top-level imports, and a sandbox without namespaces may only import what its zygote preloaded.
+    from fractions import Fraction
+
     _require_positive(n_old=n_old, n_new=n_new)
     return Fraction(n_new, n_old) ** 2
 
@@ -120,3 +128,12 @@ def kv_cache_entries(n: int, d: int, h: int, kv_heads: int, layers: int = 1) -> 
     """Numbers stored in a KV cache: keys and values for n tokens, kv_heads * d/h wide, per layer."""
     _require_positive(n=n, layers=layers)
     return 2 * layers * n * _kv_width(d, h, kv_heads)
+
+
+def kv_cache_bytes(
+    n: int, d: int, h: int, kv_heads: int, layers: int = 1, batch: int = 1, bytes_per_value: int = 2
+) -> int:
+    """Memory of a KV cache in bytes: ``kv_cache_entries`` for each of ``batch`` sequences, times the
+    size of one stored number (2 for float16 / bfloat16, 4 for float32)."""
+    _require_positive(batch=batch, bytes_per_value=bytes_per_value)
+    return batch * bytes_per_value * kv_cache_entries(n, d, h, kv_heads, layers)

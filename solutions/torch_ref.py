@@ -27,6 +27,15 @@ __all__ = [
     "merge_heads",
     "multi_head_attention",
     "sinusoidal_positional_encoding",
+    "padding_mask",
+    "encoder_decoder_masks",
+    "cross_attention",
+    "pool_tokens",
+    "softmax_jacobian",
+    "softmax_backward",
+    "decoder_step",
+    "grouped_query_attention",
+    "encoder_layer",
 ]
 
 
@@ -143,3 +152,142 @@ def sinusoidal_positional_encoding(n: int, d: int, dtype: torch.dtype = torch.fl
     # With odd d there is one fewer cosine column than sine columns.
     pe[:, 1::2] = torch.cos(angles[:, : d // 2])
     return pe.to(dtype)
+
+
+def padding_mask(lengths: Tensor, n: int) -> Tensor:
+    """lengths (...,) -> (..., n) boolean, True at positions 0..length-1 (real tokens), False on padding.
+
+    ValueError for a length below 0 or above n.
+    """
+    if bool((lengths < 0).any()) or bool((lengths > n).any()):
+        raise ValueError(f"every length must lie between 0 and n={n}")
+    return torch.arange(n, device=lengths.device) < lengths.unsqueeze(-1)
+
+
+def encoder_decoder_masks(src_lengths: Tensor, tgt_lengths: Tensor, n_src: int, n_tgt: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The three masks of an encoder-decoder Transformer for a padded batch (lengths (b,)).
+
+    Encoder self-attention (b, n_src, n_src): every query may read every real source token.
+    Decoder self-attention (b, n_tgt, n_tgt): causal and real target tokens only.
+    Cross-attention (b, n_tgt, n_src): every target query may read every real source token.
+    Padding queries are not masked: their rows are computed and later ignored.
+    """
+    # A key axis in front of which the query axis broadcasts: padding hides keys (columns), never queries.
+    src_keys = padding_mask(src_lengths, n_src).unsqueeze(-2)
+    tgt_keys = padding_mask(tgt_lengths, n_tgt).unsqueeze(-2)
+    lead = src_keys.shape[:-2]
+    encoder = src_keys.expand(*lead, n_src, n_src).clone()
+    decoder = causal_mask(n_tgt).to(tgt_keys.device) & tgt_keys
+    cross = src_keys.expand(*lead, n_tgt, n_src).clone()
+    return encoder, decoder, cross
+
+
+def cross_attention(
+    X_dec: Tensor, X_enc: Tensor, Wq: Tensor, Wk: Tensor, Wv: Tensor, mask: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """Queries from the decoder, keys and values from the encoder.
+
+    X_dec (..., n_dec, d_dec), X_enc (..., n_enc, d_enc), Wq (d_dec, d_k), Wk (d_enc, d_k),
+    Wv (d_enc, d_v); returns (output (..., n_dec, d_v), weights (..., n_dec, n_enc)).
+    """
+    return scaled_dot_product_attention(X_dec @ Wq, X_enc @ Wk, X_enc @ Wv, mask=mask)
+
+
+def pool_tokens(H: Tensor, mask: Tensor | None = None, method: str = "mean") -> Tensor:
+    """One vector per sequence: H (..., n, d) -> (..., d).
+
+    "mean": the average of the real tokens (``mask`` (..., n), True = real; None = all real),
+    zeros for a sequence with none. "cls": the [CLS] token's vector, position 0.
+    """
+    if method not in ("mean", "cls"):
+        raise ValueError(f"method must be 'mean' or 'cls', got {method!r}")
+    if method == "cls":
+        return H[..., 0, :].clone()
+    keep = torch.ones(H.shape[:-1], dtype=torch.bool, device=H.device) if mask is None else mask.bool()
+    keep = keep.unsqueeze(-1)
+    total = torch.where(keep, H, torch.zeros((), dtype=H.dtype, device=H.device)).sum(dim=-2)
+    # The count keeps its feature dimension (..., 1), so it divides every feature of its own sequence.
+    count = keep.sum(dim=-2).to(H.dtype)
+    return total / count.clamp(min=1)
+
+
+def softmax_jacobian(S: Tensor) -> Tensor:
+    """S (..., n) -> (..., n, n) Jacobian of a = softmax(S): J[i, j] = da_i/ds_j = a_i (delta_ij - a_j)."""
+    a = softmax_rows(S)
+    column = a.unsqueeze(-1)
+    eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    return column * eye - column * a.unsqueeze(-2)
+
+
+def softmax_backward(S: Tensor, dA: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Gradient with respect to the scores S of a loss whose gradient with respect to A = softmax_rows(S, mask) is dA.
+
+    Row by row dS = J^T dA = A * (dA - sum_k dA_k A_k), without building the Jacobian.
+    Masked scores and fully masked rows get gradient 0.
+    """
+    A = softmax_rows(S, mask)
+    return A * (dA - (dA * A).sum(dim=-1, keepdim=True))
+
+
+def decoder_step(
+    x: Tensor, K_cache: Tensor, V_cache: Tensor, Wq: Tensor, Wk: Tensor, Wv: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """One generation step of causal self-attention with a KV cache.
+
+    x (..., 1, d) is the new token; K_cache (..., t, d_k) and V_cache (..., t, d_v) hold the
+    keys and values of the t earlier tokens. Returns (output (..., 1, d_v), keys (..., t+1, d_k),
+    values (..., t+1, d_v)); the output equals row t of the full causal pass over all t+1 tokens.
+    """
+    K = torch.cat([K_cache, x @ Wk], dim=-2)
+    V = torch.cat([V_cache, x @ Wv], dim=-2)
+    # The newest token is the last position, whose causal row allows every key: no mask needed.
+    out, _ = scaled_dot_product_attention(x @ Wq, K, V)
+    return out, K, V
+
+
+def grouped_query_attention(
+    X: Tensor,
+    Wq: Tensor,
+    Wk: Tensor,
+    Wv: Tensor,
+    Wo: Tensor,
+    h: int,
+    kv_heads: int,
+    mask: Tensor | None = None,
+) -> Tensor:
+    """Self-attention with h query heads sharing kv_heads key/value heads; X (..., n, d) -> (..., n, d).
+
+    Wq, Wo are (d, d); Wk, Wv are (d, kv_heads * d/h). Query head i reads key/value head
+    i // (h / kv_heads). kv_heads = h is multi-head attention, kv_heads = 1 multi-query.
+    """
+    if kv_heads < 1 or h % kv_heads != 0:
+        raise ValueError(f"kv_heads={kv_heads} must be a positive divisor of the number of query heads h={h}")
+    Q = split_heads(X @ Wq, h)
+    # Consecutive query heads form a group: repeat each key/value head (not tile the stack).
+    K = split_heads(X @ Wk, kv_heads).repeat_interleave(h // kv_heads, dim=-3)
+    V = split_heads(X @ Wv, kv_heads).repeat_interleave(h // kv_heads, dim=-3)
+    head_mask = None if mask is None else torch.atleast_2d(mask.bool()).unsqueeze(-3)
+    heads, _ = scaled_dot_product_attention(Q, K, V, mask=head_mask)
+    return merge_heads(heads) @ Wo
+
+
+def encoder_layer(
+    X: Tensor,
+    Wq: Tensor,
+    Wk: Tensor,
+    Wv: Tensor,
+    Wo: Tensor,
+    h: int,
+    W1: Tensor,
+    b1: Tensor,
+    W2: Tensor,
+    b2: Tensor,
+    gamma1: Tensor,
+    beta1: Tensor,
+    gamma2: Tensor,
+    beta2: Tensor,
+    mask: Tensor | None = None,
+) -> Tensor:
+    """One post-norm encoder layer: Y = LN1(X + MHA(X)), then LN2(Y + FFN(Y)); X (..., n, d) -> (..., n, d)."""
+    Y = add_and_norm(X, multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask), gamma1, beta1)
+    return add_and_norm(Y, feed_forward(Y, W1, b1, W2, b2), gamma2, beta2)

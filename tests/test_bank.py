@@ -62,7 +62,7 @@ def _of_kind(bank: Bank, cls):
 def test_bank_size_and_mix(bank: Bank) -> None:
     assert len(bank.problems) >= 40
     kinds = Counter(p.kind for p in bank.problems.values())
-    assert kinds["implement"] >= 11
+    assert kinds["implement"] >= 21
     assert kinds["numeric"] >= 10
     assert kinds["shape"] >= 5
     assert kinds["true_false"] >= 5
@@ -89,6 +89,9 @@ REQUIRED_TOPICS = {
     "parameters/mha", "parameters/ffn", "parameters/gqa",
     "complexity/scores", "complexity/heads", "complexity/ffn",
     "background/rnn", "background/conv",
+    "masking/padding", "architecture/masks", "architecture/cross-attention", "architecture/pooling",
+    "architecture/encoder", "generation/kv-cache", "generation/kv-cache-memory", "attention/softmax-gradient",
+    "multi-head/gqa",
 }
 
 
@@ -157,6 +160,20 @@ REQUIRED_MISCONCEPTIONS = {
     ("multi-head-attention", "solutions.misconceptions.mha_scaled_by_sqrt_d"),
     ("multi-head-attention", "solutions.misconceptions.mha_without_wo"),
     ("attention-scores", "solutions.misconceptions.scores_transposed"),
+    ("softmax-rows", "solutions.misconceptions.softmax_keepdims_forgotten"),
+    ("softmax-rows", "solutions.misconceptions.softmax_mask_minus_1e9"),
+    ("softmax-rows", "solutions.misconceptions.softmax_nan_fully_masked"),
+    ("softmax-rows", "solutions.misconceptions.softmax_mask_inverted"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_mask_inverted"),
+    ("scaled-dot-product-attention", "solutions.misconceptions.sdpa_scaled_after_softmax"),
+    ("attention-scores", "solutions.misconceptions.scores_k_dot_t"),
+    ("sinusoidal-positional-encoding", "solutions.misconceptions.pe_positions_from_one"),
+    ("feed-forward", "solutions.misconceptions.ffn_biases_ignored"),
+    ("layer-norm", "solutions.misconceptions.layer_norm_over_batch"),
+    ("padding-mask", "solutions.misconceptions.padding_mask_true_on_padding"),
+    ("decoder-step", "solutions.misconceptions.step_first_causal_row"),
+    ("grouped-query-attention", "solutions.misconceptions.gqa_groups_interleaved"),
+    ("encoder-layer", "solutions.misconceptions.encoder_layer_pre_norm"),
 }
 
 
@@ -173,6 +190,63 @@ def test_hidden_tests_include_edge_cases(bank: Bank) -> None:
     assert any("fully masked" in t.name for t in tests["scaled-dot-product-attention"])
     assert any("large" in t.name for t in tests["softmax-rows"])
     assert any(t.args and t.args[1] % 2 == 1 for t in tests["sinusoidal-positional-encoding"])  # odd d
+
+    def square(problem_id: str) -> bool:
+        # a square score matrix is where a reduction without keepdims broadcasts silently
+        return any(not t.expect_error and t.args and getattr(t.args[0], "shape", [0])[-2:] == [n, n]
+                   for t in tests[problem_id] for n in range(2, 10))
+
+    assert square("softmax-rows") and square("softmax-backward")
+    assert any("fully masked" in t.name for t in tests["softmax-backward"])
+    assert any("empty cache" in t.name for t in tests["decoder-step"])
+    assert any("padding only" in t.name for t in tests["pool-tokens"])
+    for problem_id in ("padding-mask", "encoder-decoder-masks", "kv-cache-bytes", "grouped-query-attention"):
+        assert any(t.expect_error == "ValueError" for t in tests[problem_id]), problem_id
+
+
+def test_every_misconception_is_named_on_a_hidden_test(bank: Bank) -> None:
+    """Stronger than validate: on some hidden test the mutant returns an output (it does not just crash)
+    that fails the test and that the grader names as this misconception, not as one listed before it."""
+    from autograder.bank.outputs import run_trusted
+    from qkv_runtime.compare import select
+
+    def outputs(function, test):
+        try:
+            return select(run_trusted(function, test), test.output)
+        except Exception:  # noqa: BLE001 - a mutant that cannot run on an input is not named there
+            return None
+
+    for problem in _of_kind(bank, ImplementProblem):
+        reference = resolve(problem.references["numpy"])
+        mutants = [(m.id, resolve(m.implementation)) for m in problem.misconceptions]
+        for mistake, mutant in mutants:
+            named_on = []
+            for test in problem.hidden_tests:
+                got = None if test.expect_error else outputs(mutant, test)
+                if got is None or compare(got, outputs(reference, test), test.tolerance.abs, test.tolerance.rel) is None:
+                    continue
+                first = next(other for other, function in mutants
+                             if (theirs := outputs(function, test)) is not None
+                             and compare(got, theirs, test.tolerance.abs, test.tolerance.rel) is None)
+                if first == mistake:
+                    named_on.append(test.name)
+            assert named_on, f"{problem.id}: {mistake} is never named on a hidden test"
+
+
+def test_examples_shown_to_students_are_what_the_reference_prints(bank: Bank) -> None:
+    import doctest
+
+    checked = 0
+    for problem in _of_kind(bank, ImplementProblem):
+        if not problem.example.strip():
+            continue
+        namespace = {"np": np, problem.function: resolve(problem.references["numpy"])}
+        test = doctest.DocTestParser().get_doctest(problem.example, namespace, problem.id, problem.id, 0)
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        runner.run(test, out=lambda text: None)
+        assert runner.failures == 0, f"{problem.id}: its example does not print what the reference gives"
+        checked += 1
+    assert checked >= 15
 
 
 def test_each_misconception_stands_alone(bank: Bank) -> None:
@@ -569,8 +643,8 @@ def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
     ("positional/pe-entry.yaml", "range: [1, 6]", "range: [8, -4]", ":9: parameters.p: range must be [low, high]"),
     ("positional/pe-entry.yaml", "{ints: [], range", "{intz: [], range", ":9: parameters.p: a parameter is {ints"),
     ("attention/softmax-rows.yaml", "{causal_mask: 6}", "{causal_mask: 0}",
-     ":44: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
-    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":35: public_tests[0].kwargs.mask.dtype: Input should be"),
+     ":48: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
+    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":39: public_tests[0].kwargs.mask.dtype: Input should be"),
 ])
 def test_a_wrong_input_or_parameter_spec_names_its_own_field(file, old, new, message) -> None:
     text = (ROOT / "question_bank" / file).read_text()

@@ -86,6 +86,7 @@ def test_bundle_round_trips_and_expected_values_come_from_the_references(built):
             got = select(as_outputs(reference(*(to_track(a, bundle.track) for a in test.args),
                                               **{k: to_track(v, bundle.track) for k, v in test.kwargs.items()})), test.output)
             for g, w in zip(got, test.expected):
+                assert g.shape == w.shape, (problem.id, test.name)  # a returned number stays 0-d
                 np.testing.assert_allclose(g, w, atol=1e-12)
 
 

@@ -55,22 +55,26 @@ def test_the_canvas_zip_is_graded_under_roster_ids(canvas_class):
 
 def test_late_penalties_follow_the_policy_and_the_extensions(canvas_class):
     run, out = canvas_class
-    late = run.late
-    assert (late["s2026002"].penalty, late["s2026002"].rule) == (16.0, "2 days late: -20% of 80 points")
+    late, full, raw = run.late, run.bundle.max_points, raw_scores(run)
+    # the demo's policy: -20% of the points a started day, at most -50%, 15 minutes' grace
+    assert (late["s2026002"].penalty, late["s2026002"].rule) == (round(0.2 * full, 4), f"2 days late: -20% of {full:g} points")
+    assert late["s2026002"].final == round(raw["s2026002"] - 0.2 * full, 4)
     assert late["s2026003"].rule == "on time (with the extension)" and late["s2026003"].penalty == 0
     assert late["s2026004"].rule == "within the 15-minute grace"
-    assert (late["s2026006"].penalty, late["s2026006"].final) == (40.0, 31.0)
-    assert late["s2026006"].rule == "6 days late: -50% of 80 points (the cap)"
+    assert (late["s2026006"].penalty, late["s2026006"].final) == (round(0.5 * full, 4), round(raw["s2026006"] - 0.5 * full, 4))
+    assert late["s2026006"].rule == f"6 days late: -50% of {full:g} points (the cap)"
     table = gradebook_rows(out)
-    assert (table["s2026002"]["total"], table["s2026002"]["penalty"], table["s2026002"]["final"]) == ("76", "16", "60")
+    assert ((table["s2026002"]["total"], table["s2026002"]["penalty"], table["s2026002"]["final"])
+            == (f"{raw['s2026002']:g}", f"{late['s2026002'].penalty:g}", f"{late['s2026002'].final:g}"))
     assert table["s2026001"]["late_rule"] == "on time"
 
 
 def test_feedback_pages_show_the_students_own_due_date_and_penalty(canvas_class):
-    _, out = canvas_class
-    ben = (out / "feedback" / "s2026002" / "feedback.html").read_text()
-    assert "Your due date: <strong>2026-12-18T23:59+08:00</strong>" in ben
-    assert "late penalty -16" in ben and "final score <strong>60 / 80</strong>" in ben
+    run, out = canvas_class
+    ben, full = run.late["s2026002"], run.bundle.max_points
+    page = (out / "feedback" / "s2026002" / "feedback.html").read_text()
+    assert "Your due date: <strong>2026-12-18T23:59+08:00</strong>" in page
+    assert f"late penalty -{ben.penalty:g}" in page and f"final score <strong>{ben.final:g} / {full:g}</strong>" in page
     cho = (out / "feedback" / "s2026003" / "feedback.html").read_text()
     assert "Your due date: <strong>2026-12-20T23:59+08:00</strong> (extension +48 h)" in cho
     assert "late penalty" not in cho
@@ -195,28 +199,35 @@ def export(out: Path, fmt: str, *extra: str) -> tuple[subprocess.CompletedProces
     return done, target
 
 
+def raw_scores(run) -> dict[str, float]:
+    return {r.student: r.score for r in run.results}
+
+
 def test_canvas_import_file_reads_back_by_canvas_rules(canvas_class):
-    _, out = canvas_class
+    run, out = canvas_class
     done, path = export(out, "canvas", "--column", "Attention HW (4321)")
     assert done.returncode == 0, done.stderr
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     # Canvas: the first five columns by these names, then one column per assignment; an optional Points Possible row
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention HW (4321)"]
-    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == 80
+    assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == run.bundle.max_points
     roster = {s.lms_id: s for s in load_roster(CANVAS / "roster.csv").students}
     grades = {}
     for row in rows[2:]:
         student = roster[row[1]]  # Canvas matches on ID, the Canvas user id
         assert (row[2], row[3], row[4]) == (student.id, student.email, student.section)
         grades[student.id] = float(row[5]) if row[5] else None
-    assert grades["s2026002"] == 60 and grades["s2026006"] == 31 and grades["s2026001"] == 80
+    final = {student: outcome.final for student, outcome in run.late.items()}
+    assert grades["s2026002"] == final["s2026002"] and grades["s2026006"] == final["s2026006"]
+    assert grades["s2026001"] == run.bundle.max_points and final["s2026002"] < raw_scores(run)["s2026002"]
     assert grades["s2026009"] is None  # nothing handed in: blank, Canvas keeps what it has
     assert len(grades) == 9
 
 
 def test_moodle_import_file_reads_back_by_email_and_id_number(canvas_class):
-    _, out = canvas_class
+    run, out = canvas_class
+    ben = run.late["s2026002"]
     done, path = export(out, "moodle")
     assert done.returncode == 0, done.stderr
     with open(path, newline="", encoding="utf-8") as handle:
@@ -224,21 +235,24 @@ def test_moodle_import_file_reads_back_by_email_and_id_number(canvas_class):
     by_email = {r["Email address"]: r for r in rows}
     by_id = {r["ID number"]: r for r in rows}
     title = "Attention from scratch (NumPy)"
-    assert float(by_email["ben@uni.example"][title]) == 60 and by_email["ben@uni.example"] is by_id["s2026002"]
-    assert "late penalty -16" in by_email["ben@uni.example"]["Feedback"]
+    assert float(by_email["ben@uni.example"][title]) == ben.final and by_email["ben@uni.example"] is by_id["s2026002"]
+    assert f"late penalty -{ben.penalty:g}" in by_email["ben@uni.example"]["Feedback"]
     assert by_email["ivy@uni.example"][title] == ""
 
 
 def test_plain_csv_and_comment_file(canvas_class):
-    _, out = canvas_class
+    run, out = canvas_class
+    late = run.late
     done, path = export(out, "csv")
     assert done.returncode == 0, done.stderr
     rows = {r["id"]: r for r in csv_rows(path)}
-    assert (rows["s2026006"]["raw"], rows["s2026006"]["penalty"], rows["s2026006"]["final"]) == ("71", "40", "31")
+    assert ((rows["s2026006"]["raw"], rows["s2026006"]["penalty"], rows["s2026006"]["final"])
+            == tuple(f"{x:g}" for x in (late["s2026006"].raw, late["s2026006"].penalty, late["s2026006"].final)))
     assert rows["s2026009"]["status"] == "missing" and rows["s2026005"]["status"] == "load_error"
     comments = {r["id"]: r["comment"] for r in csv_rows(path.with_name("export-csv-comments.csv"))}
     assert "softmax-rows" in comments["s2026002"] and "s2026009" not in comments
-    assert comments["s2026003"].startswith("72.71/80")
+    two_places = f"{late['s2026003'].final:.2f}".rstrip("0").rstrip(".")
+    assert comments["s2026003"].startswith(f"{two_places}/{run.bundle.max_points:g}; points lost on: ")
 
 
 def test_export_errors_are_one_line(canvas_class, tmp_path):

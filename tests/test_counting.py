@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+import torch
 from torch import nn
 
 from autograder.references import counting as c
@@ -114,6 +115,32 @@ def test_kv_cache_entries() -> None:
     assert c.kv_cache_entries(n, d, h, kv_heads=h, layers=layers) == 2 * layers * n * d
     assert c.kv_cache_entries(n, d, h, kv_heads=1, layers=layers) == 2 * layers * n * (d // h)
     assert c.kv_cache_entries(n, d, h, kv_heads=h) * 8 == c.kv_cache_entries(8 * n, d, h, kv_heads=h)
+
+
+def test_kv_cache_bytes_of_the_base_model() -> None:
+    # d 512, 8 heads of 64, 6 decoder layers, float16: 48 MiB at 4,096 tokens, 8 times that at 32,768.
+    assert c.kv_cache_bytes(4096, 512, 8, kv_heads=8, layers=6) == 2 * 6 * 4096 * 512 * 2 == 48 * 2**20
+    assert c.kv_cache_bytes(32768, 512, 8, kv_heads=8, layers=6) == 384 * 2**20
+    assert c.kv_cache_bytes(4096, 512, 8, kv_heads=2, layers=6) == 12 * 2**20  # GQA: a quarter
+    assert c.kv_cache_bytes(4096, 512, 8, kv_heads=1, layers=6) == 6 * 2**20  # MQA: an eighth
+    assert c.kv_cache_bytes(100, 64, 4, 2, layers=3, batch=5, bytes_per_value=4) == (
+        5 * 4 * c.kv_cache_entries(100, 64, 4, 2, layers=3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("h, kv_heads", [(4, 4), (4, 2), (4, 1)])
+def test_kv_cache_bytes_are_the_bytes_of_the_cached_tensors(dtype: torch.dtype, h: int, kv_heads: int) -> None:
+    n, d, layers, batch = 7, 16, 3, 2
+    # What a decoder keeps: per layer, a key and a value tensor of shape (batch, kv_heads, n, d/h).
+    cache = [torch.zeros(batch, kv_heads, n, d // h, dtype=dtype) for _ in range(2 * layers)]
+    held = sum(tensor.element_size() * tensor.nelement() for tensor in cache)
+    assert c.kv_cache_bytes(n, d, h, kv_heads, layers, batch, torch.empty(0, dtype=dtype).element_size()) == held
+
+
+@pytest.mark.parametrize("args", [(128, 512, 8, 3), (128, 500, 8, 8), (0, 512, 8, 8), (128, 512, 8, 8, 1, 0)])
+def test_kv_cache_bytes_rejects_impossible_sizes(args: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError):
+        c.kv_cache_bytes(*args)
 
 
 @pytest.mark.parametrize("bad", [0, -1])

@@ -37,7 +37,9 @@ def wheel_venv(tmp_path_factory) -> tuple[Path, Path]:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
                                 "--disable-pip-version-check", "-c", str(ROOT / "requirements.lock"), str(wheel)],
-                               capture_output=True, text=True, timeout=1200, cwd=work)
+                               capture_output=True, text=True, timeout=1200, cwd=work,
+                               # a PYTHONPATH naming a checkout would make pip think qkv is installed already
+                               env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert installed.returncode == 0, installed.stderr[-3000:]
     return venv / "bin", wheel
 

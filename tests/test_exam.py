@@ -376,8 +376,8 @@ def test_nested_topics_each_get_their_own_problems(bank):
     assert groups["masking/causal"] and all(p.topic == "masking/causal" for p in groups["masking/causal"])
     assert groups["masking"] and not any(p.topic == "masking/causal" for p in groups["masking"])
     with pytest.raises(QkvError, match="'masking' has no problem of the kinds .* outside masking/causal"):
-        topic_groups(bank, ("masking", "masking/causal", "masking/fully-masked", "masking/renormalise"),
-                     DEFAULT_KINDS + ("implement",))
+        topic_groups(bank, ("masking", "masking/causal", "masking/fully-masked", "masking/renormalise",
+                            "masking/padding"), DEFAULT_KINDS + ("implement",))
 
 
 @pytest.mark.parametrize("tolerance, value, text", [

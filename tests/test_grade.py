@@ -81,13 +81,14 @@ def test_feedback_names_the_mistake(graded, student, mistake):
     messages = [t["output"] for t in results(out, student)["tests"] if t["score"] == 0]
     assert any(problem.misconceptions[mistake] in m for m in messages)
     html = (out / "feedback" / student / "feedback.html").read_text()
-    assert "Likely mistake" in html
+    fix_first = html.split('id="fix-first"', 1)[1].split('id="by-problem"', 1)[0]
+    assert fix_first.count(problem.misconceptions[mistake]) == 1 and html.count(problem.misconceptions[mistake]) == 1
 
 
 def test_attention_feedback_draws_heatmaps(graded):
     _, out, _ = graded
     html = (out / "feedback" / "columns" / "feedback.html").read_text()
-    assert html.count("data:image/png;base64,") >= 2
+    assert html.count('class="matrix"') >= 2 and html.count('class="scale"') >= 1
 
 
 @pytest.mark.parametrize("student, status", [
@@ -196,6 +197,11 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
     damaged_gradebook = tmp_path / "damaged"
     damaged_gradebook.mkdir()
     (damaged_gradebook / GRADEBOOK_FILE).write_text("not sqlite")
+    earlier_gradebook = tmp_path / "earlier"
+    earlier_gradebook.mkdir()
+    with sqlite3.connect(earlier_gradebook / GRADEBOOK_FILE) as db:  # format 1 kept test_scores as a table
+        db.executescript("CREATE TABLE submissions (student TEXT PRIMARY KEY, result TEXT);"
+                         "CREATE TABLE test_scores (student TEXT, problem TEXT, test TEXT, score REAL);")
     damaged_bundle = tmp_path / "dist"
     shutil.copytree(built_numpy.out, damaged_bundle)
     next((damaged_bundle / "autograder" / "problems").glob("*.yaml")).unlink()
@@ -207,6 +213,8 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
         (["attention-numpy", str(a_file), *dist], "is a file, not a folder of submissions", None),
         (["attention-numpy", str(subs), *dist, "--out", str(a_file)], f"{a_file}: exists and is not a folder", None),
         (["attention-numpy", str(subs), *dist, "--out", str(damaged_gradebook)], "not a gradebook qkv can use", None),
+        (["attention-numpy", str(subs), *dist, "--out", str(earlier_gradebook)],
+         "a gradebook of format 0, this qkv writes format 2", None),
         (["attention-numpy", str(subs), "--dist", str(damaged_bundle)], "damaged grading bundle", None),
         (["attention-numpy", str(subs), *dist, "--out", str(tmp_path / "new"), "--isolation", "bwrap"],
          "--isolation: bwrap isolation was requested but is not usable here", no_bwrap),
@@ -218,12 +226,19 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
     assert not (tmp_path / "new").exists(), "a refused option must leave no gradebook behind"
 
 
-def test_weights_heatmap_only_for_weight_like_outputs():
-    from autograder.grade.score import _weights_heatmap
+def test_what_a_failed_test_draws():
+    from autograder.grade.matrices import picture
 
-    weights = np.full((3, 3), 1 / 3)
-    assert _weights_heatmap(weights * 0, weights) is not None
-    assert _weights_heatmap(weights, np.arange(9.0).reshape(3, 3)) is None
+    weights = np.full((2, 3, 3), 1 / 3)
+    drawn = picture((weights * 0,), (weights,), (), {"mask": np.tril(np.ones((3, 3), dtype=bool))})
+    assert drawn["kind"] == "weights" and drawn["of"] == 2 and len(drawn["want"]) == 3
+    assert drawn["mask"] == np.tril(np.ones((3, 3), dtype=bool)).tolist()
+    # of a pair (output, weights), the weights; other matrices as values; vectors and huge matrices not at all
+    assert picture((np.ones((3, 2)), weights[0] * 0), (np.ones((3, 2)), weights[0]), (), {})["want"][0][0] == 0.3333
+    assert picture((weights[0],), (np.arange(9.0).reshape(3, 3),), (), {})["kind"] == "values"
+    assert picture((np.ones(3),), (np.zeros(3),), (), {}) is None
+    assert picture((np.ones((13, 3)),), (np.zeros((13, 3)),), (), {}) is None
+    assert picture((np.full((2, 2), np.nan),), (np.eye(2),), (), {})["got"] == [[None, None], [None, None]]
 
 
 @pytest.mark.parametrize("error, passed", [
@@ -238,3 +253,47 @@ def test_a_required_exception_is_recognised_by_its_type(error, passed):
     problem = CodeProblem("split-heads", "split heads", 2.0, "split_heads", (test,), {})
     run = ProblemRun("ok", "ran 1 call", {test.call_id: CallResult(ok=False, error=error)})
     assert score_test(problem, test, run).passed is passed
+
+
+TORCH_MASK_HABITS = '''
+
+def softmax_rows(S, mask=None):
+    # PyTorch's habit: masked_fill fills where the mask is True, as if True meant "blocked"
+    logits = S if mask is None else S.masked_fill(mask, float("-inf"))
+    row_max = logits.amax(dim=-1, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    e = torch.exp(logits - row_max)
+    total = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(total > 0, total, torch.ones_like(total))
+
+
+def attention_scores(Q, K, scale=True):
+    S = Q @ K.T  # fine for one matrix; on a batch .T reverses every axis
+    return S / Q.shape[-1] ** 0.5 if scale else S
+
+
+def padding_mask(lengths, n):
+    return torch.arange(n) >= lengths[..., None]  # key_padding_mask's convention: True = ignore
+'''
+
+
+def test_torch_track_names_pytorch_habits(bank, tmp_path):
+    """On the torch track, tensors in: the key earns full marks, and PyTorch's own conventions
+    (True = blocked masks, K.T) are named although the misconceptions are NumPy twins."""
+    from autograder.build import build
+
+    built = build("attention-torch", tmp_path / "dist", bank=bank)
+    key = key_module(built.assignment)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "key.py").write_text(key)
+    (subs / "habits.py").write_text(key + TORCH_MASK_HABITS)
+    run = grade_class(built.out / "autograder", subs, tmp_path / "out", jobs=2, timeout=10.0)
+    by_student = {r.student: r for r in run.results}
+    assert by_student["key"].score == pytest.approx(by_student["key"].max_score)
+    habits = by_student["habits"]
+    lost = {p.problem_id for p in habits.problems if p.score < p.max_score - 1e-9}
+    assert lost == {"softmax-rows", "attention-scores", "padding-mask"}
+    named = {(p.problem_id, t.misconception) for p in habits.problems for t in p.tests if t.misconception}
+    assert {("softmax-rows", "mask-polarity-inverted"), ("attention-scores", "k-dot-t-on-a-batch"),
+            ("padding-mask", "true-on-padding")} <= named

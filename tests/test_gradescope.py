@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from autograder.build.gradescope import REQUIREMENTS, TORCH
+from autograder.routes.class_grading import grade_class
 from conftest import HOSTILE, ROOT, key_module, replace_function, require_bwrap
 from autograder.references import misconceptions
 
@@ -156,6 +157,22 @@ def test_a_mistake_loses_points_and_is_named(built_numpy, autograder_root):
     failed = [t for t in results["tests"] if t["score"] < t["max_score"]]
     assert failed and all(t["name"].startswith("softmax-rows") for t in failed)
     assert any("columns" in t["output"] for t in failed)
+
+
+def test_results_json_names_each_mistake_in_the_words_of_qkv_grade(built_numpy, autograder_root, tmp_path):
+    """The sample student whose attention functions build on his column softmax: Gradescope's summary names it,
+    and every test's output opens with qkv grade's sentence for that test (and so nbgrader's and the pytest route's)."""
+    sample = ROOT / "examples" / "submissions" / "attention-numpy" / "ben.py"
+    results = run_autograder(autograder_root, sample.read_text())
+    (tmp_path / "subs").mkdir()
+    shutil.copy(sample, tmp_path / "subs" / "ben.py")
+    graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
+    message = next(p for p in graded.problems if p.problem_id == "softmax-rows").tests[-1].message.split(" (")[0]
+    assert "what to fix first:" in results["output"] and message in results["output"]
+    expected = {f"{t.problem_id}: {t.name}": t.message for p in graded.problems for t in p.tests if not t.passed}
+    got = {t["name"]: t["output"].splitlines()[0] for t in results["tests"] if t["status"] == "failed"}
+    assert got == expected
+    assert got["multi-head-attention: one head"].startswith("fix softmax_rows first: your multi_head_attention")
 
 
 def test_an_empty_submission_folder_scores_zero_with_a_reason(autograder_root):

@@ -260,7 +260,19 @@ def _submit_all(root: Path, name: str, result, bundle) -> Course:
         if mistake is not None:
             _cells(wrong)[f"{mistake.problem}-solution"].source = mistake.source
     submit("mistakes", wrong)
+    if result.assignment.track == "numpy" and course.mistake.misconception == "column-softmax":
+        # the column softmax, and an attention that calls it, as students write it: its cell must say so
+        upstream = nbformat.from_dict(source)
+        _cells(upstream)["softmax-rows-solution"].source = course.mistake.source
+        _cells(upstream)["scaled-dot-product-attention-solution"].source = BUILT_ON_SOFTMAX
+        submit("upstream", upstream)
     return course
+
+
+BUILT_ON_SOFTMAX = """def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
+    weights = softmax_rows(attention_scores(Q, K, scale=scale), mask)
+    return attention_output(weights, V), weights
+"""
 
 
 def _torch_course() -> tuple[str, Path | None]:
@@ -405,6 +417,26 @@ def test_mistakes_lose_their_problems_points_only(course: Course) -> None:
     assert {k: v for k, v in cells.items() if v[0] != v[1]}.keys() == {
         f"{m.problem}-tests" for m in (course.mistake, course.partial) if m is not None}
     assert score == pytest.approx(sum(v[0] for v in expected.values()), abs=1e-4) and score < max_score
+
+
+def test_test_cells_name_the_mistake_and_what_it_breaks(numpy_course: Course) -> None:
+    """nbgrader's output carries qkv grade's sentences: the misconception's message on softmax_rows, and on an
+    attention that calls that softmax_rows, "fix softmax_rows first"."""
+    code = {p.id: p for p in numpy_course.bundle.code}
+    message = code["softmax-rows"].misconceptions["column-softmax"]
+
+    def printed(student: str) -> dict[str, str]:
+        return {c.metadata["nbgrader"]["grade_id"]: "".join(o.get("text", "") for o in c.outputs)
+                for c in numpy_course.autograded(student).cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+    assert f"{message} (" in printed("mistakes")["softmax-rows-tests"]
+    upstream = printed("upstream")
+    assert upstream["softmax-rows-tests"].count(f"{message} (") == len(code["softmax-rows"].tests)
+    sdpa = [line for line in upstream["scaled-dot-product-attention-tests"].splitlines() if "failed" in line]
+    assert len(sdpa) == len(code["scaled-dot-product-attention"].tests)
+    assert all(": fix softmax_rows first: your scaled_dot_product_attention matches the reference with that same "
+               f"mistake inside; softmax_rows: {message} (" in line for line in sdpa)
+    assert numpy_course.grades("upstream")[2]["scaled-dot-product-attention-tests"][0] == 0
 
 
 def test_partial_credit_is_exercised(numpy_course: Course) -> None:

@@ -284,3 +284,219 @@ def test_softmax_accepts_broadcast_padding_mask(rng: np.random.Generator) -> Non
     weights = ref.softmax_rows(S, key_mask)
     assert np.all(weights[..., 2] == 0.0)
     assert weights.sum(axis=-1) == pytest.approx(np.ones((2, 3)))
+
+
+# --- padding, encoder and decoder masks -----------------------------------------------
+
+
+def test_padding_mask_counts_positions_from_zero() -> None:
+    assert ref.padding_mask([3, 1, 4], 4).tolist() == [
+        [True, True, True, False], [True, False, False, False], [True, True, True, True]]
+    assert ref.padding_mask(np.array([0]), 2).tolist() == [[False, False]]
+    assert ref.padding_mask(np.array([[1, 2]]), 3).shape == (1, 2, 3)
+
+
+@pytest.mark.parametrize("lengths, n", [([4], 3), ([-1, 2], 3)])
+def test_padding_mask_rejects_impossible_lengths(lengths, n) -> None:
+    with pytest.raises(ValueError):
+        ref.padding_mask(np.array(lengths), n)
+
+
+def test_encoder_decoder_masks_follow_the_three_rules() -> None:
+    src, tgt = np.array([3, 2]), np.array([2, 4])
+    encoder, decoder, cross = ref.encoder_decoder_masks(src, tgt, 3, 4)
+    assert (encoder.shape, decoder.shape, cross.shape) == ((2, 3, 3), (2, 4, 4), (2, 4, 3))
+    src_keys, tgt_keys = ref.padding_mask(src, 3), ref.padding_mask(tgt, 4)
+    for b in range(2):
+        for i in range(4):
+            for j in range(4):
+                assert decoder[b, i, j] == (j <= i and tgt_keys[b, j])
+            assert cross[b, i].tolist() == src_keys[b].tolist()
+        for i in range(3):
+            assert encoder[b, i].tolist() == src_keys[b].tolist()
+    # Without padding: an encoder-only model sees everything, a decoder-only model is causal.
+    encoder, decoder, cross = ref.encoder_decoder_masks(np.array([5]), np.array([5]), 5, 5)
+    assert encoder.all() and cross.all()
+    np.testing.assert_array_equal(decoder[0], ref.causal_mask(5))
+
+
+def test_padding_keys_do_not_change_the_real_tokens_outputs(rng: np.random.Generator) -> None:
+    # A padded sequence, masked, gives its real tokens the outputs they have without the padding.
+    X = rng.normal(size=(5, 4))
+    Wq, Wk, Wv, Wo = (rng.normal(size=(4, 4)) for _ in range(4))
+    padded = np.concatenate([X[:3], 100 * rng.normal(size=(2, 4))])
+    encoder, _, _ = ref.encoder_decoder_masks(np.array([3]), np.array([1]), 5, 1)
+    out = ref.multi_head_attention(padded, Wq, Wk, Wv, Wo, 2, encoder[0])
+    np.testing.assert_allclose(out[:3], ref.multi_head_attention(X[:3], Wq, Wk, Wv, Wo, 2), atol=1e-12)
+
+
+# --- cross-attention and pooling --------------------------------------------------------
+
+
+def test_cross_attention_lecture_query_reads_the_encoder() -> None:
+    X_enc = np.hstack([KEYS, VALUES])  # each encoder token projects to the lecture's key and value
+    Wk, Wv = np.vstack([np.eye(3), np.zeros((3, 3))]), np.vstack([np.zeros((3, 3)), np.eye(3)])
+    out, weights = ref.cross_attention([[1.0, 0.0, 2.0]], X_enc, np.eye(3), Wk, Wv)
+    assert weights[0] == pytest.approx([0.1361, 0.4319, 0.4319], abs=LECTURE_TOL)
+    assert out[0] == pytest.approx(0.1361258 * VALUES[0] + 0.4319371 * (VALUES[1] + VALUES[2]), abs=1e-6)
+
+
+def test_cross_attention_is_attention_of_decoder_queries_over_encoder_keys(rng: np.random.Generator) -> None:
+    X_dec, X_enc = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 6))
+    Wq, Wk, Wv = rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    mask = ref.padding_mask(np.array([5, 2]), 5)[:, None, :]
+    out, weights = ref.cross_attention(X_dec, X_enc, Wq, Wk, Wv, mask)
+    assert out.shape == (2, 3, 2) and weights.shape == (2, 3, 5)
+    want_out, want_weights = ref.scaled_dot_product_attention(X_dec @ Wq, X_enc @ Wk, X_enc @ Wv, mask)
+    np.testing.assert_allclose(out, want_out, atol=1e-12)
+    np.testing.assert_allclose(weights, want_weights, atol=1e-12)
+    assert np.all(weights[1, :, 2:] == 0.0)
+
+
+def test_pool_tokens_mean_and_cls() -> None:
+    H = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]], [[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]])
+    mask = np.array([[True, True, False], [False, False, False]])
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mean = ref.pool_tokens(H, mask)
+    assert mean.tolist() == [[2.0, 3.0], [0.0, 0.0]]
+    assert ref.pool_tokens(H).tolist() == [[104 / 3, 106 / 3], [7.0, 8.0]]
+    assert ref.pool_tokens(H, mask, method="cls").tolist() == [[1.0, 2.0], [5.0, 6.0]]
+    with pytest.raises(ValueError):
+        ref.pool_tokens(H, mask, method="max")
+
+
+# --- the softmax's derivative -----------------------------------------------------------
+
+
+def test_softmax_jacobian_lecture_numbers_and_finite_differences(rng: np.random.Generator) -> None:
+    J = ref.softmax_jacobian([1.0, 0.0])
+    assert J == pytest.approx(np.array([[0.19661, -0.19661], [-0.19661, 0.19661]]), abs=1e-5)
+    s = rng.normal(size=(2, 3, 4))
+    J = ref.softmax_jacobian(s)
+    assert J.shape == (2, 3, 4, 4)
+    step = 1e-6
+    for j in range(4):
+        bump = np.zeros(4)
+        bump[j] = step
+        numeric = (ref.softmax_rows(s + bump) - ref.softmax_rows(s - bump)) / (2 * step)
+        np.testing.assert_allclose(J[..., :, j], numeric, atol=1e-8)
+    np.testing.assert_allclose(J.sum(axis=-1), 0.0, atol=1e-15)  # raising one score moves no total weight
+    np.testing.assert_allclose(J, np.swapaxes(J, -1, -2), atol=0)
+
+
+def test_saturated_softmax_has_a_vanishing_jacobian() -> None:
+    # One score far above the rest: the weights are one-hot and the gradient is (nearly) zero.
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        J = ref.softmax_jacobian([[1000.0, 0.0, -1000.0]])
+    assert np.abs(J).max() == 0.0
+    assert np.abs(ref.softmax_jacobian([[1.0, 0.0, -1.0]])).max() > 0.1
+
+
+def test_softmax_backward_is_the_jacobian_applied_to_the_gradient(rng: np.random.Generator) -> None:
+    S, dA = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3, 5))
+    want = np.einsum("...ij,...i->...j", ref.softmax_jacobian(S), dA)
+    np.testing.assert_allclose(ref.softmax_backward(S, dA), want, atol=1e-12)
+
+
+def test_softmax_backward_lecture_masked_example() -> None:
+    # o = sum_j a_j v_j = 40/3 with the third key masked, so do/da = v = (10, 20, 100).
+    scores = np.array([[math.log(2), 0.0, math.log(3)]])
+    mask = np.array([[True, True, False]])
+    grad = ref.softmax_backward(scores, [[10.0, 20.0, 100.0]], mask)
+    assert grad[0] == pytest.approx([2 / 3 * (10 - 40 / 3), 1 / 3 * (20 - 40 / 3), 0.0], abs=1e-12)
+    assert grad[0] == pytest.approx([-20 / 9, 20 / 9, 0.0], abs=1e-12)
+    step = 1e-6
+    for j in range(2):  # the masked score has no effect at all
+        bump = np.zeros(3)
+        bump[j] = step
+        hi = ref.attention_output(ref.softmax_rows(scores + bump, mask), [[10.0], [20.0], [100.0]])
+        lo = ref.attention_output(ref.softmax_rows(scores - bump, mask), [[10.0], [20.0], [100.0]])
+        assert (hi - lo)[0, 0] / (2 * step) == pytest.approx(grad[0, j], abs=1e-7)
+    fully_masked = ref.softmax_backward(np.ones((1, 3)), np.ones((1, 3)), np.zeros((1, 3), dtype=bool))
+    assert fully_masked.tolist() == [[0.0, 0.0, 0.0]]
+
+
+# --- generation with a KV cache --------------------------------------------------------
+
+
+def test_decoding_step_by_step_reproduces_the_causal_pass(rng: np.random.Generator) -> None:
+    n, d, dk, dv = 6, 5, 4, 3
+    X = rng.normal(size=(2, n, d))
+    Wq, Wk, Wv = rng.normal(size=(d, dk)), rng.normal(size=(d, dk)), rng.normal(size=(d, dv))
+    full, _ = ref.scaled_dot_product_attention(X @ Wq, X @ Wk, X @ Wv, ref.causal_mask(n))
+    K, V = np.zeros((2, 0, dk)), np.zeros((2, 0, dv))
+    for t in range(n):
+        out, K, V = ref.decoder_step(X[:, t : t + 1], K, V, Wq, Wk, Wv)
+        assert out.shape == (2, 1, dv) and K.shape == (2, t + 1, dk)
+        np.testing.assert_allclose(out[:, 0], full[:, t], atol=1e-12)
+    np.testing.assert_allclose(K, X @ Wk, atol=1e-12)
+    np.testing.assert_allclose(V, X @ Wv, atol=1e-12)
+
+
+def test_decoder_step_lecture_numbers() -> None:
+    x = np.array([[1.0, 0.0, 2.0, *KEYS[2], *VALUES[2]]])  # query (1,0,2), key and value of token 3
+    select = [np.eye(9)[:, 3 * k : 3 * k + 3] for k in range(3)]
+    out, K, V = ref.decoder_step(x, KEYS[:2], VALUES[:2], *select)
+    np.testing.assert_array_equal(K, KEYS)
+    np.testing.assert_array_equal(V, VALUES)
+    want, _ = ref.scaled_dot_product_attention([[1.0, 0.0, 2.0]], KEYS, VALUES)
+    np.testing.assert_allclose(out, want, atol=1e-12)
+
+
+# --- grouped-query attention and the encoder layer ------------------------------------------
+
+
+def test_gqa_with_one_group_per_head_is_multi_head_attention(rng: np.random.Generator) -> None:
+    X = rng.normal(size=(2, 5, 8))
+    Ws = [rng.normal(size=(8, 8)) for _ in range(4)]
+    mask = ref.causal_mask(5)
+    np.testing.assert_allclose(ref.grouped_query_attention(X, *Ws, 4, 4, mask),
+                               ref.multi_head_attention(X, *Ws, 4, mask), atol=1e-12)
+
+
+@pytest.mark.parametrize("h, kv_heads", [(4, 2), (4, 1), (8, 4), (6, 3)])
+def test_gqa_matches_a_loop_over_query_heads(rng: np.random.Generator, h: int, kv_heads: int) -> None:
+    n, d = 4, 24
+    dh, group = d // h, h // kv_heads
+    X = rng.normal(size=(n, d))
+    Wq, Wo = rng.normal(size=(d, d)), rng.normal(size=(d, d))
+    Wk, Wv = rng.normal(size=(d, kv_heads * dh)), rng.normal(size=(d, kv_heads * dh))
+    heads = []
+    for i in range(h):
+        g = i // group  # query heads 0..group-1 share key/value head 0, and so on
+        q_cols, kv_cols = slice(i * dh, (i + 1) * dh), slice(g * dh, (g + 1) * dh)
+        out, _ = ref.scaled_dot_product_attention(X @ Wq[:, q_cols], X @ Wk[:, kv_cols], X @ Wv[:, kv_cols])
+        heads.append(out)
+    want = np.concatenate(heads, axis=-1) @ Wo
+    np.testing.assert_allclose(ref.grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("h, kv_heads", [(4, 3), (4, 0), (3, 3)])
+def test_gqa_rejects_impossible_head_counts(h: int, kv_heads: int) -> None:
+    with pytest.raises(ValueError):
+        ref.grouped_query_attention(np.zeros((2, 8)), np.zeros((8, 8)), np.zeros((8, 6)), np.zeros((8, 6)),
+                                    np.zeros((8, 8)), h, kv_heads)
+
+
+def test_encoder_layer_is_two_post_norm_sublayers(rng: np.random.Generator) -> None:
+    X = rng.normal(size=(2, 4, 8))
+    Wq, Wk, Wv, Wo = (rng.normal(size=(8, 8)) for _ in range(4))
+    W1, b1, W2, b2 = rng.normal(size=(8, 16)), rng.normal(size=16), rng.normal(size=(16, 8)), rng.normal(size=8)
+    g1, be1, g2, be2 = (rng.normal(size=8) for _ in range(4))
+    mask = ref.padding_mask(np.array([4, 2]), 4)[:, None, :]
+    Y = ref.layer_norm(X + ref.multi_head_attention(X, Wq, Wk, Wv, Wo, 2, mask), g1, be1)
+    want = ref.layer_norm(Y + ref.feed_forward(Y, W1, b1, W2, b2), g2, be2)
+    got = ref.encoder_layer(X, Wq, Wk, Wv, Wo, 2, W1, b1, W2, b2, g1, be1, g2, be2, mask)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_encoder_layer_lecture_token() -> None:
+    # (2, 4): attention over one token returns it, (4, 8) normalises to (-1, 1), the lecture FFN
+    # maps that to (0, 1), and (-1, 2) normalises to (-1, 1) again.
+    W1, W2 = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert ref.feed_forward([-1.0, 1.0], W1, np.zeros(3), W2, np.zeros(2)).tolist() == [0.0, 1.0]
+    I, ones, zeros = np.eye(2), np.ones(2), np.zeros(2)
+    out = ref.encoder_layer([[2.0, 4.0]], I, I, I, I, 1, W1, np.zeros(3), W2, zeros, ones, zeros, ones, zeros)
+    assert out[0] == pytest.approx([-1.0, 1.0], abs=1e-5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.routes.class_grading import grade_class
-from conftest import key_module, replace_function
+from conftest import ROOT, key_module, replace_function
 from autograder.references import misconceptions
 
 CUSTOM_CHECKS = '''
@@ -58,6 +59,18 @@ def test_same_scores_as_qkv_grade(built_numpy, tmp_path, mistake):
     assert score == pytest.approx(graded.results[0].score, abs=1e-3)
     if mistake is not None:
         assert "failed" in output and score < maximum
+
+
+def test_a_failed_test_says_what_qkv_grade_says(built_numpy, tmp_path):
+    """The sample student whose attention builds on his column softmax: each failure reads as qkv grade's sentence."""
+    sample = ROOT / "examples" / "submissions" / "attention-numpy" / "ben.py"
+    (tmp_path / "subs").mkdir()
+    shutil.copy(sample, tmp_path / "subs" / "ben.py")
+    graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
+    _, _, output = pytest_route(tmp_path, built_numpy.out, tmp_path / "subs" / "ben.py")
+    failed = [t for p in graded.problems for t in p.tests if not t.passed]
+    assert len(failed) == 18 and all(t.message in output for t in failed)
+    assert "fix softmax_rows first: your multi_head_attention matches the reference with that same mistake" in output
 
 
 def test_custom_checks_add_points_and_run_in_the_sandbox(built_numpy, tmp_path):

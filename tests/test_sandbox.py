@@ -228,7 +228,7 @@ def test_segfault_is_a_crash_of_that_problem_only(batch: dict) -> None:
 
 def test_sys_exit_at_load(batch: dict) -> None:
     run = batch["runs"]["exit_at_load.py"]
-    assert (run.status, run.message) == ("exited", "called sys.exit(3) while loading")
+    assert (run.status, run.message) == ("exited", "called sys.exit(3) while loading, line 9")
     assert all(p.status == "not_run" for p in run.problems.values())
 
 

@@ -5,8 +5,9 @@ reference resolves, then its kind's own checks pass (`Kind.check`): a lecture
 example reproduces the lecture's figures; drawn variants are feasible; templates
 render; and for each `implement` problem the reference passes every test on
 every track, the stub fails every test, and each misconception fails at least
-one hidden test (the hidden tests can catch it). Then what only the whole bank
-shows (bank/measures.py): the balance of true and false statements, and numbers
+one hidden test (the hidden tests can catch it); what an `implement` problem
+`builds_on` must be other implement problems of the bank. Then what only the whole
+bank shows (bank/measures.py): the balance of true and false statements, and numbers
 that one problem's text quotes from another's answers; `bank_warnings` adds the
 choice questions whose right choice is clearly the longest.
 """
@@ -54,9 +55,14 @@ def validate_bank(bank: Bank) -> list[Finding]:
     from autograder.bank import measures
 
     findings = []
+    functions = {p.id for p in bank.by_kind("implement")}
     for problem_id, problem in sorted(bank.problems.items()):
         where = str(bank.paths[problem_id])
         findings += [Finding(where, what) for what in check_problem(problem)]
+        # the one field that names other problems: feedback composes their mistakes into this one's reference
+        for other in getattr(problem, "builds_on", None) or ():
+            if other not in functions or other == problem_id:
+                findings.append(Finding(where, f"builds_on: {other} is not another implement problem of the bank"))
     # what only the whole bank shows: a guessable balance of true and false, answers quoted elsewhere
     findings += [Finding(str(bank.root), what) for what in measures.balance_findings(bank)]
     for problem_id, found in sorted(measures.leaks(bank).items()):

@@ -109,7 +109,7 @@ def _setup(assignment: Assignment) -> str:
     )
 
 
-RUNTIME_MODULES = ("__init__", "wire", "values", "compare", "answers", "nbcells")  # what the test cells run on
+RUNTIME_MODULES = ("__init__", "wire", "values", "compare", "diagnosis", "answers", "nbcells")  # what the test cells run on
 
 HELPERS = """\
 # Grading helpers for the test cells below (locked: nbgrader restores this cell when it grades).

@@ -25,7 +25,9 @@ from typing import Optional
 
 from autograder.classroom.classbook import stored_late, stored_roster
 from autograder.classroom.roster import Roster
+from autograder.report.lessons import summarise
 from autograder.report.summary import points
+from autograder.results import SubmissionResult
 
 FORMATS = ("canvas", "moodle", "csv")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -58,9 +60,11 @@ def _comment(result: dict, penalty: float, final: float, rule: str) -> str:
             if p["score"] < p["max_score"] - 1e-9]
     if lost and result.get("status") == "graded":
         parts.append("points lost on: " + ", ".join(lost[:12]) + (" ..." if len(lost) > 12 else ""))
-    mistakes = sorted({t["message"] for p in result.get("problems", []) for t in p["tests"] if t.get("misconception")})
-    if mistakes:
-        parts.append("mistakes recognised: " + " | ".join(m[:200] for m in mistakes[:6]))
+    # each mistake once, largest first, in the feedback page's words (report/lessons.py)
+    lessons = summarise(SubmissionResult.from_json(result), {}, {}).lessons if result.get("problems") else []
+    if lessons:
+        parts.append("mistakes recognised: " + " | ".join(f"{lesson.message[:200]} (-{points(lesson.points)})"
+                                                          for lesson in lessons[:6]))
     return "; ".join(parts)
 
 

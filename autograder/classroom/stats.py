@@ -306,6 +306,9 @@ def bundle_info(bundle: Any) -> tuple[tuple[str, ...], dict[str, str], dict[str,
     """(order, kinds, choice items, misconception messages) of a GradingBundle."""
     kinds = {p.id: "implement" for p in bundle.code}
     messages = {(p.id, m): text for p in bundle.code for m, text in p.misconceptions.items()}
+    code = {p.id: p for p in bundle.code}  # and a mistake upstream, as the gradebook stores it: "softmax-rows/column-softmax"
+    messages.update({(p.id, f"{u}/{m}"): text for p in bundle.code for u in p.builds_on if u in code
+                     for m, text in code[u].misconceptions.items()})
     choices = {}
     for written in bundle.written:
         problem = written.problem

@@ -2,7 +2,8 @@
 offline) and a terminal table out.
 
 Plots: the histogram of total scores, facility against point-biserial discrimination (the flag lines at
-0.95 and 0.2 drawn), and how many students matched each named misconception.
+0.95 and 0.2 drawn), and how many students matched each named misconception; beside them, each named
+mistake's prevalence where it starts, with an anonymised example (classroom/mistakes.py).
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def plots(analysis: ItemAnalysis) -> dict[str, Markup]:
     return out
 
 
-def stats_html(analysis: ItemAnalysis, title: str) -> str:
+def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = ()) -> str:
+    """`mistakes`: classroom.mistakes.class_mistakes, the prevalence of each named mistake with an example."""
     import statistics
 
     totals = analysis.totals.tolist()
@@ -96,7 +98,7 @@ def stats_html(analysis: ItemAnalysis, title: str) -> str:
         "median": statistics.median(totals) if totals else None,
     }
     return _ENV.get_template("stats.html.j2").render(
-        a=analysis, title=title, plots=plots(analysis), summary=summary,
+        a=analysis, title=title, plots=plots(analysis), summary=summary, mistakes=mistakes,
         low=LOW_DISCRIMINATION, high=HIGH_FACILITY)
 
 

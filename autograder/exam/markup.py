@@ -1,5 +1,5 @@
-"""Problem text converted for each medium: Markdown with `$...$` / `$$...$$` LaTeX in; HTML for pages, HTML for
-learning platforms and plain text for terminals out.
+"""Problem text converted for each medium: Markdown with `$...$` / `$$...$$` LaTeX in; HTML for pages (KaTeX's, or
+with formulas as readable text), HTML for learning platforms and plain text for terminals out.
 
 Math is cut out before the Markdown parser sees it, because Markdown would eat
 the backslashes and underscores of the TeX (`\\`, `d_k`). Code spans are left
@@ -92,3 +92,10 @@ def terminal_text(text: str) -> str:
     return _PLACEHOLDER.sub(
         lambda m: ("    " + tex_text(found[int(m.group(1))].tex)) if found[int(m.group(1))].display
         else tex_text(found[int(m.group(1))].tex), stripped)
+
+
+def readable_html(text: str) -> str:
+    """HTML that needs no script: the Markdown rendered, each formula as readable text (`tex_text`) in a `.math` span.
+    For pages that must work offline and light, such as a student's feedback."""
+    return _markdown_with(text, lambda m: f'<span class="math{" display" if m.display else ""}">'
+                                          f'{html.escape(tex_text(m.tex), quote=False)}</span>')

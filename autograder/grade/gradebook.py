@@ -5,11 +5,12 @@ most the submissions in flight and never leaves a half-written row; running
 the same command again grades exactly what is missing or changed. CSV, JSON
 and HTML reports are exports of this database.
 
-`submissions` and `test_scores` hold each student's latest grading; `gradings` and
-`grading_tests` keep every grading ever made (the submission's digest, when, the bundle's
-fingerprint, per-test scores, where the file came from and when it was handed in), written in
-the same transaction; autograder/classroom/history.py reads them (grading_tests is clustered by
-grading, so one grading's tests, or a whole class's in order, are read without a sort).
+`gradings` and `grading_tests` keep every grading ever made (the submission's digest, when,
+the bundle's fingerprint, per-test scores, where the file came from and when it was handed in);
+`submissions` points at each student's latest grading, and `test_scores` is a view of that
+grading's tests, so a grading's tests are written once. autograder/classroom/history.py reads
+them (grading_tests is clustered by grading, so one grading's tests, or a whole class's in
+order, are read without a sort).
 """
 
 from __future__ import annotations
@@ -24,26 +25,9 @@ from pathlib import Path
 from autograder.errors import QkvError
 from autograder.results import SubmissionResult
 
-SCHEMA = """
+FORMAT = 2  # PRAGMA user_version; 1 kept each latest grading's tests a second time
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS submissions (
-    student    TEXT PRIMARY KEY,
-    digest     TEXT NOT NULL,
-    graded_at  REAL NOT NULL,
-    status     TEXT NOT NULL,
-    score      REAL NOT NULL,
-    max_score  REAL NOT NULL,
-    isolation  TEXT NOT NULL,
-    result     TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS test_scores (
-    student    TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
-    problem    TEXT NOT NULL,
-    test       TEXT NOT NULL,
-    score      REAL NOT NULL,
-    max_score  REAL NOT NULL,
-    PRIMARY KEY (student, problem, test)
-);
 CREATE TABLE IF NOT EXISTS gradings (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     student      TEXT NOT NULL,
@@ -71,6 +55,21 @@ CREATE TABLE IF NOT EXISTS grading_tests (
     misconception TEXT,
     PRIMARY KEY (grading, problem, test)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS submissions (
+    student    TEXT PRIMARY KEY,
+    digest     TEXT NOT NULL,
+    graded_at  REAL NOT NULL,
+    status     TEXT NOT NULL,
+    score      REAL NOT NULL,
+    max_score  REAL NOT NULL,
+    isolation  TEXT NOT NULL,
+    result     TEXT NOT NULL,
+    grading    INTEGER NOT NULL REFERENCES gradings(id)
+);
+CREATE VIEW IF NOT EXISTS test_scores (student, problem, test, score, max_score) AS
+    SELECT s.student, t.problem, t.test, t.score, t.max_score
+    FROM submissions AS s JOIN grading_tests AS t ON t.grading = s.grading;
+PRAGMA user_version = {FORMAT};
 """
 
 
@@ -97,6 +96,12 @@ class Gradebook:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
+            made = self.db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if made and version != FORMAT:
+                self.db.close()
+                raise QkvError(str(path), f"a gradebook of format {version}, this qkv writes format {FORMAT};"
+                                          " choose another --out")
             self.db.executescript(SCHEMA)
         except sqlite3.Error as err:
             self.db.close()
@@ -133,32 +138,29 @@ class Gradebook:
         return dict(self.db.execute("SELECT student, digest FROM submissions").fetchall())
 
     def record(self, result: SubmissionResult, isolation: str, context: GradingContext = GradingContext()) -> None:
-        """Store one submission's result in a single transaction: the latest (replacing an older one) and its history."""
-        bundle = self.db.execute("SELECT value FROM meta WHERE key = 'bundle'").fetchone()
-        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed), t.misconception)
+        """Store one grading of a submission in a single transaction; it becomes the student's latest."""
+        # a mistake of a function built on is stored as "that problem/mistake", so the class counts it where it starts
+        tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed),
+                  f"{t.cause}/{t.misconception}" if t.cause and t.misconception else t.misconception)
                  for p in result.problems for t in p.tests]
         now = time.time()
         with self.db:
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute("DELETE FROM submissions WHERE student = ?", (result.student,))
-            self.db.execute(
-                "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (result.student, result.digest, now, result.status, result.score, result.max_score,
-                 isolation, json.dumps(result.to_json(), allow_nan=True)),
-            )
-            self.db.executemany(
-                "INSERT INTO test_scores VALUES (?, ?, ?, ?, ?)",
-                [(result.student, p.problem_id, t.name, t.score, t.max_score) for p in result.problems for t in p.tests],
-            )
             grading = self.db.execute(
                 "INSERT INTO gradings (student, digest, graded_at, bundle, status, score, max_score, isolation, source,"
-                " submitted_at, time_source, answers) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (result.student, result.digest, now, bundle[0] if bundle else "", result.status, result.score,
+                " submitted_at, time_source, answers) VALUES (?, ?, ?,"
+                " COALESCE((SELECT value FROM meta WHERE key = 'bundle'), ''), ?, ?, ?, ?, ?, ?, ?, ?)",
+                (result.student, result.digest, now, result.status, result.score,
                  result.max_score, isolation, context.source, context.submitted_at, context.time_source,
                  json.dumps(result.answers, allow_nan=True)),
             ).lastrowid
             self.db.executemany("INSERT INTO grading_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 [(grading, *test) for test in tests])
+            self.db.execute(
+                "INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (result.student, result.digest, now, result.status, result.score, result.max_score,
+                 isolation, json.dumps(result.to_json(), allow_nan=True), grading),
+            )
 
     def results(self, known: Mapping[str, SubmissionResult] = {}) -> list[tuple[SubmissionResult, str]]:
         """Every stored result with its isolation, by student; those in `known` (just recorded) are not decoded again."""

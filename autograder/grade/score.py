@@ -2,28 +2,49 @@
 
 Pure functions in the trusted process. Student outputs are compared here with
 the expected values the sandbox never saw; when a test fails, the output is
-compared with each misconception's output to name the mistake. Written answers
-are judged by their kind (`WrittenKind.grade`) against the student's own variant.
+compared with each misconception's output to name the mistake, and with the
+reference's outputs with a misconception of a function it builds on inside
+(qkv_runtime.diagnosis says in which order, and in which words). Problems are
+scored most basic first, so that what a function shows itself confirms the
+mistakes of the functions built on it. Written answers are judged by their kind
+(`WrittenKind.grade`) against the student's own variant.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.grade.intake import Submission
+from autograder.grade.matrices import picture
 from autograder.kinds import kind_of
 from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.sandbox import ProblemRun, SubmissionRun
 from qkv_runtime.compare import compare, excerpt, select
-
-HEATMAP_MAX = 12  # largest side of a weight matrix drawn in feedback
+from qkv_runtime.diagnosis import Named, mistake_text, name_mistake, shown
 
 
 # -------------------------------------------------------------- code tests
+
+
+@dataclass
+class Upstream:
+    """What the problems built on say: their functions and messages, and the mistakes each one showed."""
+
+    functions: dict[str, str] = field(default_factory=dict)
+    messages: dict[str, dict[str, str]] = field(default_factory=dict)
+    shown: dict[str, frozenset] = field(default_factory=dict)
+
+    @staticmethod
+    def of(bundle: GradingBundle) -> "Upstream":
+        return Upstream({p.id: p.function for p in bundle.code}, {p.id: p.misconceptions for p in bundle.code})
+
+    def confirmed(self, problem: str, mistake: str) -> bool:
+        return mistake in self.shown.get(problem, ())
 
 
 def _raised(error: str) -> str:
@@ -32,29 +53,17 @@ def _raised(error: str) -> str:
     return match.group(0) if match else ""
 
 
-def _weights_heatmap(got: np.ndarray, want: np.ndarray) -> dict[str, list] | None:
-    """The first (n_q x n_k) slice of attention weights, when the expected output looks like weights."""
-    if want.ndim < 2 or got.shape != want.shape or want.dtype.kind != "f":
-        return None
-    rows = want.reshape(-1, want.shape[-2], want.shape[-1])[0]
-    if rows.shape[0] > HEATMAP_MAX or rows.shape[1] > HEATMAP_MAX or rows.min() < 0:
-        return None
-    sums = rows.sum(axis=-1)
-    if not np.all((np.abs(sums - 1) < 1e-6) | (np.abs(sums) < 1e-12)):
-        return None
-    student = got.reshape(-1, got.shape[-2], got.shape[-1])[0]
-    return {"want": rows.tolist(), "got": np.nan_to_num(student.astype(float)).tolist()}
+def diagnose(test: GradedTest, got: tuple[np.ndarray, ...], upstream: Upstream | None = None) -> Named | None:
+    """The mistake this student's output shows, if any (qkv_runtime.diagnosis.name_mistake's order)."""
+    def matches(outputs) -> bool:
+        return compare(got, outputs, test.tolerance.abs, test.tolerance.rel) is None
+
+    upstream = upstream or Upstream()
+    return name_mistake(matches, test.mutant_outputs, list(test.upstream_outputs.items()), upstream.confirmed)
 
 
-def diagnose(test: GradedTest, got: tuple[np.ndarray, ...]) -> str | None:
-    """The id of the misconception whose output this student's output matches, if any."""
-    for mistake, outputs in test.mutant_outputs.items():
-        if compare(got, outputs, test.tolerance.abs, test.tolerance.rel) is None:
-            return mistake
-    return None
-
-
-def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -> TestResult:
+def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
+               upstream: Upstream | None = None) -> TestResult:
     max_score = problem.test_points(test)
 
     def result(passed: bool, message: str, **extra: Any) -> TestResult:
@@ -76,21 +85,26 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None) -
     mismatch = compare(got, test.expected, test.tolerance.abs, test.tolerance.rel)
     if mismatch is None:
         return result(True, "passed")
-    mistake = diagnose(test, got)
+    upstream = upstream or Upstream()
+    named = diagnose(test, got, upstream)
     message = mismatch.reason
-    if mistake:
-        message = f"{problem.misconceptions[mistake]} ({mismatch.reason})"
+    if named:
+        own = upstream.messages.get(named.cause, {}) if named.cause else problem.misconceptions
+        message = mistake_text(named, problem.function, own.get(named.mistake, named.mistake), mismatch.reason,
+                               upstream.functions.get(named.cause or "", ""))
     first_got = got[0] if got else None
     return result(
-        False, message, misconception=mistake, max_error=mismatch.max_error,
-        expected_excerpt=excerpt(test.expected[0]), got_excerpt=excerpt(first_got),
-        heatmap=_weights_heatmap(np.asarray(first_got), test.expected[0]) if first_got is not None else None,
+        False, message, misconception=named.mistake if named else None, cause=named.cause if named else None,
+        max_error=mismatch.max_error, expected_excerpt=excerpt(test.expected[0]), got_excerpt=excerpt(first_got),
+        heatmap=picture(got, test.expected, test.args, test.kwargs),
     )
 
 
-def score_code_problem(problem: CodeProblem, run: SubmissionRun) -> ProblemResult:
+def score_code_problem(problem: CodeProblem, run: SubmissionRun, upstream: Upstream | None = None) -> ProblemResult:
     problem_run = run.problems.get(problem.id)
-    tests = tuple(score_test(problem, t, problem_run) for t in problem.tests)
+    tests = tuple(score_test(problem, t, problem_run, upstream) for t in problem.tests)
+    if upstream is not None:
+        upstream.shown[problem.id] = shown((t.misconception, t.cause) for t in tests)
     if problem.function not in run.defined:
         message = f"{problem.function} is not defined"
     elif problem_run is not None and problem_run.status != "ok":
@@ -98,6 +112,24 @@ def score_code_problem(problem: CodeProblem, run: SubmissionRun) -> ProblemResul
     else:
         message = f"{sum(t.passed for t in tests)} of {len(tests)} tests passed"
     return ProblemResult(problem.id, "implement", round(sum(t.score for t in tests), 4), problem.points, message, tests)
+
+
+def basic_first(code: tuple[CodeProblem, ...]) -> list[CodeProblem]:
+    """The code problems, each after those it builds on (the bundle's order otherwise)."""
+    by_id = {p.id: p for p in code}
+    done: dict[str, CodeProblem] = {}
+
+    def visit(problem: CodeProblem, path: tuple[str, ...]) -> None:
+        if problem.id in done or problem.id in path:  # a cycle only loses confirmations, never a score
+            return
+        for other in problem.builds_on:
+            if other in by_id:
+                visit(by_id[other], path + (problem.id,))
+        done[problem.id] = problem
+
+    for problem in code:
+        visit(problem, ())
+    return list(done.values())
 
 
 # ----------------------------------------------------------- written answers
@@ -126,7 +158,8 @@ def grade_submission(bundle: GradingBundle, submission: Submission, run: Submiss
     if run is None:
         return SubmissionResult(submission.student, submission.digest, submission.status, submission.message,
                                 0.0, bundle.max_points)
-    results = {p.id: score_code_problem(p, run) for p in bundle.code}
+    upstream = Upstream.of(bundle)
+    results = {p.id: score_code_problem(p, run, upstream) for p in basic_first(bundle.code)}
     answers = run.answers if isinstance(run.answers, dict) else {}
     for written in bundle.written:
         results[written.id] = score_written(written, answers.get(written.id), bundle, submission.student)

@@ -50,6 +50,11 @@ class ImplementProblem(ProblemBase):
     public_tests: list[TestCase] = Field(min_length=1)
     hidden_tests: list[TestCase] = Field(min_length=1)
     misconceptions: list[Misconception] = []
+    builds_on: list[ProblemId] | None = Field(
+        default=None,
+        description="the problems whose functions this one calls (their mistakes are named here too); "
+                    "default: found in the numpy reference's code",
+    )
 
     @field_validator("signature")
     @classmethod
@@ -178,17 +183,30 @@ def _check_line(test) -> str:
             mutants = ", ".join(f"{m!r}: [" + ", ".join(array_literal(np.asarray(o)) for o in outputs) + "]"
                                 for m, outputs in sorted(test.mutant_outputs.items()))
             parts.append("mutants={" + mutants + "}")
+        if test.upstream_outputs:  # and the mistakes of the functions it builds on
+            upstream = ", ".join(
+                f"{u!r}: {{" + ", ".join(f"{m!r}: [" + ", ".join(array_literal(np.asarray(o)) for o in outputs) + "]"
+                                         for m, outputs in sorted(found.items())) + "}"
+                for u, found in sorted(test.upstream_outputs.items()))
+            parts.append("upstream={" + upstream + "}")
     return f"_t.check({', '.join(parts)})"
 
 
-def _code_tests_source(code, track: str) -> str:
+def _builds_on(code, bundle) -> list:
+    """[problem id, function, {mistake: message}] of each problem `code` builds on, as nbcells.CodeTests takes them."""
+    others = {p.id: p for p in bundle.code}
+    return [[u, others[u].function, dict(sorted(others[u].misconceptions.items()))] for u in code.builds_on if u in others]
+
+
+def _code_tests_source(code, track: str, bundle=None) -> str:
     public = [t for t in code.tests if t.visibility == "public"]
     hidden = [t for t in code.tests if t.visibility == "hidden"]
     lines = [
         f"# Tests of {code.function} (locked): {len(public)} public test(s) here, {len(hidden)} hidden when graded.",
         f"_t = _QkvTests(globals(), {code.id!r}, {code.function!r}, points={float(code.points)!r}, "
         f"tests={len(code.tests)}, total_weight={float(code.total_weight)!r}, track={track!r}, "
-        f"mistakes={dict(sorted(code.misconceptions.items()))!r})",
+        f"mistakes={dict(sorted(code.misconceptions.items()))!r}"
+        + (f", builds_on={_builds_on(code, bundle)!r})" if bundle is not None and code.builds_on else ")"),
         *(_check_line(t) for t in public),
     ]
     if hidden:
@@ -219,14 +237,19 @@ def _public_test(test) -> dict[str, Any]:
         "output": test.output,
         "tolerance": test.tolerance.model_dump(),
         "mutants": {m: sealed.outputs_digest(o, digits) for m, o in sorted(test.mutant_outputs.items())},
+        # qkv_runtime.diagnosis.name_mistake's `upstream`, as digests: {problem built on: {mistake: digest}}
+        "upstream": {u: {m: sealed.outputs_digest(o, digits) for m, o in sorted(found.items())}
+                     for u, found in sorted(test.upstream_outputs.items())},
     }
 
 
-def _code_data(problem: ImplementProblem, code) -> dict[str, Any]:
+def _code_data(problem: ImplementProblem, code, bundle=None) -> dict[str, Any]:
     # self-check data: moved verbatim from build/student.py (the implement branch of `selfcheck_data`)
-    return dict(function=problem.function, public_tests=[_public_test(t) for t in code.tests if t.visibility == "public"],
+    data = dict(function=problem.function, public_tests=[_public_test(t) for t in code.tests if t.visibility == "public"],
                 hidden_tests=sum(t.visibility == "hidden" for t in code.tests),
                 misconceptions={m.id: m.message for m in problem.misconceptions})
+    data["builds_on"] = _builds_on(code, bundle) if bundle is not None else []  # in the assignment's order
+    return data
 
 
 # ---------------------------------------------------------------------- kind
@@ -261,10 +284,10 @@ class ImplementKind(Kind):
         return _solution_cell_source(assigned.problem, assignment.track)
 
     def nbgrader_tests(self, assigned, assignment, bundle) -> str:
-        return _code_tests_source(_code_problem(bundle, assigned.problem.id), assignment.track)
+        return _code_tests_source(_code_problem(bundle, assigned.problem.id), assignment.track, bundle)
 
     def selfcheck_data(self, assigned, assignment, bundle, students) -> dict[str, Any]:
-        return _code_data(assigned.problem, _code_problem(bundle, assigned.problem.id))
+        return _code_data(assigned.problem, _code_problem(bundle, assigned.problem.id), bundle)
 
     def paper_question(self, problem: ImplementProblem, variant) -> tuple[str, tuple[Blank, ...]]:
         example = f"\n\nExample:\n\n```python\n{problem.example.strip()}\n```" if problem.example.strip() else ""

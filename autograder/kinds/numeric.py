@@ -2,8 +2,8 @@
 
 Takes a `NumericProblem` and its `Variant` (bank/variants.py); gives the prompt
 and solution rendered from the variant's numbers, each part judged within its
-tolerance (points split equally over the parts), the self-check's salted
-digests on a grid inside the tolerance, validate's checks of the lecture's
+tolerance (points split equally over the parts), the self-check's sealed
+cells (kinds/sealing.py), validate's checks of the lecture's
 figures, the draws and the misconception twins, and the answer key, exam
 blanks, drill questions and quiz groups, each naming a misconception whose
 wrong-method answer a typed answer equals.
@@ -112,6 +112,8 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
         return Verdict(False, f"{part.label}: expected {want.size} number(s), got {got.size}")
     if close(got, want, part.tolerance):
         return Verdict(True, f"{part.label}: correct")
+    if part.tolerance.abs == 0 and part.tolerance.rel == 0:  # "not within 0 of the answer" read as nonsense
+        return Verdict(False, f"{part.label}: not the answer (it must be exact)")
     window = f"{part.tolerance.abs:g}" + (f" + {part.tolerance.rel:g} x |answer|" if part.tolerance.rel else "")
     return Verdict(False, f"{part.label}: not within {window} of the answer")
 

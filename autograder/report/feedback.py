@@ -1,49 +1,41 @@
-"""feedback.html for one student: a `SubmissionResult` in, a self-contained HTML page out.
+"""feedback.html for one student: a `SubmissionResult` (and the assignment's `GradingBundle`) in, a self-contained page out.
 
-For each problem: the score and what happened; for each failed test: input
-shapes, expected vs got (public tests), the largest error and the mistake the
-output matches. Attention weights are drawn as heatmaps (matplotlib's imsave,
-embedded as PNG data, so the page works offline); hidden tests show theirs only
-after the due date.
+The page opens with what to fix first (lessons.py): each recognised mistake
+once, with its points, the problems it touches, the functions that fail because
+they build on it, and the tests it explains; then what no mistake explains, one
+line per distinct message. Then problem by problem: passed tests in one line,
+failures by reference to their mistake. Failed tests are drawn (pictures.py:
+yours, expected, the difference, the mask, with scales, inline SVG data, so the
+page works offline); written answers are explained (written.py). Details of
+hidden tests, their pictures, and written answers' right answers appear only
+after the student's own due date (with extension, from the classroom's
+`LateOutcome`).
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import jinja2
-import numpy as np
 
-from autograder.results import SubmissionResult, TestResult
+from autograder.bundle import GradingBundle
 from autograder.report.files import write_atomic
+from autograder.report.lessons import Summary, problem_lines, summarise
+from autograder.report.pictures import Image, test_pictures
 from autograder.report.summary import points
-
-CELL_PIXELS = 24
+from autograder.report.written import WrittenView, written_view
+from autograder.results import SubmissionResult, TestResult
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.report", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
 )
 _ENV.filters["points"] = points
-
-
-def heatmap_png(matrix: list[list[float]]) -> str:
-    """A weight matrix as a PNG data URI (0 = dark, 1 = bright, one square per weight)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    array = np.clip(np.asarray(matrix, dtype=float), 0.0, 1.0)
-    big = np.kron(array, np.ones((CELL_PIXELS, CELL_PIXELS)))
-    buffer = io.BytesIO()
-    plt.imsave(buffer, big, cmap="viridis", vmin=0.0, vmax=1.0, format="png")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
 def _past_due(due: str | None, now: dt.datetime | None = None) -> bool:
@@ -55,25 +47,67 @@ def _past_due(due: str | None, now: dt.datetime | None = None) -> bool:
     return (now or dt.datetime.now(dt.timezone.utc)) >= deadline
 
 
-def _show_heatmap(test: TestResult, past_due: bool) -> bool:
-    return test.heatmap is not None and not test.passed and (test.visibility == "public" or past_due)
+def visible(test: TestResult, past_due: bool) -> bool:
+    """Whether a test's inputs, numbers and pictures may be shown: public ones always, hidden ones after the due date."""
+    return test.visibility == "public" or past_due
 
 
-def feedback_html(result: SubmissionResult, title: str, due: str | None, isolation: str, late: Any = None) -> str:
+def _drawn(tests: list[TestResult], past_due: bool) -> Optional[TestResult]:
+    """The test whose pictures a group of failures shows: the first visible one that has a picture, public first."""
+    candidates = [t for t in tests if t.heatmap and visible(t, past_due)]
+    candidates.sort(key=lambda t: t.visibility != "public")
+    return candidates[0] if candidates else None
+
+
+def _bank_words(bundle: GradingBundle | None) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    if bundle is None:
+        return {}, {}
+    return ({p.id: p.function for p in bundle.code},
+            {(p.id, m): text for p in bundle.code for m, text in p.misconceptions.items()})
+
+
+def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle | None) -> dict[str, Any]:
+    functions, messages = _bank_words(bundle)
+    summary: Summary = summarise(result, functions, messages, written_mistakes=past_due)
+    pictures: dict[tuple[str, str], list[Image]] = {}
+
+    def draw(tests: list[TestResult]) -> Optional[TestResult]:
+        chosen = _drawn(tests, past_due)
+        if chosen is not None and (chosen.problem_id, chosen.name) not in pictures:
+            pictures[(chosen.problem_id, chosen.name)] = test_pictures(chosen.heatmap, chosen.name)
+        return chosen
+
+    lesson_drawn = [draw(lesson.tests) for lesson in summary.lessons]
+    rest_drawn = {(c.problem, c.text): draw(list(c.tests)) for c in summary.unexplained}
+    written = {w.id: w for w in bundle.written} if bundle is not None else {}
+    problems = []
+    for problem in result.problems:
+        entry: dict[str, Any] = {"result": problem, "lines": problem_lines(problem, summary), "written": None}
+        if problem.kind != "implement" and problem.problem_id in written and bundle is not None:
+            entry["written"] = written_view(written[problem.problem_id], problem, result.answers.get(problem.problem_id),
+                                            bundle, result.student, past_due)
+        problems.append(entry)
+    return dict(summary=summary, lesson_drawn=lesson_drawn, rest_drawn=rest_drawn, pictures=pictures,
+                problems=problems, visible=lambda t: visible(t, past_due))
+
+
+def feedback_html(result: SubmissionResult, title: str, due: str | None, isolation: str, late: Any = None,
+                  bundle: GradingBundle | None = None, now: dt.datetime | None = None) -> str:
     """`late`, when given, is the student's own deadline (classroom.deadlines.LateOutcome): shown, and it
-    decides when hidden tests' heatmaps appear."""
+    decides when hidden tests' details and written answers' solutions appear. `bundle` gives the bank's
+    words for each mistake and the written problems' keys; without it, the tests' own words stand in."""
     if late is not None and late.due is not None:
         due = late.due.isoformat()
-    past_due = _past_due(due)
-    heatmaps = {
-        (t.problem_id, t.name): (heatmap_png(t.heatmap["got"]), heatmap_png(t.heatmap["want"]))
-        for p in result.problems for t in p.tests if _show_heatmap(t, past_due)
-    }
+    past_due = _past_due(due, now)
     return _ENV.get_template("feedback.html.j2").render(
-        result=result, title=title, heatmaps=heatmaps, past_due=past_due, isolation=isolation, late=late,
+        result=result, title=title, past_due=past_due, due=due, isolation=isolation, late=late,
+        **page_context(result, past_due, bundle),
     )
 
 
 def write_feedback(path: Path, result: SubmissionResult, title: str, due: str | None, isolation: str,
-                   late: Any = None) -> None:
-    write_atomic(path, feedback_html(result, title, due, isolation, late).encode())
+                   late: Any = None, bundle: GradingBundle | None = None, now: dt.datetime | None = None) -> None:
+    write_atomic(path, feedback_html(result, title, due, isolation, late, bundle, now).encode())
+
+
+__all__ = ["WrittenView", "feedback_html", "page_context", "visible", "write_feedback"]

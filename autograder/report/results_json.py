@@ -4,7 +4,10 @@ Schema: top-level `score`, `output`, `stdout_visibility`, and `tests[]` with
 `name`, `score`, `max_score`, `output`, `visibility`, and `extra_data.isolation`
 (how student code was isolated: bwrap, uid, rlimits-only). Hidden tests use
 `after_due_date`, so students see them only once the due date has passed;
-their inputs and expected values are never in the output.
+their inputs and expected values are never in the output. The top-level output
+opens with what to fix first (report/lessons.py): each recognised mistake of the
+code once, with its points and the problems it touches; each test's output
+names its mistake in the words of every other route (qkv_runtime.diagnosis).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from autograder.results import SubmissionResult, TestResult
 from autograder.report.files import write_atomic
+from autograder.report.lessons import summarise
 
 
 def _test_output(test: TestResult) -> str:
@@ -37,7 +41,28 @@ ISOLATION_TEXT = {
 }
 
 
-def results_json(result: SubmissionResult, isolation: str) -> dict:
+def _points(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")  # as the page shows them (report.summary.points, without rich)
+
+
+def fix_first(result: SubmissionResult, bundle=None) -> list[str]:
+    """The summary's lines: the code's recognised mistakes, largest first (written answers' stay with their tests)."""
+    functions = {p.id: p.function for p in bundle.code} if bundle is not None else {}
+    messages = {(p.id, m): t for p in bundle.code for m, t in p.misconceptions.items()} if bundle is not None else {}
+    summary = summarise(result, functions, messages, written_mistakes=False)
+    lines = []
+    for n, lesson in enumerate(summary.lessons, 1):
+        where = ", ".join(f"{pid} -{_points(lost)}" for pid, lost in lesson.problems)
+        lines.append(f"{n}. {lesson.title} (-{_points(lesson.points)} points: {where}): {lesson.message}")
+        if lesson.upstream_of:
+            lines.append(f"   fix {lesson.function} first: your {' and '.join(lesson.upstream_of)} "
+                         f"{'matches' if len(lesson.upstream_of) == 1 else 'match'} the reference with that same "
+                         "mistake inside")
+    return (["what to fix first:"] + lines) if lines else []
+
+
+def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
+    """`bundle` (the GradingBundle) gives the summary the bank's words; without it, the tests' own stand in."""
     tests = [
         {
             "name": f"{t.problem_id}: {t.name}",
@@ -53,9 +78,11 @@ def results_json(result: SubmissionResult, isolation: str) -> dict:
     output += f"\nsandbox: {ISOLATION_TEXT.get(isolation, isolation)}"
     for note in result.notes:
         output += f"\n{note}"
+    for line in fix_first(result, bundle):
+        output += f"\n{line}"
     return {"score": round(result.score, 4), "output": output, "stdout_visibility": "hidden", "tests": tests,
             "extra_data": {"isolation": isolation}}
 
 
-def write_results_json(path: Path, result: SubmissionResult, isolation: str) -> None:
-    write_atomic(path, (json.dumps(results_json(result, isolation), separators=(",", ":")) + "\n").encode())
+def write_results_json(path: Path, result: SubmissionResult, isolation: str, bundle=None) -> None:
+    write_atomic(path, (json.dumps(results_json(result, isolation, bundle), separators=(",", ":")) + "\n").encode())

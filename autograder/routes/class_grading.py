@@ -74,8 +74,8 @@ def bundle_fingerprint(folder: Path) -> str:
 def write_student_reports(out: Path, bundle: GradingBundle, result: SubmissionResult, isolation: str,
                           late: Optional[LateOutcome] = None) -> None:
     folder = out / "feedback" / result.student
-    write_results_json(folder / "results.json", result, isolation)
-    write_feedback(folder / "feedback.html", result, bundle.title, bundle.due, isolation, late)
+    write_results_json(folder / "results.json", result, isolation, bundle)
+    write_feedback(folder / "feedback.html", result, bundle.title, bundle.due, isolation, late, bundle)
 
 
 def export_reports(out: Path, bundle: GradingBundle, rows: list[tuple[SubmissionResult, str]],

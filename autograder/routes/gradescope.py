@@ -94,7 +94,7 @@ def grade_gradescope(root: Path, source: Path) -> dict:
         isolation = pool.isolation
         with pool:
             run = run_submission(pool, bundle, submission.program)
-    return results_json(grade_submission(bundle, submission, run), isolation)
+    return results_json(grade_submission(bundle, submission, run), isolation, bundle)
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ from qkv_runtime.values import (
     exit_code_text,
     is_out_of_memory,
     plain_answers,
+    raised_at,
     to_arrays,
     to_track,
 )
@@ -54,7 +55,9 @@ def flush_std() -> None:
 
 def load_failure(exc: BaseException) -> Dict[str, Any]:
     if isinstance(exc, SystemExit):
-        return {"kind": "load_failed", "status": "exited", "message": f"called sys.exit({exit_code_text(exc.code)}) while loading"}
+        where = raised_at(exc)  # so the feedback can say where: a stray sys.exit() is easy to miss
+        return {"kind": "load_failed", "status": "exited",
+                "message": f"called sys.exit({exit_code_text(exc.code)}) while loading" + (f", {where}" if where else "")}
     if is_out_of_memory(exc):
         return {"kind": "load_failed", "status": "memory",
                 "message": f"ran out of memory while loading: {exception_text(exc, limit=300)}"}

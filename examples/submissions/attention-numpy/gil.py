@@ -246,6 +246,264 @@ def sinusoidal_positional_encoding(n, d):
     raise NotImplementedError("sinusoidal_positional_encoding")
 
 
+def padding_mask(lengths, n):
+    """Sentences of different lengths are batched by padding them to a common length $n$.
+    Implement `padding_mask(lengths, n)`.
+
+    `lengths` is an integer array of shape $(b,)$ (or any shape $(\\dots)$): the number of
+    real tokens of each sequence. Positions are counted **from 0**, so a sequence of length
+    $L$ has its real tokens at positions $0, \\dots, L-1$ and padding at $L, \\dots, n-1$.
+    Return a boolean array of shape $(\\dots, n)$ that is `True` at the real tokens (the
+    keys a query may attend to) and `False` on the padding.
+
+    A length below 0 or above $n$ is an error: raise `ValueError`.
+
+    Returns: boolean array of shape lengths.shape + (n,)
+
+    Example:
+        >>> padding_mask(np.array([2, 0]), 3)
+        array([[ True,  True, False],
+               [False, False, False]])
+    """
+    raise NotImplementedError("padding_mask")
+
+
+def encoder_decoder_masks(src_lengths, tgt_lengths, n_src, n_tgt):
+    """The same attention block becomes an encoder, a decoder or the bridge between them
+    depending only on its mask. For a padded batch of $b$ source sentences (padded to
+    $n_{src}$) and $b$ target sentences (padded to $n_{tgt}$), implement
+    `encoder_decoder_masks(src_lengths, tgt_lengths, n_src, n_tgt)` and return the triple
+    `(encoder, decoder, cross)` of boolean masks, `True` = the query may attend to the key:
+
+    - `encoder`, shape $(b, n_{src}, n_{src})$, for the encoder's self-attention: it reads
+      the whole source in both directions, so query $i$ may attend to key $j$ whenever
+      source position $j$ is a real token;
+    - `decoder`, shape $(b, n_{tgt}, n_{tgt})$, for the decoder's self-attention: key $j$ must
+      be a real target token **and** not in the future ($j \\le i$);
+    - `cross`, shape $(b, n_{tgt}, n_{src})$, for cross-attention (queries from the decoder,
+      keys from the encoder): every target position may attend to every real source token.
+
+    `src_lengths` and `tgt_lengths` are integer arrays of shape $(b,)$; positions count from
+    0, so a sequence of length $L$ is real at $0, \\dots, L-1$. Padding hides **keys**
+    (columns) only: rows of padding queries follow the same rules (their outputs are ignored
+    later). A length outside $[0, n]$ raises `ValueError`. An encoder-only model (BERT) uses
+    just the first mask, a decoder-only model (GPT) just the second, without padding.
+
+    Returns: (encoder (b, n_src, n_src), decoder (b, n_tgt, n_tgt), cross (b, n_tgt, n_src)), boolean
+
+    Example:
+        >>> enc, dec, cross = encoder_decoder_masks(np.array([2]), np.array([3]), 3, 3)
+        >>> dec[0].astype(int)
+        array([[1, 0, 0],
+               [1, 1, 0],
+               [1, 1, 1]])
+        >>> cross[0].astype(int)
+        array([[1, 1, 0],
+               [1, 1, 0],
+               [1, 1, 0]])
+    """
+    raise NotImplementedError("encoder_decoder_masks")
+
+
+def cross_attention(X_dec, X_enc, Wq, Wk, Wv, mask=None):
+    """In an encoder-decoder Transformer, each decoder layer reads the source sentence through
+    **cross-attention**: the queries come from the decoder, the keys and values from the
+    encoder's output. Implement `cross_attention(X_dec, X_enc, Wq, Wk, Wv, mask=None)` and
+    return the pair `(output, weights)`:
+
+    $$Q = X_{dec} W_Q,\\quad K = X_{enc} W_K,\\quad V = X_{enc} W_V,\\qquad
+    \\text{weights} = \\operatorname{softmax}_{\\text{rows}}\\!\\Big(\\frac{QK^\\top}{\\sqrt{d_k}}\\Big),\\quad
+    \\text{output} = \\text{weights}\\, V.$$
+
+    Shapes: `X_dec` is $(\\dots, n_{dec}, d_{dec})$ and `X_enc` is $(\\dots, n_{enc}, d_{enc})$
+    (the two lengths and widths may differ); `Wq` is $(d_{dec}, d_k)$, `Wk` is
+    $(d_{enc}, d_k)$, `Wv` is $(d_{enc}, d_v)$. `weights` is $(\\dots, n_{dec}, n_{enc})$, one row
+    per decoder position, and `output` is $(\\dots, n_{dec}, d_v)$. `mask` (optional, boolean,
+    broadcastable to the weights, `True` = may attend; typically the source padding mask of
+    shape $(b, 1, n_{enc})$) applies before the softmax; a row with no allowed key gives zero
+    weights and a zero output. No causal mask: the whole source is known.
+
+    Returns: (output of shape (..., n_dec, d_v), weights of shape (..., n_dec, n_enc))
+
+    Example:
+        >>> out, w = cross_attention([[1, 0]], [[1, 0], [0, 1], [0, 0]], np.eye(2), np.eye(2), [[10], [20]])
+        >>> w.shape, out.shape
+        ((1, 3), (1, 1))
+    """
+    raise NotImplementedError("cross_attention")
+
+
+def pool_tokens(H, mask=None, method="mean"):
+    """A classifier on top of an encoder needs one vector per sentence. Implement
+    `pool_tokens(H, mask=None, method="mean")`.
+
+    `H` is the encoder output, shape $(\\dots, n, d)$: $n$ token vectors of width $d$ per
+    sequence. `mask` (shape $(\\dots, n)$, boolean) is `True` at real tokens and `False` on
+    padding; `None` means every position is real. Return an array of shape $(\\dots, d)$:
+
+    - `method="mean"`: the average of the **real** token vectors of each sequence (padding
+      must neither be added nor counted). A sequence with no real token gives a zero vector,
+      never `nan`.
+    - `method="cls"`: the vector of the [CLS] token, which is prepended to every sequence,
+      so it sits at position 0 (positions count from 0); the mask is not needed.
+
+    Any other `method` raises `ValueError`.
+
+    Returns: array of shape (..., d)
+
+    Example:
+        >>> pool_tokens([[[1, 2], [3, 4], [100, 100]]], [[True, True, False]])
+        array([[2., 3.]])
+        >>> pool_tokens([[[1, 2], [3, 4], [100, 100]]], method="cls")
+        array([[1., 2.]])
+    """
+    raise NotImplementedError("pool_tokens")
+
+
+def encoder_layer(X, Wq, Wk, Wv, Wo, h, W1, b1, W2, b2, gamma1, beta1, gamma2, beta2, mask=None):
+    """Implement `encoder_layer(X, Wq, Wk, Wv, Wo, h, W1, b1, W2, b2, gamma1, beta1, gamma2, beta2, mask=None)`,
+    the post-norm encoder layer of the original Transformer:
+
+    $$Y = \\operatorname{LN}_1\\big(X + \\operatorname{MHA}(X)\\big), \\qquad
+    Z = \\operatorname{LN}_2\\big(Y + \\operatorname{FFN}(Y)\\big).$$
+
+    `X` is $(\\dots, n, d)$. $\\operatorname{MHA}$ is multi-head self-attention with the
+    $(d, d)$ matrices `Wq`, `Wk`, `Wv`, `Wo` and `h` heads (as in `multi_head_attention`,
+    `mask` applied to every head, `True` = may attend). $\\operatorname{FFN}(y) =
+    \\operatorname{ReLU}(yW_1 + b_1)W_2 + b_2$ with `W1` $(d, d_{ff})$, `b1` $(d_{ff},)$,
+    `W2` $(d_{ff}, d)$, `b2` $(d,)$. $\\operatorname{LN}_1$ uses `gamma1`, `beta1` and
+    $\\operatorname{LN}_2$ uses `gamma2`, `beta2` (each $(d,)$), both over the last axis with the
+    biased variance and $\\varepsilon = 10^{-5}$. Return $Z$, shape $(\\dots, n, d)$. If $h$
+    does not divide $d$, raise `ValueError`.
+
+    Returns: array of shape (..., n, d)
+    """
+    raise NotImplementedError("encoder_layer")
+
+
+def grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None):
+    """Implement `grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None)`:
+    self-attention with $h$ query heads but only `kv_heads` key/value heads.
+
+    `X` is $(\\dots, n, d)$; `Wq` and `Wo` are $(d, d)$; `Wk` and `Wv` are
+    $(d, \\text{kv\\_heads} \\cdot d/h)$ (no biases). Split $Q = XW_Q$ into $h$ heads and
+    $K = XW_K$, $V = XW_V$ into `kv_heads` heads, all of width $d/h$ (features split in
+    contiguous blocks, as in `split_heads`). The query heads form `kv_heads` groups of
+    $g = h / \\text{kv\\_heads}$ **consecutive** heads: query head $i$ (counting from 0) uses
+    key/value head $\\lfloor i / g \\rfloor$. Each head computes
+    $\\operatorname{softmax}(Q_i K_{\\lfloor i/g \\rfloor}^\\top / \\sqrt{d/h})\\, V_{\\lfloor i/g \\rfloor}$;
+    concatenate the $h$ heads and multiply by $W_O$. The result is $(\\dots, n, d)$.
+
+    `kv_heads = h` is ordinary multi-head attention and `kv_heads = 1` is multi-query
+    attention. `mask` (optional, boolean, broadcastable to $(\\dots, n, n)$, `True` = may
+    attend) applies to every head. Raise `ValueError` if $h$ does not divide $d$ or
+    `kv_heads` does not divide $h$.
+
+    Returns: array of shape (..., n, d)
+    """
+    raise NotImplementedError("grouped_query_attention")
+
+
+def kv_cache_bytes(n, d, h, kv_heads, layers=1, batch=1, bytes_per_value=2):
+    """While generating, a decoder keeps the key and value vectors of every earlier token of
+    every layer (the **KV cache**), so each new token only computes its own. Implement
+    `kv_cache_bytes(n, d, h, kv_heads, layers=1, batch=1, bytes_per_value=2)`: the memory
+    in bytes that the cache of `batch` sequences of `n` tokens takes.
+
+    The model has width $d$ and $h$ query heads of width $d/h$. Keys and values have
+    `kv_heads` heads of the same width $d/h$: `kv_heads = h` is multi-head attention (MHA),
+    `1 < kv_heads < h` grouped-query attention (GQA, groups of query heads share one key and
+    one value head), `kv_heads = 1` multi-query attention (MQA). Each stored number takes
+    `bytes_per_value` bytes (2 for float16 or bfloat16, 4 for float32). Return an integer.
+    Raise `ValueError` when $h$ does not divide $d$ or `kv_heads` does not divide $h$.
+
+    Returns: int, the number of bytes
+
+    Example:
+        >>> kv_cache_bytes(4096, 512, 8, 8, layers=6)
+        50331648
+    """
+    raise NotImplementedError("kv_cache_bytes")
+
+
+def decoder_step(x, K_cache, V_cache, Wq, Wk, Wv):
+    """In training, a decoder processes a whole sequence at once under a causal mask. When it
+    **generates**, tokens arrive one at a time, and recomputing every key and value at each
+    step would be wasted work: the keys and values of earlier tokens never change, so they
+    are kept in a **KV cache**. Implement one step of single-head causal self-attention,
+    `decoder_step(x, K_cache, V_cache, Wq, Wk, Wv)`, and return the triple
+    `(output, K, V)`.
+
+    - `x`, shape $(\\dots, 1, d)$: the new token (a sequence of length 1), at position $t$
+      when $t$ tokens came before it (positions count from 0);
+    - `K_cache`, shape $(\\dots, t, d_k)$, and `V_cache`, shape $(\\dots, t, d_v)$: the keys and
+      values of the $t$ earlier tokens, oldest first ($t$ may be 0: an empty cache);
+    - `Wq`, `Wk` are $(d, d_k)$, `Wv` is $(d, d_v)$.
+
+    Compute the new token's query, key and value, append the key and value at the **end**
+    of the caches, and let the query attend (scaled by $\\sqrt{d_k}$) to all $t + 1$ keys.
+    `output` is $(\\dots, 1, d_v)$ and must equal row $t$ of the full causal pass over the
+    $t + 1$ tokens; `K` and `V` are the updated caches, $(\\dots, t+1, d_k)$ and
+    $(\\dots, t+1, d_v)$.
+
+    Returns: (output (..., 1, d_v), K (..., t+1, d_k), V (..., t+1, d_v))
+
+    Example:
+        >>> out, K, V = decoder_step(np.ones((1, 4)), np.zeros((0, 2)), np.zeros((0, 3)),
+        ...                          np.ones((4, 2)), np.ones((4, 2)), np.ones((4, 3)))
+        >>> out, K.shape, V.shape
+        (array([[4., 4., 4.]]), (1, 2), (1, 3))
+    """
+    raise NotImplementedError("decoder_step")
+
+
+def softmax_jacobian(S):
+    """Implement `softmax_jacobian(S)`. `S` holds score vectors along its last axis, shape
+    $(\\dots, n)$; with $a = \\operatorname{softmax}(s)$ for each vector, return the Jacobian of
+    every vector, shape $(\\dots, n, n)$:
+
+    $$J_{ij} = \\frac{\\partial a_i}{\\partial s_j} = a_i\\,(\\delta_{ij} - a_j), \\qquad
+    J = \\operatorname{diag}(a) - a\\,a^\\top,$$
+
+    where $\\delta_{ij}$ is 1 if $i = j$ and 0 otherwise (row $i$ is the output, column $j$
+    the score). Leading axes are batch axes: each vector gets its own $n \\times n$ matrix.
+    Scores as large as $10^3$ must not overflow.
+
+    Returns: array of shape (..., n, n)
+
+    Example:
+        >>> softmax_jacobian([1.0, 0.0]).round(4)
+        array([[ 0.1966, -0.1966],
+               [-0.1966,  0.1966]])
+    """
+    raise NotImplementedError("softmax_jacobian")
+
+
+def softmax_backward(S, dA, mask=None):
+    """Implement `softmax_backward(S, dA, mask=None)`, the backward pass of
+    `A = softmax_rows(S, mask)`.
+
+    `S` is a score matrix of shape $(\\dots, n_q, n_k)$, `mask` an optional boolean mask
+    broadcastable to it (`True` = may attend; masked scores become $-\\infty$ before the
+    softmax), and `dA` (same shape as `S`) is the gradient of some loss with respect to the
+    weights $A$. Return the gradient with respect to the scores, shape of `S`. Each row is a
+    separate softmax, and by the softmax Jacobian $\\operatorname{diag}(a) - a a^\\top$:
+
+    $$\\frac{\\partial L}{\\partial s_{j}} = a_j \\Big(\\frac{\\partial L}{\\partial a_j} - \\sum_k \\frac{\\partial L}{\\partial a_k}\\, a_k\\Big)
+    \\quad\\text{within each row.}$$
+
+    Do not build the $n_k \\times n_k$ Jacobians. Masked scores and fully masked rows get
+    gradient 0 (and never `nan`).
+
+    Returns: array of the same shape as S
+
+    Example:
+        >>> softmax_backward([[1.0, 0.0]], [[1.0, 0.0]]).round(4)
+        array([[ 0.1966, -0.1966]])
+    """
+    raise NotImplementedError("softmax_backward")
+
+
 
 # =============================================================================
 # Written problems: replace each None with your answer.

@@ -1,0 +1,73 @@
+"""Which mistake a failed test's output shows, and the sentence that names it: the same in every route.
+
+`qkv grade` (grade/score.py, on plain arrays in its trusted process), nbgrader's test
+cells (nbcells.py), and the self-check name a mistake with these functions, so a
+student reads one sentence for one mistake whichever route ran the test.
+
+A failed output is matched against two sets of outputs computed at build time: the
+problem's own misconceptions (`own`), and, for each function the problem builds on,
+the reference with one of that function's misconceptions put inside (`upstream`,
+e.g. multi_head_attention with the column softmax in place of softmax_rows). The
+order says what to fix first:
+
+1. an upstream mistake that the function it belongs to shows itself (`confirmed`):
+   the student's own softmax_rows has it, so fixing softmax_rows fixes this test too;
+2. the problem's own misconceptions;
+3. an upstream mistake the upstream function does not show: the same mistake,
+   written inside this function (e.g. a column softmax inlined in attention).
+
+Nothing here sees a reference: only the outputs, or digests of them, that the
+build precomputed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Tuple
+
+CONFIRMED, OWN, INSIDE = "upstream", "own", "inside"
+
+
+@dataclass(frozen=True)
+class Named:
+    """A recognised mistake: its id, the problem it belongs to (None: this one) and how it was found."""
+
+    mistake: str
+    cause: Optional[str] = None
+    how: str = OWN
+
+
+def name_mistake(matches: Callable[[Any], bool], own: Mapping[str, Any],
+                 upstream: Sequence[Tuple[str, Mapping[str, Any]]],
+                 confirmed: Callable[[str, str], bool]) -> Optional[Named]:
+    """The mistake a failed output shows, or None. `matches(outputs)` compares the student's output with
+    precomputed outputs (arrays, or a digest); `upstream` lists (problem id, {mistake: outputs}) in the
+    assignment's order, most basic first; `confirmed(problem, mistake)`: that problem shows the mistake."""
+    for problem, mistakes in upstream:
+        for mistake in sorted(mistakes):
+            if confirmed(problem, mistake) and matches(mistakes[mistake]):
+                return Named(mistake, problem, CONFIRMED)
+    for mistake in sorted(own):
+        if matches(own[mistake]):
+            return Named(mistake, None, OWN)
+    for problem, mistakes in upstream:
+        for mistake in sorted(mistakes):
+            if matches(mistakes[mistake]):
+                return Named(mistake, problem, INSIDE)
+    return None
+
+
+def mistake_text(named: Named, function: str, message: str, reason: str, upstream_function: str = "") -> str:
+    """The sentence of a failed test that shows `named`: `message` is the mistake's own (the bank's),
+    `reason` what differs (compare's Mismatch.reason), `upstream_function` the function it belongs to."""
+    if named.how == CONFIRMED:
+        return (f"fix {upstream_function} first: your {function} matches the reference with that same mistake "
+                f"inside; {upstream_function}: {message} ({reason})")
+    if named.how == INSIDE:
+        return f"your {function} has the mistake of a wrong {upstream_function} inside it: {message} ({reason})"
+    return f"{message} ({reason})"
+
+
+def shown(results: Iterable[Tuple[Optional[str], Optional[str]]]) -> frozenset:
+    """The mistakes a problem shows itself, from its tests' (mistake, cause) pairs: what confirms it upstream."""
+    return frozenset(mistake for mistake, cause in results if mistake and cause is None)
