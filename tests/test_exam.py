@@ -71,7 +71,8 @@ def test_chosen_topics_share_the_count(bank):
 
 
 def test_a_student_gets_the_same_problems_with_numbers_of_their_own(bank):
-    spec = ExamSpec(kinds=("numeric",), count=14, seed=5)
+    # every numeric problem, so that another seed draws the same problems (with numbers of its own)
+    spec = ExamSpec(kinds=("numeric",), count=len(bank.by_kind("numeric")), seed=5)
     mine = draw_exam(bank, replace(spec, student="s1155000001"))
     theirs = draw_exam(bank, replace(spec, student="s1155000002"))
     other_seed = draw_exam(bank, replace(spec, seed=6))
