@@ -395,6 +395,75 @@ def test_two_hundred_draws_are_feasible_finite_distinct_and_tell_mistakes_apart(
         assert len(seen) >= min(10, _count_choices(problem)), f"{problem.id}: only {len(seen)} different draws"
 
 
+def test_two_hundred_variants_of_every_numeric_problem_keep_their_hand_rules(bank: Bank) -> None:
+    """Each drawn variant keeps its problem's `by_hand` rules, and what the issue measured is gone: no weight
+    of 0.99 or more, perfect-square variances, no all-zero FFN output, no counts of 9 digits or more, and an
+    e^x table holding every exponent the work needs."""
+    problems = _parameterised(bank)
+    checked = 0
+    for problem in problems:
+        rules = problem.by_hand
+        assert rules is not None, f"{problem.id}: a numeric problem with parameters declares by_hand rules"
+        parts = [p.name for p in problem.parts]
+        integers = [p.name for p in problem.parts if p.form == "integer"]
+        for seed in range(200):
+            variant = draw_variant(problem, seed, "s2026001" if seed % 2 else None)
+            assert rules.broken(variant.quantities, parts) is None, (problem.id, variant.params)
+            assert all(abs(float(variant.answers[name])) < 1e8 for name in integers), (problem.id, variant.params)
+            q = variant.quantities
+            if problem.id == "one-query-by-hand":
+                assert max(q["weights"].max(), q["scaled_weights"].max()) < 0.99, variant.params
+                assert np.ptp(q["scores"]) <= 3, variant.params
+            if problem.id == "layer-norm-by-hand":
+                assert float(q["variance"]) == round(np.sqrt(float(q["variance"]))) ** 2, variant.params
+            if problem.id == "ffn-by-hand":
+                assert np.any(q["output"] != 0), variant.params
+            for table in rules.tables:
+                if "exp" in table.functions:
+                    prompt = kind_of(problem).prompt_text(problem, variant)
+                    for x in np.ravel(q[table.needs]):
+                        assert f"{np.exp(x):.{table.decimals}f}" in prompt, (problem.id, x)
+            checked += 1
+    assert checked == 200 * len(problems) and len(problems) >= 14
+
+
+def _longest_letter(choices, answer_order) -> str:
+    from autograder.bank.measures import longest
+    from autograder.kinds.choices import letter_of
+
+    return letter_of(answer_order, longest({c.id: c.text for c in choices}))
+
+
+def test_answering_false_and_picking_the_longest_choice_earns_at_most_forty_percent(bank: Bank) -> None:
+    """The test-wise guesser: False for every statement, the longest choice of every choice question (and of
+    every follow-up with choices), nothing where a number or a shape is asked."""
+    from autograder.kinds.choices import order_in
+
+    earned = total = 0.0
+    for problem in sorted(bank.problems.values(), key=lambda p: p.id):
+        kind = kind_of(problem)
+        variant = kind.variant(problem, 0, "same", None)
+        if isinstance(problem, MultipleChoiceProblem):
+            typed = _longest_letter(problem.choices, order_in(variant, problem.id, problem.ids))
+        elif isinstance(problem, TrueFalseProblem):
+            typed = {"answer": False, "correction": "It is false."}
+            follow = problem.follow_up
+            if follow is not None and follow.form == "choice":
+                typed["follow_up"] = _longest_letter(follow.choices, order_in(variant, problem.id, follow.ids))
+        else:
+            continue
+        earned += kind.grade(problem, typed, variant).fraction * problem.points
+        total += problem.points
+    assert total >= 40
+    assert earned / total <= 0.40, f"guessing earns {earned:g} of {total:g} points"
+
+
+def test_the_bank_is_close_to_half_true(bank: Bank) -> None:
+    statements = _of_kind(bank, TrueFalseProblem)
+    true = sum(p.answer for p in statements)
+    assert len(statements) >= 12 and 0.35 <= true / len(statements) <= 0.65, (true, len(statements))
+
+
 def _count_choices(problem: NumericProblem) -> int:
     total = 1
     for spec in problem.parameters.values():
