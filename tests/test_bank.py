@@ -583,9 +583,44 @@ def test_numbers_are_read(typed: str, want) -> None:
     ("(n, d_v)", ("n", "dv")),
     ("(n, d/h)", ("n", "d/h")),
     ([3, 4], ("3", "4")),
+    # as students write them (issue 14): nested parentheses, brackets, no brackets, spaces alone
+    ("n x (d/h)", ("n", "d/h")),
+    ("(n, (d/h))", ("n", "d/h")),
+    ("((n, d))", ("n", "d")),
+    ("[n d_v]", ("n", "dv")),
+    ("[n, d/h]", ("n", "d/h")),
+    ("n, d_v", ("n", "dv")),
+    ("n d_v", ("n", "dv")),
+    ("n x d / h", ("n", "d/h")),
+    ("n × d/h", ("n", "d/h")),
 ])
 def test_shapes_are_read(typed, want) -> None:
     assert parse_shape(typed) == want
+
+
+def test_shape_messages_quote_what_was_typed(bank: Bank) -> None:
+    problem = bank.get("split-heads-shape")
+    for typed in ("n x (d/h)", "(n, (d/h))", "[n d/h]"):
+        assert check_shape(problem, typed).correct, typed
+    assert check_shape(problem, "n x (d/h").message.endswith('got "n x (d/h"')  # was "n x (d/h is not the shape"
+    assert check_shape(problem, "[n d_v]").message == '"[n d_v]" is not the shape'  # was "ndv is not the shape"
+
+
+@pytest.mark.parametrize(("typed", "count", "want"), [
+    ("1,050,624", 1, [1050624]), ("1 050 624", 1, [1050624]), ("1_050_624", 1, [1050624]),
+    ("1,050,624", None, [1050624]), ("1 050 624", None, [1, 50, 624]), ("10,200", 2, [10, 200]),
+    ("2,099,712.5", 1, [2099712.5]),
+])
+def test_digit_groups_make_one_number_where_one_is_asked(typed, count, want) -> None:
+    assert np.ravel(parse_numbers(typed, count)).tolist() == pytest.approx(want)
+
+
+def test_a_count_with_digit_groups_is_graded_and_a_wrong_count_quoted(bank: Bank) -> None:
+    problem = bank.get("mha-parameter-count")
+    part = {p.name: p for p in problem.parts}["total"]
+    want = lecture_variant(problem).answers["total"]
+    assert check_part(part, want, "1,050,624").correct and check_part(part, want, "1 050 624").correct
+    assert check_part(part, want, "1,050,62").message.endswith('got 3 in "1,050,62"')
 
 
 @pytest.mark.parametrize(("typed", "want"), [("True", True), ("true", True), ("T", True), ("yes", True),
