@@ -427,6 +427,21 @@ def test_two_hundred_variants_of_every_numeric_problem_keep_their_hand_rules(ban
     assert checked == 200 * len(problems) and len(problems) >= 14
 
 
+def test_the_mislabels_the_issue_found_are_fixed(bank: Bank) -> None:
+    """Each mistake's wrong method is the mistake its message names, and corrections say what is true."""
+    variance = bank.get("dot-product-variance")
+    wrong = {m.id: m for m in variance.misconceptions}["std-equals-variance"]
+    for d_k in (4, 16, 64):
+        twin = resolve(wrong.compute)(d_k=d_k)
+        assert twin["std"] == d_k and twin["scaled_std"] == pytest.approx(d_k ** 0.5)  # the std taken to be d_k
+    assert "the standard deviation to be the variance" in wrong.message
+    heads = bank.get("heads-reduce-cost")
+    right = {c.id: c for c in heads.follow_up.choices}[heads.follow_up.answer]
+    assert "subspace" in heads.correction and "subspace" in right.text  # what multiple heads are for (HW03)
+    convex = bank.get("convex-output-range")
+    assert "finite scores" in convex.statement and "masked" in convex.reason  # a fully masked row gives 0
+
+
 def _longest_letter(choices, answer_order) -> str:
     from autograder.bank.measures import longest
     from autograder.kinds.choices import letter_of
