@@ -455,6 +455,7 @@ def stats(name: str, grades: Path | None, dist: Path | None) -> None:
     from autograder.classroom.stats_page import stats_html, stats_table
     from autograder.report.files import write_atomic
 
+    from autograder.classroom.corrections import written_corrections
     from autograder.classroom.mistakes import class_mistakes
 
     folder = _grades_folder(name, grades)
@@ -470,10 +471,12 @@ def stats(name: str, grades: Path | None, dist: Path | None) -> None:
         err_console.print(f"[yellow]note:[/] no build of {escape(name)} at {escape(str(bundle_dir))}: "
                           "choice items are shown without their texts")
     analysis = analyse(scores, *info)
-    write_atomic(folder / "stats.html", stats_html(analysis, title, mistakes).encode())
+    corrections = written_corrections(scores)
+    write_atomic(folder / "stats.html", stats_html(analysis, title, mistakes, corrections).encode())
     console.print(stats_table(analysis))
     alpha = "-" if analysis.alpha is None else f"{analysis.alpha:.2f}"
     console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "
+                  f"{len(corrections)} written correction(s) to read; "
                   f"report: [bold]{escape(str(folder / 'stats.html'))}[/]")
 
 

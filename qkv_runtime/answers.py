@@ -143,6 +143,11 @@ def quoted(value: Any, limit: int = 60) -> str:
     return '"' + (text if len(text) <= limit else text[:limit - 3] + "...") + '"'
 
 
+def wrong_count(expected: int, got: int, typed: Any) -> str:
+    """The message for an answer with too few or too many numbers, quoting what was typed."""
+    return f"expected {expected} number(s), got {got} in {quoted(typed)}"
+
+
 def _balanced(text: str) -> bool:
     depth = 0
     for char in text:

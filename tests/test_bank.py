@@ -395,6 +395,90 @@ def test_two_hundred_draws_are_feasible_finite_distinct_and_tell_mistakes_apart(
         assert len(seen) >= min(10, _count_choices(problem)), f"{problem.id}: only {len(seen)} different draws"
 
 
+def test_two_hundred_variants_of_every_numeric_problem_keep_their_hand_rules(bank: Bank) -> None:
+    """Each drawn variant keeps its problem's `by_hand` rules, and what the issue measured is gone: no weight
+    of 0.99 or more, perfect-square variances, no all-zero FFN output, no counts of 9 digits or more, and an
+    e^x table holding every exponent the work needs."""
+    problems = _parameterised(bank)
+    checked = 0
+    for problem in problems:
+        rules = problem.by_hand
+        assert rules is not None, f"{problem.id}: a numeric problem with parameters declares by_hand rules"
+        parts = [p.name for p in problem.parts]
+        integers = [p.name for p in problem.parts if p.form == "integer"]
+        for seed in range(200):
+            variant = draw_variant(problem, seed, "s2026001" if seed % 2 else None)
+            assert rules.broken(variant.quantities, parts) is None, (problem.id, variant.params)
+            assert all(abs(float(variant.answers[name])) < 1e8 for name in integers), (problem.id, variant.params)
+            q = variant.quantities
+            if problem.id == "one-query-by-hand":
+                assert max(q["weights"].max(), q["scaled_weights"].max()) < 0.99, variant.params
+                assert np.ptp(q["scores"]) <= 3, variant.params
+            if problem.id == "layer-norm-by-hand":
+                assert float(q["variance"]) == round(np.sqrt(float(q["variance"]))) ** 2, variant.params
+            if problem.id == "ffn-by-hand":
+                assert np.any(q["output"] != 0), variant.params
+            for table in rules.tables:
+                if "exp" in table.functions:
+                    prompt = kind_of(problem).prompt_text(problem, variant)
+                    for x in np.ravel(q[table.needs]):
+                        assert f"{np.exp(x):.{table.decimals}f}" in prompt, (problem.id, x)
+            checked += 1
+    assert checked == 200 * len(problems) and len(problems) >= 14
+
+
+def test_the_mislabels_the_issue_found_are_fixed(bank: Bank) -> None:
+    """Each mistake's wrong method is the mistake its message names, and corrections say what is true."""
+    variance = bank.get("dot-product-variance")
+    wrong = {m.id: m for m in variance.misconceptions}["std-equals-variance"]
+    for d_k in (4, 16, 64):
+        twin = resolve(wrong.compute)(d_k=d_k)
+        assert twin["std"] == d_k and twin["scaled_std"] == pytest.approx(d_k ** 0.5)  # the std taken to be d_k
+    assert "the standard deviation to be the variance" in wrong.message
+    heads = bank.get("heads-reduce-cost")
+    right = {c.id: c for c in heads.follow_up.choices}[heads.follow_up.answer]
+    assert "subspace" in heads.correction and "subspace" in right.text  # what multiple heads are for (HW03)
+    convex = bank.get("convex-output-range")
+    assert "finite scores" in convex.statement and "masked" in convex.reason  # a fully masked row gives 0
+
+
+def _longest_letter(choices, answer_order) -> str:
+    from autograder.bank.measures import longest
+    from autograder.kinds.choices import letter_of
+
+    return letter_of(answer_order, longest({c.id: c.text for c in choices}))
+
+
+def test_answering_false_and_picking_the_longest_choice_earns_at_most_forty_percent(bank: Bank) -> None:
+    """The test-wise guesser: False for every statement, the longest choice of every choice question (and of
+    every follow-up with choices), nothing where a number or a shape is asked."""
+    from autograder.kinds.choices import order_in
+
+    earned = total = 0.0
+    for problem in sorted(bank.problems.values(), key=lambda p: p.id):
+        kind = kind_of(problem)
+        variant = kind.variant(problem, 0, "same", None)
+        if isinstance(problem, MultipleChoiceProblem):
+            typed = _longest_letter(problem.choices, order_in(variant, problem.id, problem.ids))
+        elif isinstance(problem, TrueFalseProblem):
+            typed = {"answer": False, "correction": "It is false."}
+            follow = problem.follow_up
+            if follow is not None and follow.form == "choice":
+                typed["follow_up"] = _longest_letter(follow.choices, order_in(variant, problem.id, follow.ids))
+        else:
+            continue
+        earned += kind.grade(problem, typed, variant).fraction * problem.points
+        total += problem.points
+    assert total >= 40
+    assert earned / total <= 0.40, f"guessing earns {earned:g} of {total:g} points"
+
+
+def test_the_bank_is_close_to_half_true(bank: Bank) -> None:
+    statements = _of_kind(bank, TrueFalseProblem)
+    true = sum(p.answer for p in statements)
+    assert len(statements) >= 12 and 0.35 <= true / len(statements) <= 0.65, (true, len(statements))
+
+
 def _count_choices(problem: NumericProblem) -> int:
     total = 1
     for spec in problem.parameters.values():
@@ -514,9 +598,44 @@ def test_numbers_are_read(typed: str, want) -> None:
     ("(n, d_v)", ("n", "dv")),
     ("(n, d/h)", ("n", "d/h")),
     ([3, 4], ("3", "4")),
+    # as students write them (issue 14): nested parentheses, brackets, no brackets, spaces alone
+    ("n x (d/h)", ("n", "d/h")),
+    ("(n, (d/h))", ("n", "d/h")),
+    ("((n, d))", ("n", "d")),
+    ("[n d_v]", ("n", "dv")),
+    ("[n, d/h]", ("n", "d/h")),
+    ("n, d_v", ("n", "dv")),
+    ("n d_v", ("n", "dv")),
+    ("n x d / h", ("n", "d/h")),
+    ("n × d/h", ("n", "d/h")),
 ])
 def test_shapes_are_read(typed, want) -> None:
     assert parse_shape(typed) == want
+
+
+def test_shape_messages_quote_what_was_typed(bank: Bank) -> None:
+    problem = bank.get("split-heads-shape")
+    for typed in ("n x (d/h)", "(n, (d/h))", "[n d/h]"):
+        assert check_shape(problem, typed).correct, typed
+    assert check_shape(problem, "n x (d/h").message.endswith('got "n x (d/h"')  # was "n x (d/h is not the shape"
+    assert check_shape(problem, "[n d_v]").message == '"[n d_v]" is not the shape'  # was "ndv is not the shape"
+
+
+@pytest.mark.parametrize(("typed", "count", "want"), [
+    ("1,050,624", 1, [1050624]), ("1 050 624", 1, [1050624]), ("1_050_624", 1, [1050624]),
+    ("1,050,624", None, [1050624]), ("1 050 624", None, [1, 50, 624]), ("10,200", 2, [10, 200]),
+    ("2,099,712.5", 1, [2099712.5]),
+])
+def test_digit_groups_make_one_number_where_one_is_asked(typed, count, want) -> None:
+    assert np.ravel(parse_numbers(typed, count)).tolist() == pytest.approx(want)
+
+
+def test_a_count_with_digit_groups_is_graded_and_a_wrong_count_quoted(bank: Bank) -> None:
+    problem = bank.get("mha-parameter-count")
+    part = {p.name: p for p in problem.parts}["total"]
+    want = lecture_variant(problem).answers["total"]
+    assert check_part(part, want, "1,050,624").correct and check_part(part, want, "1 050 624").correct
+    assert check_part(part, want, "1,050,62").message.endswith('got 3 in "1,050,62"')
 
 
 @pytest.mark.parametrize(("typed", "want"), [("True", True), ("true", True), ("T", True), ("yes", True),

@@ -169,3 +169,28 @@ def test_gradings_of_two_bundles_are_read_test_by_test(small_gradebook):
     t3 = scores.tests[:, columns[("P1", "t3")]]
     assert t3.tolist() == [0.5, 0.0, 0.0, 0.0]  # only a has it
     assert scores.tests[:, columns[("P1", "t1")]].tolist() == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_written_corrections_are_kept_for_the_instructor_and_listed_on_the_page(tmp_path):
+    """A true/false answer's free-text correction earns nothing by itself (kinds/true_false.py); the gradebook
+    keeps it as handed in, and the stats page lists it, as written, with the points the rest earned."""
+    from autograder.classroom.corrections import written_corrections
+
+    answers = {"a": {"answer": False, "follow_up": "B", "correction": "It is linear in n: O(n d d_ff)."},
+               "b": {"answer": False, "follow_up": "A", "correction": "banana <b>"},
+               "c": {"answer": True, "follow_up": None, "correction": "   "}}
+    points = {"a": 2.0, "b": 1.0, "c": 0.0}
+    with Gradebook(tmp_path / "gradebook.sqlite") as book:
+        book.check_assignment("tiny", "f" * 64)
+        for student, answer in answers.items():
+            test = TestResult("P3", "answer", "hidden", points[student], 2.0, points[student] == 2.0, "")
+            book.record(SubmissionResult(student, f"digest-{student}", "graded", "", points[student], 2.0,
+                                         (ProblemResult("P3", "true_false", points[student], 2.0, "", (test,)),),
+                                         answers={"P3": answer}), "bwrap")
+    with open_gradebook(tmp_path, "tiny") as db:
+        scores = load_scores(db)
+    found = written_corrections(scores)
+    assert [(c.student, c.text, c.points, c.max_points) for c in found] == [
+        ("a", "It is linear in n: O(n d d_ff).", 2.0, 2.0), ("b", "banana <b>", 1.0, 2.0)]
+    page = stats_html(analyse(scores, ("P3",)), "tiny", (), found)
+    assert "Written corrections to read" in page and "banana &lt;b&gt;" in page and "1.00 of 2.00" in page

@@ -789,7 +789,7 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
                   "(0.0634 0.4683 0.4683)", "6.34e-2 0.4683 0.4683", {"w": [0.0634, 0.4683, 0.4683]}):
         assert qkv_check.check_written(data, entry, typed)[0].passed, typed
     short = qkv_check.check_written(data, entry, [0.0634, 0.4683])[0]
-    assert not short.passed and short.message == "weights: expected 3 number(s), got 2"
+    assert not short.passed and short.message == 'weights: expected 3 number(s), got 2 in "[0.0634, 0.4683]"'
 
     data = _data(numpy_release)
     shape = _written_entry(data, "shape")

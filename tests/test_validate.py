@@ -50,7 +50,18 @@ CASES: dict[str, tuple[str, str]] = {
     "not-utf8": ("not-utf8.yaml", r"^: not UTF-8 text \(byte \d+\)"),
     "empty-file": ("empty-file.yaml", r"^: a problem file must be a YAML mapping"),
     "template-error": ("template-error.yaml", r"^: prompt: template does not render: 'width' is undefined"),
+    # what makes a score measure knowledge (issue 14): guessing earns little, hand work is workable by hand
+    "unbalanced-true-false": (
+        "all-false-a.yaml", r"^: true_false: 0 of 4 statements of the topic guessing are true; keep between"),
+    "false-without-follow-up": (
+        "false-without-follow-up.yaml", r"^:1: \(top level\): a false statement needs a follow-up that grades its"),
+    "telling-choice-id": ("telling-choice-id.yaml", r"^: choices: the id rows-right says whether it is right"),
+    "leaked-answer": ("leak-quoter.yaml", r"^: choices\[0\]\.text: quotes 37,248, an answer of leak-source"),
+    "infeasible-by-hand": (
+        "infeasible-by-hand.yaml", r"^: parameters: no feasible parameters .*total has more than 3 digits"),
+    "missing-by-hand": ("missing-by-hand.yaml", r"^: by_hand: a problem with parameters says what makes its variants"),
 }
+WARNINGS = Path(__file__).parent / "fixtures" / "warnings"
 
 
 def _error_lines(stderr: str) -> list[str]:
@@ -113,3 +124,24 @@ def test_fixture_problems_do_not_leak_into_the_bundled_bank() -> None:
 
     ids = set(load_bank().bank.problems)
     assert not ids & {"same-id", "weak-hidden-test", "passing-stub", "template-error", "wrong-fixed-answer"}
+
+
+def test_a_topic_whose_right_choices_are_the_longest_is_warned_about_but_valid() -> None:
+    result = CliRunner().invoke(main, ["validate", str(WARNINGS / "longest-choice")])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "fixtures: the right choice is the longest by a clear margin in 1 of 1" in warnings[0]
+    assert "(longest-is-right)" in warnings[0]
+
+
+def test_a_bank_mostly_false_fails_even_when_no_topic_has_enough_statements(tmp_path: Path) -> None:
+    template = (FIXTURES / "unbalanced-true-false" / "all-false-a.yaml").read_text()
+    for n in range(12):  # 3 statements in each of 4 topics: below a topic's threshold, above the bank's
+        text = template.replace("all-false-a", f"false-{n}").replace("guessing/balance", f"topic-{n % 4}")
+        (tmp_path / f"false-{n}.yaml").write_text(text)
+    result = CliRunner().invoke(main, ["validate", str(tmp_path)])
+    assert result.exit_code == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith(str(tmp_path))]
+    assert len(lines) == 1 and lines[0].endswith(
+        "true_false: 0 of 12 statements are true; keep between 35% and 65% true, so that answering all true "
+        "or all false earns little"), lines

@@ -1,7 +1,8 @@
 """Whether the bank's scores measure knowledge: a `Bank` in, findings, warnings and per-topic figures out.
 
 Guessing must not earn points: the bank's true/false statements are close to half
-true (`balance`, enforced once a bank has enough of them), the right choice is not
+true (`balance`, enforced on the whole bank and on each topic once they hold enough
+statements, the topic's finding on its first file), the right choice is not
 the longest by a clear margin in more than a third of a topic's choice questions
 (`longest_right`, a warning), and no prompt, statement or choice quotes a number
 that another problem asks for (`leaks`, an error): a draw's answers, a lecture
@@ -21,6 +22,8 @@ from autograder.bank.load import Bank
 
 TRUE_SHARE = (0.35, 0.65)  # of a bank's true/false statements that are true
 BALANCE_FROM = 12  # true/false problems a bank needs before its balance is enforced
+TOPIC_TRUE_SHARE = (0.25, 0.75)  # of one topic's statements: looser, a topic holds few
+TOPIC_BALANCE_FROM = 4  # true/false problems a topic needs before its own balance is enforced
 CLEAR_MARGIN = 1.2  # the right choice is "clearly" the longest when it is this much longer than every other
 LONGEST_SHARE = 1 / 3  # of a topic's choice questions
 LEAK_DECIMALS = range(0, 7)
@@ -42,13 +45,29 @@ def balance(bank: Bank) -> dict[str, tuple[int, int]]:
     return {topic: (t, f) for topic, (t, f) in sorted(counts.items())}
 
 
+def _unbalanced(true: int, total: int, share: tuple[float, float], enough: int) -> bool:
+    return total >= enough and not share[0] <= true / total <= share[1]
+
+
 def balance_findings(bank: Bank) -> list[str]:
+    """The whole bank's balance, as 'field: reason' (the finding belongs to the bank, not to a file)."""
     true = sum(t for t, _ in balance(bank).values())
     total = sum(t + f for t, f in balance(bank).values())
-    if total < BALANCE_FROM or TRUE_SHARE[0] <= true / total <= TRUE_SHARE[1]:
+    if not _unbalanced(true, total, TRUE_SHARE, BALANCE_FROM):
         return []
     return [f"true_false: {true} of {total} statements are true; keep between {TRUE_SHARE[0]:.0%} and "
             f"{TRUE_SHARE[1]:.0%} true, so that answering all true or all false earns little"]
+
+
+def topic_balance_findings(bank: Bank) -> dict[str, list[str]]:
+    """problem id (the first true/false file of the topic) -> 'field: reason' for each topic out of balance."""
+    out: dict[str, list[str]] = {}
+    for topic, (true, false) in balance(bank).items():
+        if _unbalanced(true, true + false, TOPIC_TRUE_SHARE, TOPIC_BALANCE_FROM):
+            first = min(p.id for p in bank.by_kind("true_false") if _topic(p) == topic)
+            out[first] = [f"true_false: {true} of {true + false} statements of the topic {topic} are true; keep "
+                          f"between {TOPIC_TRUE_SHARE[0]:.0%} and {TOPIC_TRUE_SHARE[1]:.0%} of a topic true"]
+    return out
 
 
 # ------------------------------------------------------------------ choices

@@ -65,6 +65,8 @@ def validate_bank(bank: Bank) -> list[Finding]:
                 findings.append(Finding(where, f"builds_on: {other} is not another implement problem of the bank"))
     # what only the whole bank shows: a guessable balance of true and false, answers quoted elsewhere
     findings += [Finding(str(bank.root), what) for what in measures.balance_findings(bank)]
+    for problem_id, found in sorted(measures.topic_balance_findings(bank).items()):
+        findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
     for problem_id, found in sorted(measures.leaks(bank).items()):
         findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
     return findings

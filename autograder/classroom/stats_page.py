@@ -87,8 +87,9 @@ def plots(analysis: ItemAnalysis) -> dict[str, Markup]:
     return out
 
 
-def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = ()) -> str:
-    """`mistakes`: classroom.mistakes.class_mistakes, the prevalence of each named mistake with an example."""
+def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = (), corrections: tuple = ()) -> str:
+    """`mistakes`: classroom.mistakes.class_mistakes, the prevalence of each named mistake with an example;
+    `corrections`: classroom.corrections.written_corrections, the free-text corrections to read."""
     import statistics
 
     totals = analysis.totals.tolist()
@@ -98,7 +99,7 @@ def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = ()) -> str:
         "median": statistics.median(totals) if totals else None,
     }
     return _ENV.get_template("stats.html.j2").render(
-        a=analysis, title=title, plots=plots(analysis), summary=summary, mistakes=mistakes,
+        a=analysis, title=title, plots=plots(analysis), summary=summary, mistakes=mistakes, corrections=corrections,
         low=LOW_DISCRIMINATION, high=HIGH_FACILITY)
 
 

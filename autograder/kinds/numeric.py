@@ -31,7 +31,7 @@ from autograder.kinds.items import (
 from autograder.kinds.by_hand import HandRules
 from autograder.kinds.sealing import Seal, derive_seals, number_seals
 from qkv_runtime import sealed
-from qkv_runtime.answers import AnswerFormatError, parse_numbers
+from qkv_runtime.answers import AnswerFormatError, parse_numbers, wrong_count
 
 
 class AnswerTolerance(Tolerance):
@@ -109,7 +109,7 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
     if got.size == want.size and got.shape != want.shape:
         got = got.reshape(want.shape)  # a flat list for a matrix, or [x] for a scalar, is fine
     if got.shape != want.shape:
-        return Verdict(False, f"{part.label}: expected {want.size} number(s), got {got.size}")
+        return Verdict(False, f"{part.label}: {wrong_count(want.size, got.size, typed)}")
     if close(got, want, part.tolerance):
         return Verdict(True, f"{part.label}: correct")
     if part.tolerance.abs == 0 and part.tolerance.rel == 0:  # "not within 0 of the answer" read as nonsense
@@ -200,7 +200,7 @@ def read_numbers(want: np.ndarray) -> Callable[[str], object]:
     def read(typed: str) -> object:
         got = parse_numbers(typed, np.size(want))
         if got.size != np.size(want):
-            raise AnswerFormatError(f"expected {np.size(want)} number(s), got {got.size}")
+            raise AnswerFormatError(wrong_count(np.size(want), got.size, typed))
         return got
 
     return read

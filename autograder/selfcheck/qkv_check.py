@@ -612,7 +612,7 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
             outcomes.append(Outcome(FAIL, f"{label}: {err}"))
             continue
         if got.size != size:
-            outcomes.append(Outcome(FAIL, f"{label}: expected {size} number(s), got {got.size}"))
+            outcomes.append(Outcome(FAIL, f"{label}: {qkv_answers.wrong_count(size, got.size, value)}"))
             continue
         got = got.reshape(part["shape"])  # a flat list for a matrix, or [x] for a scalar, is fine
         right, named = match_numbers(data, student, problem, part, specs[part["name"]], got, mistakes)
