@@ -1,0 +1,143 @@
+"""The hand calculations of the topics issue 14 added, checked against closed forms written here.
+
+Their `compute` functions (solutions/hand_architecture.py, hand_blocks.py, hand_attention.py)
+call the references; these formulas are the lecture's, typed out independently, and are
+compared on the 200 variants validate draws and on the lecture's own numbers (L08 p.19's third
+query and p.28's positional vectors, copied here so nothing reads the notes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autograder.bank.load import Bank, load_bank
+from autograder.bank.variants import lecture_variant
+from autograder.kinds.numeric_checks import draws
+
+
+def _kv_cache(p):
+    width = p["d"] // p["h"]
+    per_token = lambda heads: 2 * heads * width  # noqa: E731 - a key and a value per key/value head
+    mib = lambda heads: per_token(heads) * p["layers"] * p["n"] * 2 / 2**20  # noqa: E731 - float16
+    return {"head_width": width, "mha_per_token": 2 * p["d"], "gqa_per_token": per_token(p["kv_heads"]),
+            "mqa_per_token": per_token(1), "mha_mib": mib(p["h"]), "gqa_mib": mib(p["kv_heads"])}
+
+
+def _mask_cells(p):
+    n, src, tgt = p["n"], p["src_length"], p["tgt_length"]
+    # padding hides keys only; the decoder is also causal: rows 0..tgt-1 see i+1 keys, the rest see tgt
+    return {"encoder": n * src, "decoder": tgt * (tgt + 1) // 2 + (n - tgt) * tgt, "cross": n * src,
+            "computed": 3 * n * n}
+
+
+def _generation(p):
+    n = p["n"]
+    return {"step_scores": p["m"], "cached_total": n * (n + 1) // 2,
+            "recompute_total": n * (n + 1) * (2 * n + 1) // 6, "training_pass": n * n}
+
+
+def _pooling(p):
+    H = np.asarray(p["H"], float)
+    total = np.array([H[i, :length].sum(axis=0) for i, length in enumerate(p["lengths"])])
+    return {"total": total, "pooled": total / np.asarray(p["lengths"], float)[:, None]}
+
+
+def _ffn(p):
+    x, W1, b1, W2, b2 = (np.asarray(p[k], float) for k in ("x", "W1", "b1", "W2", "b2"))
+    pre = x @ W1 + b1
+    return {"pre": pre, "hidden": np.maximum(pre, 0), "output": np.maximum(pre, 0) @ W2 + b2}
+
+
+def _normalise(rows):
+    rows = np.atleast_2d(np.asarray(rows, float))
+    mean = rows.mean(axis=1, keepdims=True)
+    return (rows - mean) / np.sqrt(((rows - mean) ** 2).mean(axis=1, keepdims=True))
+
+
+def _layer_norm_batch(p):
+    x = np.asarray(p["x"], float)
+    X = np.stack([x, np.roll(x, 1) * p["scale"] + p["shift"]])
+    return {"means": X.mean(axis=1), "variances": X.var(axis=1), "normalised": _normalise(X)}
+
+
+def _add_and_norm(p):
+    s = np.asarray(p["x"], float) + np.asarray(p["f"], float)
+    return {"sum": s, "mean": s.mean(), "variance": s.var(), "normalised": _normalise(s)[0]}
+
+
+def _residual(p):
+    return {"without": p["a"] ** p["layers"], "one_layer": 1 + p["a"], "with_residual": (1 + p["a"]) ** p["layers"]}
+
+
+def _positions(p):
+    word, P = np.asarray(p["word"], float), np.asarray(p["P"], float) / 10
+    return {"x0": word + P[0], "x1": word + P[1], "dot": (word + P[0]) @ (word + P[1])}
+
+
+def _query_key(p):
+    X, Wq, Wk = (np.asarray(p[k], float) for k in ("X", "Wq", "Wk"))
+    Q, K = X @ Wq, X @ Wk
+    return {"queries": Q, "keys": K, "scores": Q @ K.T, "scores_tied": Q @ Q.T}
+
+
+def _jacobian(p):
+    a = np.asarray(p["e"], float) / sum(p["e"])
+    return {"weights": a, "jacobian": np.diag(a) - np.outer(a, a)}
+
+
+def _third_query(p):
+    scores = np.asarray(p["K"], float) @ np.asarray(p["q"], float)
+    weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()
+    V = np.asarray(p["V"], float)
+    return {"scores": scores, "weights": weights, "output": weights @ V, "figure_output": np.asarray(p["shown"]) @ V}
+
+
+CLOSED_FORMS = {
+    "kv-cache-memory": _kv_cache, "mask-cells-count": _mask_cells, "generation-score-count": _generation,
+    "mean-pooling-by-hand": _pooling, "ffn-with-biases": _ffn, "layer-norm-batch-axis": _layer_norm_batch,
+    "add-and-norm-by-hand": _add_and_norm, "residual-gradient": _residual, "add-positions-by-hand": _positions,
+    "query-key-asymmetry": _query_key, "softmax-jacobian-by-hand": _jacobian, "third-query-rounding": _third_query,
+}
+
+
+@pytest.fixture(scope="module")
+def bank() -> Bank:
+    report = load_bank()
+    assert report.errors == [], [str(e) for e in report.errors]
+    return report.bank
+
+
+@pytest.mark.parametrize("problem_id", sorted(CLOSED_FORMS))
+def test_every_variant_agrees_with_the_closed_form(bank: Bank, problem_id: str) -> None:
+    problem = bank.get(problem_id)
+    variants = draws(problem) if problem.parameters else []
+    if problem.lecture_example is not None:
+        variants.append(lecture_variant(problem))
+    assert variants
+    for variant in variants:
+        expected = CLOSED_FORMS[problem_id](variant.params)
+        for part in problem.parts:
+            assert np.allclose(variant.answers[part.name], expected[part.name], atol=1e-9), \
+                (problem_id, variant.params, part.name, variant.answers[part.name], expected[part.name])
+
+
+def test_the_lecture_figures_of_the_third_query_and_the_positional_vectors() -> None:
+    """L08 p.19: q = (2, 1, 3) scores (4, 12, 10), weights about (0.000295, 0.88054, 0.11917), the figure's
+    rounded (0, 0.9, 0.1) gives (2, 7.8, 0.3); p.28: (1, 2) + (0.1, 0) = (1.1, 2) and (1, 2) + (0, 0.2) = (1, 2.2)."""
+    third = _third_query({"q": [2, 1, 3], "K": [[0, 1, 1], [4, 4, 0], [2, 3, 1]],
+                          "V": [[1, 2, 3], [2, 8, 0], [2, 6, 3]], "shown": [0, 0.9, 0.1]})
+    assert third["scores"].tolist() == [4, 12, 10]
+    assert np.allclose(third["weights"], [0.000295, 0.88054, 0.11917], atol=5e-6)
+    assert np.allclose(third["figure_output"], [2, 7.8, 0.3])
+    positions = _positions({"word": [1, 2], "P": [[1, 0], [0, 2]]})
+    assert np.allclose(positions["x0"], [1.1, 2]) and np.allclose(positions["x1"], [1, 2.2])
+
+
+def test_the_follow_up_numbers_of_the_new_statements(bank: Bank) -> None:
+    numbers = {"small-weights-still-computed": 300**2, "bidirectional-encoder": 6 * 6, "kv-cache-growth": 8192 / 2048,
+               "constant-token": 0.5, "attention-op-parameters": 0, "padding-query-rows": 2 / (2 + 1 + 1)}
+    for problem_id, number in numbers.items():
+        assert math.isclose(bank.get(problem_id).follow_up.number, number), problem_id
