@@ -18,6 +18,8 @@ from autograder.build.manifest import find_manifest, resolve_assignment
 from autograder.build.notebook import student_notebook
 from autograder.build.solution_key import key_answer, key_function, key_module
 from autograder.build.student_text import stub_module
+from autograder.kinds import kind_of
+from autograder.kinds.choices import letter_of, order_in
 
 HERE = Path(__file__).resolve().parent / "submissions" / "attention-numpy"
 
@@ -97,6 +99,16 @@ def swap(source: str, replacement: str) -> str:
     return source + "\n" + replacement
 
 
+def believes_heads_cut_the_cost(assignment) -> str:
+    """dan's answer to heads-reduce-cost, after his ANSWERS: True, and the follow-up choice that says heads
+    compare fewer pairs (its letter in the class's order of the choices), with no correction written."""
+    problem = next(a.problem for a in assignment.problems if a.problem.id == "heads-reduce-cost")
+    variant = kind_of(problem).variant(problem, assignment.manifest.seed, assignment.manifest.variants, None)
+    letter = letter_of(order_in(variant, problem.id, problem.follow_up.ids), "fewer-pairs")
+    answer = {"answer": True, "follow_up": letter, "correction": ""}
+    return f"# heads make attention cheaper, I think\nANSWERS['heads-reduce-cost'] = {answer!r}\n"
+
+
 def main() -> None:
     bank = load_bank_strict()
     assignment = resolve_assignment(find_manifest("attention-numpy"), bank)
@@ -105,8 +117,7 @@ def main() -> None:
         "ada.py": key,
         "ben.py": swap(key, COLUMN_SOFTMAX),
         "cho.py": swap(swap(key, ZERO_AFTER_SOFTMAX), UNBIASED_LAYER_NORM),
-        "dan.py": swap(key, UNSCALED_SCORES).replace("'heads-reduce-cost': {'answer': False",
-                                                     "'heads-reduce-cost': {'answer': True"),
+        "dan.py": swap(swap(key, UNSCALED_SCORES), believes_heads_cut_the_cost(assignment)),
         "eve.py": "def softmax_rows(S, mask=None)\n    return S\n",
         "fox.py": swap(key, HOSTILE),
         "gil.py": stub_module(assignment),

@@ -43,6 +43,8 @@ def compare(got: Sequence[np.ndarray], want: Sequence[np.ndarray], tol_abs: floa
         if g.shape != w.shape:
             return Mismatch(f"{which}shape {tuple(g.shape)}, expected {tuple(w.shape)}")
         g64, w64 = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+        if (g64 == w64).all():
+            continue  # equal to the bit, as a right answer computed the reference's way usually is: no error needed
         # An infinite expected entry (a fully masked score) must be met exactly: its window would
         # be infinite. inf - inf and 0 * inf are NaN, which never compares true.
         with np.errstate(invalid="ignore", over="ignore"):

@@ -120,39 +120,44 @@ def read_cells(text: str, max_bytes: int = MAX_NOTEBOOK_BYTES) -> List[Cell]:
 # ---------------------------------------------------------------- magics
 
 
+_SIGNIFICANT = re.compile(r"[\\\"'#()\[\]{}]")  # the only characters that change a line's state
+
+
 def _logical_line_starts(lines: Sequence[str]) -> List[bool]:
     """For each line: does it start a logical line (not inside a string, brackets or a continuation)?"""
     starts = []
     depth, quote, continued = 0, "", False
     for line in lines:
         starts.append(depth == 0 and not quote and not continued)
-        i, n = 0, len(line)
+        n = len(line)
         continued = False
-        while i < n:
+        # jump from one significant character to the next: the intake reads every cell of every notebook
+        match = _SIGNIFICANT.search(line)
+        while match is not None:
+            i = match.start()
             ch = line[i]
             if quote:
                 if ch == "\\":
                     i += 2
-                    continue
-                if line.startswith(quote, i):
+                elif line.startswith(quote, i):
                     i += len(quote)
                     quote = ""
-                    continue
-                i += 1
-                continue
-            if ch == "#":
+                else:
+                    i += 1
+            elif ch == "#":
                 break
-            if ch in "\"'":
+            elif ch in "\"'":
                 quote = ch * 3 if line.startswith(ch * 3, i) else ch
                 i += len(quote)
-                continue
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth = max(0, depth - 1)
-            elif ch == "\\" and i == n - 1:
-                continued = True
-            i += 1
+            else:
+                if ch in "([{":
+                    depth += 1
+                elif ch in ")]}":
+                    depth = max(0, depth - 1)
+                elif ch == "\\" and i == n - 1:
+                    continued = True
+                i += 1
+            match = _SIGNIFICANT.search(line, i)
         if len(quote) == 1 and not continued:
             quote = ""  # an unterminated one-line string ends at the line's end (a SyntaxError later, not ours)
     return starts
@@ -181,9 +186,16 @@ def _line_magic(stripped: str) -> Optional[str]:
     return None
 
 
+# every line _line_magic rewrites matches this (it may match more): a cell without one is Python as it stands
+_MAYBE_MAGIC = re.compile(r"^\s*[%!?]|^\s*[A-Za-z_][\w, ]*=\s*[!%]|\?\s*$", re.MULTILINE)
+
+
 def python_of(source: str) -> str:
     """A code cell's Python with its line magics and shell lines made inert (indentation kept)."""
     lines = source.splitlines()
+    joined = "\n".join(lines)
+    if not ("%" in joined or "!" in joined or "?" in joined) or not _MAYBE_MAGIC.search(joined):
+        return joined
     out = []
     for line, starts in zip(lines, _logical_line_starts(lines)):
         stripped = line.lstrip()

@@ -73,16 +73,19 @@ def encode_frame(header: Dict[str, Any], blob: bytes = b"") -> bytes:
     return FRAME_HEAD.pack(len(head), len(blob)) + head + blob
 
 
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = np.zeros(256, dtype=np.int8)
+_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
+
+
 def json_depth_ok(text: bytes) -> bool:
     """Whether brackets nest at most MAX_JSON_DEPTH deep (counted over the raw bytes, strings included:
     a cheap upper bound, so a deep header is refused before the recursive decoder sees it)."""
-    depth = deepest = 0
-    for match in re.finditer(rb"[\[\]{}]", text):
-        depth += 1 if match.group() in (b"[", b"{") else -1
-        deepest = max(deepest, depth)
-        if deepest > MAX_JSON_DEPTH:
-            return False
-    return True
+    brackets = text.translate(None, _NOT_BRACKETS)
+    if len(brackets) <= MAX_JSON_DEPTH:
+        return True
+    # vectorised: the intake runs this over every notebook of the class, ~100 kB each
+    return int(np.cumsum(_STEP[np.frombuffer(brackets, dtype=np.uint8)], dtype=np.int64).max()) <= MAX_JSON_DEPTH
 
 
 def decode_header(raw: bytes) -> Dict[str, Any]:

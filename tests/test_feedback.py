@@ -142,7 +142,7 @@ def test_results_json_opens_with_what_to_fix_first(graded):
 
 
 def test_written_answers_only_say_right_or_wrong_before_the_due_date(graded, built_numpy):
-    dan = graded[2]["dan"]  # says heads reduce the cost: true, which is false
+    dan = graded[2]["dan"]  # says heads reduce the cost: true, which is false, and picks the O(n^2/h) follow-up
     bundle = read_bundle(built_numpy.out / "autograder")
     html_before = feedback_html(dan, "A", bundle.due, "bwrap", bundle=bundle, now=BEFORE)
     html_after = feedback_html(dan, "A", bundle.due, "bwrap", bundle=bundle, now=AFTER)
@@ -151,8 +151,10 @@ def test_written_answers_only_say_right_or_wrong_before_the_due_date(graded, bui
     assert "Your answer is wrong." in before and "Answer in this form: true or false" in before
     assert "you wrote" not in before and "accepted" not in before and "Worked solution" not in before
     assert "the statement is false" not in text_of(html_before)
-    assert "What you wrote answer: true" in after and "the statement is false" in after
-    assert "What was accepted answer False corrected statement With the model width d fixed" in after
+    assert "What you wrote answer: true follow_up: " in after and "See mistake" in after
+    assert "true or false: the statement is false; follow-up: every head compares all n tokens" in text_of(html_after)
+    assert "What was accepted answer False follow-up " in after
+    assert "corrected statement The advantage of multiple heads is what they can represent" in after
     assert "Worked solution, with your numbers" in after
 
 
@@ -160,14 +162,15 @@ def test_a_hand_calculation_shows_what_was_typed_and_the_worked_numbers(graded, 
     bundle = read_bundle(built_numpy.out / "autograder")
     ada = graded[2]["ada"]
     wrong = dict(ada.answers)
-    wrong["score-growth"] = {"scores_old": 1048576.0, "scores_new": 4194305.0, "ratio": 4.0}
+    right = ada.answers["score-growth"]  # the key's, for the class's draw
+    wrong["score-growth"] = {**right, "scores_new": right["scores_new"] + 1}
     written = next(w for w in bundle.written if w.id == "score-growth")
     marked = score_written(written, wrong["score-growth"], bundle, "ada")
     problems = tuple(marked if p.problem_id == "score-growth" else p for p in ada.problems)
     result = SubmissionResult(**{**ada.__dict__, "problems": problems, "answers": wrong})
     text = text_of(section(feedback_html(result, "A", None, "bwrap", bundle=bundle, now=AFTER), "score-growth-title"))
-    assert "Your answer is partly right" in text and "4194305.0" in text
-    assert "What was accepted" in text and "4194304" in text and "Worked solution" in text
+    assert "Your answer is partly right" in text and repr(right["scores_new"] + 1) in text
+    assert "What was accepted" in text and str(int(right["scores_new"])) in text and "Worked solution" in text
 
 
 def test_an_exact_integer_off_by_one_reads_as_not_exact():

@@ -213,6 +213,10 @@ def test_line_magics_are_inert_at_any_indentation_but_never_inside_strings_or_br
     assert errors == []
     assert namespace["f"]() == 2 and namespace["DOC"] == "\n%not a magic\n" and namespace["v"] == 1
     assert python_of("    %time z = f()") == "    z = f()"
+    # lines as Jupyter splits them (\r, form feed), help lines, a shell's output assigned, and no magic at all
+    assert python_of("a = 1\r%matplotlib inline\x0cb = 2 != 3") == "a = 1\npass\nb = 2 != 3"
+    assert python_of("np.linalg?\nfiles = !ls\nq = 7 % 2") == "pass\nfiles = None\nq = 7 % 2"
+    assert python_of("x = 1\r\ny = (x % 2)\n") == "x = 1\ny = (x % 2)"
 
 
 def test_sys_exit_in_a_cell_ends_only_that_cell() -> None:

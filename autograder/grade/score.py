@@ -22,6 +22,7 @@ from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenPro
 from autograder.grade.intake import Submission
 from autograder.grade.matrices import picture
 from autograder.kinds import kind_of
+from autograder.kinds.implement import IMPLEMENT
 from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.sandbox import ProblemRun, SubmissionRun
 from qkv_runtime.compare import compare, excerpt, select
@@ -111,7 +112,7 @@ def score_code_problem(problem: CodeProblem, run: SubmissionRun, upstream: Upstr
         message = problem_run.message
     else:
         message = f"{sum(t.passed for t in tests)} of {len(tests)} tests passed"
-    return ProblemResult(problem.id, "implement", round(sum(t.score for t in tests), 4), problem.points, message, tests)
+    return ProblemResult(problem.id, IMPLEMENT.name, round(sum(t.score for t in tests), 4), problem.points, message, tests)
 
 
 def basic_first(code: tuple[CodeProblem, ...]) -> list[CodeProblem]:

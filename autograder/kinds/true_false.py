@@ -111,8 +111,9 @@ def judge_follow_up(problem: TrueFalseProblem, typed: Any, variant) -> Verdict:
     if follow.form == "choice":
         return ch.judge_choice(follow.choices, follow.answer, ch.order_in(variant, problem.id, follow.ids), typed)
     if follow.form == "number":
-        verdict = check_part(follow.part(), np.asarray(follow.number, dtype=float), typed)
-        return Verdict(verdict.correct, verdict.message)
+        part = follow.part()
+        verdict = check_part(part, np.asarray(follow.number, dtype=float), typed)
+        return Verdict(verdict.correct, verdict.message.removeprefix(f"{part.label}: "))
     try:
         got = tuple(evaluate_dim(d, follow.parameters) for d in parse_shape(typed))
     except AnswerFormatError as err:

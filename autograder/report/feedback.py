@@ -83,7 +83,7 @@ def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle
     problems = []
     for problem in result.problems:
         entry: dict[str, Any] = {"result": problem, "lines": problem_lines(problem, summary), "written": None}
-        if problem.kind != "implement" and problem.problem_id in written and bundle is not None:
+        if problem.problem_id in written and bundle is not None:  # a written problem of this bundle
             entry["written"] = written_view(written[problem.problem_id], problem, result.answers.get(problem.problem_id),
                                             bundle, result.student, past_due)
         problems.append(entry)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from autograder.kinds import KINDS
 from autograder.results import ProblemResult, SubmissionResult, TestResult
 
 NOT_RUN = "no result: "  # grade/score.py's prefix of a test whose call never returned
@@ -104,7 +105,7 @@ def summarise(result: SubmissionResult, functions: dict[str, str], messages: dic
         for test in problem.tests:
             if test.passed:
                 continue
-            written = problem.kind != "implement"
+            written = not _is_code(problem)
             if test.misconception and (written_mistakes or not written):
                 origin = test.cause or problem.problem_id
                 key = (origin, test.misconception)
@@ -129,16 +130,21 @@ def summarise(result: SubmissionResult, functions: dict[str, str], messages: dic
     collapsed = sorted((Collapsed(p, text, tuple(tests)) for (p, text), tests in loose.items()),
                        key=lambda c: -c.points)
     summary = Summary(ordered, collapsed, {k: index[v] for k, v in lesson_of.items()})
-    code_tests = [t for p in result.problems if p.kind == "implement" for t in p.tests]
+    code_tests = [t for p in result.problems if _is_code(p) for t in p.tests]
     if result.status != "graded" and all(t.message.startswith(NOT_RUN) for t in code_tests):
         summary.not_loaded = not_loaded_line(result)
     return summary
 
 
+def _is_code(problem: ProblemResult) -> bool:
+    """Answered by a function the grader ran (its tests), not by an ANSWERS entry."""
+    return KINDS[problem.kind].code
+
+
 def not_loaded_line(result: SubmissionResult) -> str:
     """One line for a file that never ran: how many tests and answers that left out, and why."""
-    code = sum(len(p.tests) for p in result.problems if p.kind == "implement")
-    written = sum(1 for p in result.problems if p.kind != "implement")
+    code = sum(len(p.tests) for p in result.problems if _is_code(p))
+    written = sum(1 for p in result.problems if not _is_code(p))
     why = result.message or result.status
     if not code and not written:
         return why

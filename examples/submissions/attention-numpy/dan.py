@@ -820,7 +820,7 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                                   'matrix operations over every position in parallel. Only '
                                   'autoregressive generation is step by step, because each new '
                                   'token depends on the tokens generated before it.'},
- 'heads-reduce-cost': {'answer': True,
+ 'heads-reduce-cost': {'answer': False,
                        'follow_up': 'C',
                        'correction': 'The advantage of multiple heads is what they can represent: '
                                      'h heads attend in h different learned subspaces at once, so '
@@ -840,3 +840,6 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
 
 def attention_scores(Q, K, scale=True):
     return np.asarray(Q, dtype=float) @ np.swapaxes(np.asarray(K, dtype=float), -1, -2)
+
+# heads make attention cheaper, I think
+ANSWERS['heads-reduce-cost'] = {'answer': True, 'follow_up': 'D', 'correction': ''}
