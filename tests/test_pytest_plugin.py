@@ -69,7 +69,9 @@ def test_a_failed_test_says_what_qkv_grade_says(built_numpy, tmp_path):
     graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
     _, _, output = pytest_route(tmp_path, built_numpy.out, tmp_path / "subs" / "ben.py")
     failed = [t for p in graded.problems for t in p.tests if not t.passed]
-    assert len(failed) == 18 and all(t.message in output for t in failed)
+    # every test his column softmax breaks, in the three problems that build on it, and nothing else
+    assert {t.problem_id for t in failed} == {"softmax-rows", "scaled-dot-product-attention", "multi-head-attention"}
+    assert len(failed) >= 10 and all(t.message in output for t in failed)
     assert "fix softmax_rows first: your multi_head_attention matches the reference with that same mistake" in output
 
 
