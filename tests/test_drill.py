@@ -63,6 +63,18 @@ def test_all_right_answers_score_full_marks(bank):
     assert "Nothing to review" in said[-1] and "Worked solution" not in "\n".join(said)
 
 
+def test_full_marks_whatever_the_parts_shares_add_up_to(bank):
+    """4 points over the 6 parts of kv-cache-memory: shares of 4/6 add up to 3.9999... in floating point."""
+    item = item_of(bank, "kv-cache-memory")
+    problem = item.problem.model_copy(update={"points": 4})
+    assert len(problem.parts) == 6 and sum([4 / 6] * 6) != 4
+    item = ExamItem(1, problem, item.variant, item.group)
+    ask, say, said = scripted(right_answers(item))
+    summary = run_drill([item], ask, say)
+    assert summary.earned == summary.possible == 4 and summary.topics_to_review() == []
+    assert "Nothing to review" in said[-1]
+
+
 def test_numeric_misconception_is_named_and_the_solution_shown(bank):
     item = item_of(bank, "masked-renormalisation")
     problem, variant = item.problem, item.variant

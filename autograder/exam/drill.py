@@ -116,7 +116,8 @@ def drill_problem(item: ExamItem, total: int, ask: Callable[[str], str], say: Ca
                 say(f"  ✗ not right: {verdict.message}")
     if not all_right:
         say("\n" + solution_text(item))
-    return ProblemScore(problem.id, problem.topic, earned, problem.points)
+    # parts' shares of the points need not add up in floating point (6 x 4/6 is 3.9999...): all right is full marks
+    return ProblemScore(problem.id, problem.topic, problem.points if all_right else round(earned, 6), problem.points)
 
 
 def run_drill(items: list[ExamItem], ask: Callable[[str], str], say: Callable[[str], None]) -> DrillSummary:
