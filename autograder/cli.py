@@ -141,7 +141,8 @@ def _print_measures(bank) -> None:
     """What guessing and hand work look like on this bank: true/false balance and longest choices per
     topic, and the 200 checked variants of each hand calculation."""
     from autograder.bank import measures
-    from autograder.kinds.numeric_checks import VARIANTS_CHECKED, summary
+    from autograder.kinds import kind_of
+    from autograder.kinds.numeric_checks import VARIANTS_CHECKED
 
     guess = Table(title="Guessing, per topic")
     for column in ("topic", "true", "false", "right choice clearly longest"):
@@ -153,7 +154,7 @@ def _print_measures(bank) -> None:
         guess.add_row(topic, str(true or ""), str(false or ""), f"{clearly} of {total}" if total else "")
     if balance or longest:
         console.print(guess)
-    summaries = [s for s in (summary(p) for _, p in sorted(bank.problems.items()) if p.kind == "numeric") if s]
+    summaries = [s for s in (kind_of(p).draw_summary(p) for _, p in sorted(bank.problems.items())) if s]
     if summaries:
         hand = Table(title=f"Hand calculations: {VARIANTS_CHECKED} variants each")
         for column in ("problem", "distinct", "by hand", "spread"):

@@ -60,6 +60,8 @@ CASES: dict[str, tuple[str, str]] = {
     "infeasible-by-hand": (
         "infeasible-by-hand.yaml", r"^: parameters: no feasible parameters .*total has more than 3 digits"),
     "missing-by-hand": ("missing-by-hand.yaml", r"^: by_hand: a problem with parameters says what makes its variants"),
+    # an instructor's compute that raises on some draws: the problem's error, not validate's traceback
+    "compute-raises": ("compute-raises.yaml", r"^: checking failed: ValueError: number of heads h=3 must divide"),
 }
 WARNINGS = Path(__file__).parent / "fixtures" / "warnings"
 

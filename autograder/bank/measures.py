@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from autograder.bank.load import Bank
+from autograder.kinds import kind_of
 
 TRUE_SHARE = (0.35, 0.65)  # of a bank's true/false statements that are true
 BALANCE_FROM = 12  # true/false problems a bank needs before its balance is enforced
@@ -40,8 +41,10 @@ def _topic(problem: Any) -> str:
 def balance(bank: Bank) -> dict[str, tuple[int, int]]:
     """(true, false) statements per topic."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for problem in bank.by_kind("true_false"):
-        counts[_topic(problem)][0 if problem.answer else 1] += 1
+    for problem in bank.problems.values():
+        truth = kind_of(problem).truth(problem)
+        if truth is not None:
+            counts[_topic(problem)][0 if truth else 1] += 1
     return {topic: (t, f) for topic, (t, f) in sorted(counts.items())}
 
 
@@ -64,7 +67,7 @@ def topic_balance_findings(bank: Bank) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for topic, (true, false) in balance(bank).items():
         if _unbalanced(true, true + false, TOPIC_TRUE_SHARE, TOPIC_BALANCE_FROM):
-            first = min(p.id for p in bank.by_kind("true_false") if _topic(p) == topic)
+            first = min(p.id for p in bank.problems.values() if kind_of(p).truth(p) is not None and _topic(p) == topic)
             out[first] = [f"true_false: {true} of {true + false} statements of the topic {topic} are true; keep "
                           f"between {TOPIC_TRUE_SHARE[0]:.0%} and {TOPIC_TRUE_SHARE[1]:.0%} of a topic true"]
     return out
@@ -83,11 +86,8 @@ class ChoiceSet:
 
 def choice_sets(bank: Bank) -> Iterator[ChoiceSet]:
     for problem in sorted(bank.problems.values(), key=lambda p: p.id):
-        if problem.kind == "multiple_choice":
-            yield ChoiceSet(problem.id, "choices", {c.id: c.text for c in problem.choices}, problem.answer)
-        elif problem.kind == "true_false" and problem.follow_up is not None and problem.follow_up.choices:
-            follow = problem.follow_up
-            yield ChoiceSet(problem.id, "follow_up.choices", {c.id: c.text for c in follow.choices}, follow.answer)
+        for field, texts, answer in kind_of(problem).choice_sets(problem):
+            yield ChoiceSet(problem.id, field, texts, answer)
 
 
 def longest(texts: dict[str, str]) -> str:
@@ -125,23 +125,6 @@ def length_warnings(bank: Bank) -> list[str]:
 # ------------------------------------------------------------------- leaks
 
 
-def _numbers_asked(problem: Any) -> list[float]:
-    """The numbers a student of this problem may be asked for."""
-    if problem.kind == "true_false":
-        follow = problem.follow_up
-        return [float(follow.number)] if follow is not None and follow.number is not None else []
-    if problem.kind != "numeric":
-        return []
-    from autograder.bank.variants import InfeasibleProblem, lecture_variant
-    from autograder.kinds.numeric_checks import draws
-
-    try:
-        variants = draws(problem) if problem.parameters else [lecture_variant(problem)]
-    except InfeasibleProblem:
-        return []  # reported by the problem's own checks
-    return [float(x) for v in variants for a in v.answers.values() for x in np.ravel(a)]
-
-
 def _significant(token: str) -> int:
     return len(token.replace(",", "").replace(".", "").lstrip("0"))
 
@@ -158,26 +141,12 @@ def _shown(values: list[float]) -> set[tuple[int, float]]:
     return {(k, round(x, k)) for x in values if np.isfinite(x) for k in LEAK_DECIMALS}
 
 
-def texts_shown(problem: Any) -> Iterator[tuple[str, str]]:
-    """(field, text) of what a student reads before answering: prompt, statement, choices, follow-up."""
-    yield "prompt", problem.prompt
-    if problem.kind == "true_false":
-        yield "statement", problem.statement
-        if problem.follow_up is not None:
-            yield "follow_up.question", problem.follow_up.question
-            for i, c in enumerate(problem.follow_up.choices):
-                yield f"follow_up.choices[{i}].text", c.text
-    if problem.kind == "multiple_choice":
-        for i, c in enumerate(problem.choices):
-            yield f"choices[{i}].text", c.text
-
-
 def leaks(bank: Bank) -> dict[str, list[str]]:
     """problem id -> 'field: reason' for each text that quotes another problem's answer."""
-    asked = {pid: _shown(_numbers_asked(p)) for pid, p in bank.problems.items()}
+    asked = {pid: _shown(kind_of(p).numbers_asked(p)) for pid, p in bank.problems.items()}
     out: dict[str, list[str]] = defaultdict(list)
     for pid, problem in sorted(bank.problems.items()):
-        for field, text in texts_shown(problem):
+        for field, text in kind_of(problem).texts_shown(problem):
             for token in _TOKEN.findall(text):
                 if not _distinctive(token):
                     continue

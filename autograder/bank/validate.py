@@ -55,7 +55,7 @@ def validate_bank(bank: Bank) -> list[Finding]:
     from autograder.bank import measures
 
     findings = []
-    functions = {p.id for p in bank.by_kind("implement")}
+    functions = {p.id for p in bank.problems.values() if kind_of(p).code}
     for problem_id, problem in sorted(bank.problems.items()):
         where = str(bank.paths[problem_id])
         findings += [Finding(where, what) for what in check_problem(problem)]

@@ -27,8 +27,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from autograder.kinds import kind_of
-from qkv_runtime.answers import AnswerFormatError, parse_bool, parse_choice
+from autograder.kinds import KINDS, kind_of
+from autograder.kinds.implement import IMPLEMENT
+from qkv_runtime.answers import AnswerFormatError, parse_choice
 
 GROUP = 0.27
 LOW_DISCRIMINATION = 0.2
@@ -238,9 +239,6 @@ def _item_stats(problem: str, test: Optional[str], kind: str, x: np.ndarray, max
 
 def _chosen(item: ChoiceItem, answer: Any, student: str = "") -> str:
     try:
-        if item.kind == "true_false":
-            value = answer.get("answer") if isinstance(answer, dict) else answer
-            return "true" if parse_bool(value) else "false"
         if item.reader is not None:
             return item.reader(student, answer)
         return parse_choice(answer, len(item.options))
@@ -284,7 +282,7 @@ def analyse(scores: Scores, order: tuple[str, ...] = (), kinds: dict[str, str] |
     problem_stats = tuple(_item_stats(p, None, kinds.get(p, ""), by_problem[:, i], float(problem_max[i]),
                                       r_problems[i], upper, lower) for i, p in enumerate(problems))
     hidden = [c for c, (problem, _, vis) in enumerate(scores.columns)
-              if vis == "hidden" and kinds.get(problem, "implement") == "implement"]
+              if vis == "hidden" and KINDS[kinds.get(problem, IMPLEMENT.name)].code]
     r_tests = rest_correlations(scores.tests[:, hidden], totals) if n and hidden else np.full(len(hidden), np.nan)
     test_stats = sorted((_item_stats(scores.columns[c][0], scores.columns[c][1], "hidden test", scores.tests[:, c],
                                      float(scores.test_max[c]), r_tests[i], upper, lower)
@@ -299,12 +297,12 @@ def analyse(scores: Scores, order: tuple[str, ...] = (), kinds: dict[str, str] |
 
 
 def _read_choice(kind: Any, problem: Any, seed: int, mode: str, student: str, answer: Any) -> str:
-    return kind.read(problem, answer, kind.variant(problem, seed, mode, student))
+    return kind.chosen(problem, answer, kind.variant(problem, seed, mode, student))
 
 
 def bundle_info(bundle: Any) -> tuple[tuple[str, ...], dict[str, str], dict[str, ChoiceItem], dict[tuple[str, str], str]]:
     """(order, kinds, choice items, misconception messages) of a GradingBundle."""
-    kinds = {p.id: "implement" for p in bundle.code}
+    kinds = {p.id: IMPLEMENT.name for p in bundle.code}
     messages = {(p.id, m): text for p in bundle.code for m, text in p.misconceptions.items()}
     code = {p.id: p for p in bundle.code}  # and a mistake upstream, as the gradebook stores it: "softmax-rows/column-softmax"
     messages.update({(p.id, f"{u}/{m}"): text for p in bundle.code for u in p.builds_on if u in code
@@ -313,13 +311,9 @@ def bundle_info(bundle: Any) -> tuple[tuple[str, ...], dict[str, str], dict[str,
     for written in bundle.written:
         problem = written.problem
         kinds[written.id] = problem.kind
-        if problem.kind == "multiple_choice":
-            # by id: each student's letters name the choices in their own order
-            kind = kind_of(problem)
+        kind = kind_of(problem)
+        options = kind.options(problem)
+        if options is not None:
             read = functools.partial(_read_choice, kind, problem, bundle.seed, bundle.variants)
-            choices[written.id] = ChoiceItem("multiple_choice", tuple(problem.ids), problem.answer,
-                                             tuple(c.text for c in problem.choices), read)
-        elif problem.kind == "true_false":
-            choices[written.id] = ChoiceItem("true_false", ("true", "false"), "true" if problem.answer else "false",
-                                             ("true", "false"))
+            choices[written.id] = ChoiceItem(problem.kind, options.ids, options.correct, options.texts, read)
     return tuple(bundle.problem_order), kinds, choices, messages

@@ -12,6 +12,7 @@ the bank and qkv_runtime, never a stage, so that every stage can import them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from autograder.bank.model import ProblemBase
@@ -24,6 +25,15 @@ if TYPE_CHECKING:
     from autograder.bundle import GradingBundle
 
 CLASS = "*"  # the student key of class-wide variants
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a pick among options offers (item analysis counts each): option ids or verdicts, the right one, texts."""
+
+    ids: tuple[str, ...]
+    correct: str
+    texts: tuple[str, ...]
 
 
 class Kind(ABC):
@@ -74,6 +84,37 @@ class Kind(ABC):
     def takes_track(self, problem, track: str) -> bool:
         """Whether an assignment of this track (numpy, torch) can use the problem."""
         return True
+
+    # ----------------------------------------------- measures (bank/measures.py, classroom/stats.py)
+
+    def truth(self, problem) -> bool | None:
+        """The verdict a student guessing true or false faces; None for kinds without one."""
+        return None
+
+    def choice_sets(self, problem) -> list[tuple[str, dict[str, str], str]]:
+        """(field, {choice id: text}, right id) of each set of choices a guesser may pick among."""
+        return []
+
+    def numbers_asked(self, problem) -> list[float]:
+        """Every number a student of this problem may be asked for (no other problem may quote one)."""
+        return []
+
+    def texts_shown(self, problem) -> list[tuple[str, str]]:
+        """(field, text) of what a student reads before answering."""
+        return [("prompt", problem.prompt)]
+
+    def draw_summary(self, problem):
+        """How varied and how workable its drawn numbers are (numeric_checks.DrawSummary), for validate's
+        table; None for kinds without numbers to draw."""
+        return None
+
+    def options(self, problem) -> Options | None:
+        """What its answer picks among, for the distractor analysis; None when the answer is not a pick."""
+        return None
+
+    def chosen(self, problem, answer: Any, variant: Variant | None) -> str:
+        """The option of `options` a student's answer picks; AnswerFormatError when it picks none."""
+        raise NotImplementedError(f"{self.name} answers are not a pick among options")
 
     # ----------------------------------------------------------- build
 

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from autograder.bank.model import ProblemBase
 from autograder.kinds import choices as ch
-from autograder.kinds.base import CLASS, AllOrNothingKind
+from autograder.kinds.base import CLASS, AllOrNothingKind, Options
 from autograder.kinds.choices import Choice
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
 from autograder.kinds.sealing import class_answer, class_mistakes
@@ -93,6 +93,19 @@ class MultipleChoiceKind(AllOrNothingKind):
 
     def read(self, problem: MultipleChoiceProblem, typed: Any, variant) -> object:
         return ch.read_choice(typed, ch.order_in(variant, problem.id, problem.ids))
+
+    def choice_sets(self, problem: MultipleChoiceProblem) -> list[tuple[str, dict[str, str], str]]:
+        return [("choices", {c.id: c.text for c in problem.choices}, problem.answer)]
+
+    def texts_shown(self, problem: MultipleChoiceProblem) -> list[tuple[str, str]]:
+        return super().texts_shown(problem) + [(f"choices[{i}].text", c.text) for i, c in enumerate(problem.choices)]
+
+    def options(self, problem: MultipleChoiceProblem) -> Options:
+        # by id: each student's letters name the choices in their own order
+        return Options(tuple(problem.ids), problem.answer, tuple(c.text for c in problem.choices))
+
+    def chosen(self, problem: MultipleChoiceProblem, answer: Any, variant) -> str:
+        return str(self.read(problem, answer, variant))
 
     def judge(self, problem: MultipleChoiceProblem, typed: Any, variant) -> Verdict:
         return check_choice(problem, typed, variant)

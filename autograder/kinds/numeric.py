@@ -350,6 +350,16 @@ class NumericKind(WrittenKind):
     def variant(self, problem: NumericProblem, seed: int, mode: str, student: str | None) -> Variant:
         return variant_for(problem, seed, mode, student)
 
+    def numbers_asked(self, problem: NumericProblem) -> list[float]:
+        from autograder.kinds.numeric_checks import checked_variants
+
+        return [float(x) for v in checked_variants(problem) for a in v.answers.values() for x in np.ravel(a)]
+
+    def draw_summary(self, problem: NumericProblem):
+        from autograder.kinds.numeric_checks import summary
+
+        return summary(problem)
+
     def prompt_text(self, problem: NumericProblem, variant: Variant | None = None) -> str:
         return render_prompt(problem, variant)
 

@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 from autograder.bank.model import DottedRef, ProblemBase, Strict
 from autograder.bank.resolve import resolve
 from autograder.kinds import choices as ch
-from autograder.kinds.base import CLASS, WrittenKind
+from autograder.kinds.base import CLASS, Options, WrittenKind
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.choices import Choice
 from autograder.kinds.items import (
@@ -236,6 +236,32 @@ class TrueFalseKind(WrittenKind):
 
     def per_student(self, problem: TrueFalseProblem) -> bool:
         return problem.follow_up is not None and problem.follow_up.form == "choice"
+
+    def truth(self, problem: TrueFalseProblem) -> bool:
+        return problem.answer
+
+    def choice_sets(self, problem: TrueFalseProblem) -> list[tuple[str, dict[str, str], str]]:
+        follow = problem.follow_up
+        if follow is None or not follow.choices:
+            return []
+        return [("follow_up.choices", {c.id: c.text for c in follow.choices}, follow.answer)]
+
+    def numbers_asked(self, problem: TrueFalseProblem) -> list[float]:
+        follow = problem.follow_up
+        return [float(follow.number)] if follow is not None and follow.number is not None else []
+
+    def texts_shown(self, problem: TrueFalseProblem) -> list[tuple[str, str]]:
+        shown = super().texts_shown(problem) + [("statement", problem.statement)]
+        if problem.follow_up is not None:
+            shown.append(("follow_up.question", problem.follow_up.question))
+            shown += [(f"follow_up.choices[{i}].text", c.text) for i, c in enumerate(problem.follow_up.choices)]
+        return shown
+
+    def options(self, problem: TrueFalseProblem) -> Options:
+        return Options(("true", "false"), "true" if problem.answer else "false", ("true", "false"))
+
+    def chosen(self, problem: TrueFalseProblem, answer: Any, variant) -> str:
+        return "true" if parse_bool(_typed(answer, "answer")) else "false"
 
     def variant(self, problem: TrueFalseProblem, seed: int, mode: str, student: str | None):
         if not self.per_student(problem):
