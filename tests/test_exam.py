@@ -29,7 +29,7 @@ from autograder.bank.resolve import resolve
 from autograder.cli import main
 from autograder.errors import QkvError
 from autograder.exam import exam_files, write_exam
-from autograder.exam.pdf import find_browser, fixed_dates, headless_command
+from autograder.exam.pdf import find_browser, fixed_dates, headless_command, stable_node_ids
 from autograder.exam.select import DEFAULT_KINDS, ExamSpec, difficulty_quota, draw_exam, instantiate, topic_groups
 from autograder.kinds import KINDS, ImplementProblem, NumericProblem, kind_of
 from autograder.kinds.numeric import check_part, close, tolerance_text
@@ -358,6 +358,13 @@ def test_fixed_dates_keep_the_length():
     stamped = b"<< /CreationDate (D:20261129124046+00'00') /ModDate (D:20261129124046Z) >>"
     fixed = fixed_dates(stamped)
     assert len(fixed) == len(stamped) and b"2026" not in fixed and b"(D:20000101000000+00'00')" in fixed
+
+
+def test_structure_ids_are_renumbered_in_order_at_the_same_length():
+    tagged = b"/ID (node00000039)>> /Headers [(node00000039)] /Names [(node00000039) 47 0 R (node00000824) 81 0 R]"
+    stable = stable_node_ids(tagged)
+    assert len(stable) == len(tagged)
+    assert stable == b"/ID (node00000001)>> /Headers [(node00000001)] /Names [(node00000001) 47 0 R (node00000002) 81 0 R]"
 
 
 def test_missing_renderers_are_named_in_one_line(tmp_path, monkeypatch):

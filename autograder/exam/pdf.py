@@ -25,6 +25,7 @@ HEADLESS_FLAGS = (
 )
 PRINT_TIMEOUT_S = 120
 _PDF_DATE = re.compile(rb"\(D:\d{14}")
+_NODE_ID = re.compile(rb"\(node(\d{8})\)")
 
 
 def find_browser() -> str | None:
@@ -38,6 +39,17 @@ def headless_command(browser: str, profile: Path) -> list[str]:
 def fixed_dates(pdf: bytes) -> bytes:
     """Each (D:YYYYMMDDhhmmss...) date stamped as 2000-01-01 00:00:00, its time zone kept, at the same length."""
     return _PDF_DATE.sub(b"(D:20000101000000", pdf)
+
+
+def stable_node_ids(pdf: bytes) -> bytes:
+    """The tagged PDF's structure ids (node00000039) numbered 1, 2, ... in their own order, at the same length.
+
+    Chromium numbers them from a counter that differs between runs (a table's header cells came out as
+    node00000011 in one run and node00000039 in the next); keeping their order keeps the id tree sorted,
+    keeping their length keeps every byte offset of the file.
+    """
+    ranks = {number: rank for rank, number in enumerate(sorted(set(_NODE_ID.findall(pdf))), 1)}
+    return _NODE_ID.sub(lambda m: b"(node%08d)" % ranks[m.group(1)], pdf)
 
 
 def print_pdf(html: str) -> bytes:
@@ -56,4 +68,4 @@ def print_pdf(html: str) -> bytes:
         if not pdf.is_file() or not pdf.read_bytes().startswith(b"%PDF"):
             last = next((line for line in reversed(run.stderr.splitlines()) if line.strip()), f"exit code {run.returncode}")
             raise QkvError(browser, f"printing the PDF failed: {last.strip()[:200]}")
-        return fixed_dates(pdf.read_bytes())
+        return stable_node_ids(fixed_dates(pdf.read_bytes()))
