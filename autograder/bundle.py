@@ -4,7 +4,7 @@
 Gradescope runner read it. It holds every test of every `implement` problem with
 its inputs, expected outputs (already computed by the references), each
 misconception's outputs, and the reference's outputs with a misconception of a
-function it builds on inside (build/compose.py), so grading never runs reference
+function it builds on inside (assemble/compose.py), so grading never runs reference
 code; and the written
 problems' bank files, whose per-student answers are computed from the seed.
 

@@ -169,7 +169,7 @@ def _print_measures(bank) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="output folder (default: dist/NAME)")
 def build(name: str, out: Path | None) -> None:
     """Build assignment NAME (assignments/NAME.yaml): student release, nbgrader source, grading bundle."""
-    from autograder.build import build as build_assignment
+    from autograder.assemble import build as build_assignment
 
     result = build_assignment(name, out)
     table = Table(title=f"{result.assignment.manifest.title}: {result.out}/")
@@ -220,7 +220,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from autograder.build.manifest import find_manifest
+    from autograder.assemble.manifest import find_manifest
     from autograder.classroom.roster import load_roster
     from autograder.classroom.terminal import changes_table, intake_counts, intake_table, late_table
     from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
@@ -299,7 +299,7 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
     data = next((p for p in (dist / "student" / "selfcheck.json", dist / name / "student" / "selfcheck.json")
                  if p.is_file()), None)
     if data is None:
-        from autograder.build.manifest import find_manifest
+        from autograder.assemble.manifest import find_manifest
 
         find_manifest(name, course.assignments)  # an unknown assignment is the clearer error
         raise QkvError(str(dist / "student"), f"no student release of '{name}' here: run `qkv build {name}` first")

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import distributed
 
-from autograder.build import build
-from autograder.build.solution_key import key_module
+from autograder.assemble import build
+from autograder.assemble.solution_key import key_module
 from autograder.routes.class_grading import grade_class
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cluster.json"

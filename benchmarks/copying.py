@@ -34,9 +34,9 @@ def main() -> None:
     args = parser.parse_args()
     from autograder.bank.load import load_bank_strict
     from autograder.bank.model import NumericProblem
-    from autograder.build import build
-    from autograder.build.manifest import find_manifest, resolve_assignment
-    from autograder.build.solution_key import key_answer
+    from autograder.assemble import build
+    from autograder.assemble.manifest import find_manifest, resolve_assignment
+    from autograder.assemble.solution_key import key_answer
     from autograder.classroom.collect import collect, program_text
     from autograder.classroom.copying import CODE_THRESHOLD, answer_flags, code_pairs
     from autograder.classroom.roster import load_roster

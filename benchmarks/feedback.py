@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=1000)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from autograder.build import build
+    from autograder.assemble import build
     from autograder.bundle import read_bundle
     from autograder.report.feedback import write_feedback
     from autograder.report.results_json import write_results_json

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from autograder.bank.load import load_bank_strict  # noqa: E402
-from autograder.build.manifest import find_manifest, resolve_assignment  # noqa: E402
+from autograder.assemble.manifest import find_manifest, resolve_assignment  # noqa: E402
 from autograder.course.bank import load_course_bank_strict  # noqa: E402
 from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402

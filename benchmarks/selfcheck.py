@@ -302,8 +302,8 @@ def main() -> None:
         r'"tag"', (work / "dist-after" / "student" / "selfcheck.json").read_text()))
 
     from autograder.bank.load import load_bank_strict
-    from autograder.build.manifest import find_manifest, resolve_assignment
-    from autograder.build.solution_key import key_module
+    from autograder.assemble.manifest import find_manifest, resolve_assignment
+    from autograder.assemble.solution_key import key_module
 
     assignment = resolve_assignment(find_manifest(str(manifest_after)), load_bank_strict())
     source = key_module(assignment, student)

@@ -70,7 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from autograder.bank.load import load_bank_strict
-    from autograder.build import build
+    from autograder.assemble import build
     from autograder.bundle import read_bundle
     from autograder.classroom.classbook import open_gradebook
     from autograder.classroom.mistakes import class_mistakes

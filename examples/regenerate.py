@@ -14,10 +14,10 @@ from pathlib import Path
 import nbformat
 
 from autograder.bank.load import load_bank_strict
-from autograder.build.manifest import find_manifest, resolve_assignment
-from autograder.build.notebook import student_notebook
-from autograder.build.solution_key import key_answer, key_function, key_module
-from autograder.build.student_text import stub_module
+from autograder.assemble.manifest import find_manifest, resolve_assignment
+from autograder.assemble.notebook import student_notebook
+from autograder.assemble.solution_key import key_answer, key_function, key_module
+from autograder.assemble.student_text import stub_module
 from autograder.kinds import kind_of
 from autograder.kinds.choices import letter_of, order_in
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from autograder.bank.load import Bank, load_bank_strict
-from autograder.build import BuildResult, build
-from autograder.build.manifest import Assignment
-from autograder.build.solution_key import key_answer, key_function, key_module
+from autograder.assemble import BuildResult, build
+from autograder.assemble.manifest import Assignment
+from autograder.assemble.solution_key import key_answer, key_function, key_module
 from autograder.sandbox import Call, Limits, ProblemCalls, isolation_available
 
 ROOT = Path(__file__).resolve().parents[1]

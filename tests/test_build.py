@@ -19,8 +19,8 @@ from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import select
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
-from autograder.build import build
-from autograder.build.manifest import find_manifest, resolve_assignment
+from autograder.assemble import build
+from autograder.assemble.manifest import find_manifest, resolve_assignment
 from autograder.bank.reference_source import solution_body
 from autograder.bundle import read_bundle
 from autograder.errors import QkvError
@@ -197,7 +197,7 @@ def test_failed_rebuild_keeps_the_previous_release(bank, tmp_path, monkeypatch):
     out = tmp_path / "rel"
     build("attention-numpy", out, bank=bank)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    import autograder.build as build_module
+    import autograder.assemble as build_module
 
     def broken(assignment, bundle):
         raise RuntimeError("disk full")

@@ -9,8 +9,8 @@ import random
 import pytest
 
 from autograder.kinds import NumericProblem
-from autograder.build.manifest import find_manifest, resolve_assignment
-from autograder.build.solution_key import key_answer
+from autograder.assemble.manifest import find_manifest, resolve_assignment
+from autograder.assemble.solution_key import key_answer
 from autograder.classroom.copying import CODE_THRESHOLD, MIN_PARTS, answer_flags, code_pairs
 from autograder.classroom.copying_page import copying_html
 from fixtures.classroom.honest import disguise, honest_module

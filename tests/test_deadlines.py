@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from autograder.build.manifest import parse_manifest
+from autograder.assemble.manifest import parse_manifest
 from autograder.classroom.deadlines import apply_policy, policy_from
 from autograder.classroom.roster import Extension
 from autograder.errors import QkvError

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.build import build
-from autograder.build.compose import builds_on, calls, with_replaced
+from autograder.assemble import build
+from autograder.assemble.compose import builds_on, calls, with_replaced
 from autograder.bundle import bundle_files, read_bundle
 from autograder.grade.score import score_written
 from autograder.kinds.numeric import AnswerPart, check_part

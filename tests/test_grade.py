@@ -280,7 +280,7 @@ def padding_mask(lengths, n):
 def test_torch_track_names_pytorch_habits(bank, tmp_path):
     """On the torch track, tensors in: the key earns full marks, and PyTorch's own conventions
     (True = blocked masks, K.T) are named although the misconceptions are NumPy twins."""
-    from autograder.build import build
+    from autograder.assemble import build
 
     built = build("attention-torch", tmp_path / "dist", bank=bank)
     key = key_module(built.assignment)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build.gradescope import REQUIREMENTS, TORCH
+from autograder.assemble.gradescope import REQUIREMENTS, TORCH
 from autograder.routes.class_grading import grade_class
 from conftest import HOSTILE, ROOT, key_module, replace_function, require_bwrap
 from autograder.references import misconceptions

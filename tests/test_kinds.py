@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from autograder.bank.load import Bank, parse_problem
 from autograder.bank.model import ProblemBase
-from autograder.build import build
+from autograder.assemble import build
 from autograder.bundle import read_bundle
 from autograder.cli import main
 from autograder.errors import QkvError

@@ -45,10 +45,10 @@ from autograder.bank.outputs import as_outputs, to_track
 from qkv_runtime.compare import compare, select
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
-from autograder.build import build
-from autograder.build.manifest import Assignment, default_assignments_root, find_manifest, resolve_assignment
+from autograder.assemble import build
+from autograder.assemble.manifest import Assignment, default_assignments_root, find_manifest, resolve_assignment
 from autograder.bank.reference_source import solution_body
-from autograder.build.student_text import CLASS, TRACK_IMPORTS, written_prompt
+from autograder.assemble.student_text import CLASS, TRACK_IMPORTS, written_prompt
 from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nbgrader" / "assignments"

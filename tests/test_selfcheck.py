@@ -39,10 +39,10 @@ from autograder.kinds.true_false import check_true_false
 from qkv_runtime.compare import compare
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import variant_for
-from autograder.build import BuildResult, build
-from autograder.build.manifest import Assignment
+from autograder.assemble import BuildResult, build
+from autograder.assemble.manifest import Assignment
 from autograder.kinds.sealing import answer_seal, derive_seals
-from autograder.build.student_text import CLASS
+from autograder.assemble.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
 from conftest import QKV, ROOT, said
@@ -185,7 +185,7 @@ def named_mistakes(built: BuildResult, problem: ImplementProblem, mistake_id: st
 
 
 def reference_function(problem: ImplementProblem, track: str) -> str:
-    from autograder.build.solution_key import key_function
+    from autograder.assemble.solution_key import key_function
 
     return key_function(problem, track)
 

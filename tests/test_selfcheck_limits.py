@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.build import build
+from autograder.assemble import build
 from autograder.selfcheck import qkv_check
 from conftest import QKV
 

@@ -49,7 +49,7 @@ def latex(value: Any, decimals: int | None = 4) -> str:
 @functools.cache
 def _environment():
     # imported here: grading imports this module (through the kinds) but never renders, and the
-    # Gradescope image installs only what grading needs (build/gradescope.py), without jinja2
+    # Gradescope image installs only what grading needs (assemble/gradescope.py), without jinja2
     import jinja2
 
     environment = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)

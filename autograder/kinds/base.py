@@ -1,7 +1,7 @@
 """The interface of a problem kind, and the behaviour kinds answered in `ANSWERS` share.
 
 A `Kind` takes problems of its own model (for the build also the `Assignment`
-of build/manifest.py and the `GradingBundle` of bundle.py) and gives what each
+of assemble/manifest.py and the `GradingBundle` of bundle.py) and gives what each
 stage asks of it: text, notebook cells, self-check data, verdicts, answer keys,
 exam blanks, drill questions and quiz questions (the values of items.py).
 `WrittenKind` is the part shared by kinds answered in `ANSWERS`, and
@@ -21,7 +21,7 @@ from autograder.kinds.items import Blank, DrillQuestion, Marked, ProblemKey, Que
 
 if TYPE_CHECKING:
     from autograder.bank.variants import Variant
-    from autograder.build.manifest import AssignedProblem, Assignment, Manifest
+    from autograder.assemble.manifest import AssignedProblem, Assignment, Manifest
     from autograder.bundle import GradingBundle
 
 CLASS = "*"  # the student key of class-wide variants

@@ -219,14 +219,14 @@ def _code_tests_source(code, track: str, bundle=None) -> str:
 
 
 def _json_value(value: Any) -> Any:
-    # self-check data: moved verbatim from build/student.py
+    # self-check data: moved verbatim from assemble/student.py
     if isinstance(value, np.ndarray):
         return {"array": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
     return {"value": value}
 
 
 def _public_test(test) -> dict[str, Any]:
-    # self-check data: moved verbatim from build/student.py
+    # self-check data: moved verbatim from assemble/student.py
     digits = sealed.OUTPUT_DIGITS
     return {
         "name": test.name,
@@ -244,7 +244,7 @@ def _public_test(test) -> dict[str, Any]:
 
 
 def _code_data(problem: ImplementProblem, code, bundle=None) -> dict[str, Any]:
-    # self-check data: moved verbatim from build/student.py (the implement branch of `selfcheck_data`)
+    # self-check data: moved verbatim from assemble/student.py (the implement branch of `selfcheck_data`)
     data = dict(function=problem.function, public_tests=[_public_test(t) for t in code.tests if t.visibility == "public"],
                 hidden_tests=sum(t.visibility == "hidden" for t in code.tests),
                 misconceptions={m.id: m.message for m in problem.misconceptions})

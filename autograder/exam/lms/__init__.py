@@ -41,7 +41,7 @@ def export_problems(name: str, bank: Bank, seed: int | None) -> tuple[str, str, 
             raise QkvError("NAME", f"'{name}': no problem has the topic '{prefix}' (topics: {known})")
         ident = "topic-" + prefix.replace("/", "-")
         return ident, f"Transformer fundamentals: {prefix}", [(p, p.points) for p in chosen], seed or 0
-    from autograder.build.manifest import find_manifest, resolve_assignment
+    from autograder.assemble.manifest import find_manifest, resolve_assignment
 
     course = find_course()
     assignment = resolve_assignment(find_manifest(name, course.assignments), bank, course.config.grading)

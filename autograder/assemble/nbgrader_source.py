@@ -28,9 +28,9 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.build.manifest import AssignedProblem, Assignment
-from autograder.build.notebook import KERNELSPEC
-from autograder.build.student_text import TRACK_IMPORTS, problem_markdown
+from autograder.assemble.manifest import AssignedProblem, Assignment
+from autograder.assemble.notebook import KERNELSPEC
+from autograder.assemble.student_text import TRACK_IMPORTS, problem_markdown
 from autograder.bundle import GradingBundle
 from autograder.kinds import kind_of
 

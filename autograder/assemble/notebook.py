@@ -12,8 +12,8 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.build.manifest import Assignment
-from autograder.build.student_text import TRACK_IMPORTS, problem_markdown
+from autograder.assemble.manifest import Assignment
+from autograder.assemble.student_text import TRACK_IMPORTS, problem_markdown
 from autograder.kinds import kind_of
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}

@@ -13,9 +13,9 @@ import json
 from importlib import resources
 from typing import Any
 
-from autograder.build.manifest import Assignment
-from autograder.build.notebook import student_notebook
-from autograder.build.student_text import TEMPLATES, problems_markdown, stub_module, students_of, written_prompt
+from autograder.assemble.manifest import Assignment
+from autograder.assemble.notebook import student_notebook
+from autograder.assemble.student_text import TEMPLATES, problems_markdown, stub_module, students_of, written_prompt
 from autograder.bundle import GradingBundle
 from autograder.kinds import kind_of
 from autograder.kinds.sealing import derive_seals

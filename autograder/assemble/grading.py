@@ -11,8 +11,8 @@ from __future__ import annotations
 from autograder.bank.inputs import call_arguments
 from autograder.bank.outputs import run_trusted
 from autograder.bank.resolve import resolve
-from autograder.build.compose import builds_on, composed_functions
-from autograder.build.manifest import Assignment
+from autograder.assemble.compose import builds_on, composed_functions
+from autograder.assemble.manifest import Assignment
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.kinds.implement import ImplementProblem
 from qkv_runtime.compare import compare, select

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import pprint
 
-from autograder.build.manifest import Assignment
-from autograder.build.student_text import TRACK_IMPORTS
+from autograder.assemble.manifest import Assignment
+from autograder.assemble.student_text import TRACK_IMPORTS
 from autograder.kinds import kind_of
 from autograder.kinds.implement import key_function
 

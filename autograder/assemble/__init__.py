@@ -1,4 +1,7 @@
-"""Stage 2, build: an assignment manifest and the bank in, a release folder out.
+"""Stage 2, build (`qkv build`): an assignment manifest and the bank in, a release folder out.
+
+The package is named assemble, not build: many tools skip a folder named build as
+build output (.gitignore templates, linters' and coverage tools' default excludes).
 
 `dist/NAME/` holds `student/` (what students get), `nbgrader/` (a course folder
 for real nbgrader), `autograder/` (the grading bundle) and `key/` (the answer key
@@ -20,12 +23,12 @@ from autograder.bank.load import Bank
 from autograder.course.bank import load_course_bank_strict
 from autograder.course.find import Course, find_course
 from autograder.bank.validate import check_problem
-from autograder.build.gradescope import gradescope_zip
-from autograder.build.grading import grading_bundle
-from autograder.build.manifest import Assignment, find_manifest, resolve_assignment
-from autograder.build.nbgrader_source import nbgrader_files
-from autograder.build.solution_key import key_files
-from autograder.build.student import student_files
+from autograder.assemble.gradescope import gradescope_zip
+from autograder.assemble.grading import grading_bundle
+from autograder.assemble.manifest import Assignment, find_manifest, resolve_assignment
+from autograder.assemble.nbgrader_source import nbgrader_files
+from autograder.assemble.solution_key import key_files
+from autograder.assemble.student import student_files
 from autograder.bundle import bundle_files, written_problem_files
 from autograder.errors import QkvError
 

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from autograder.archive import zip_bytes
-from autograder.build.manifest import Assignment
+from autograder.assemble.manifest import Assignment
 
 PACKAGES = ("autograder", "qkv_runtime")  # autograder.references are the bundled references
 # What grading imports, for Python 3.10 to 3.13: numpy 2.2 is the last minor release for 3.10.

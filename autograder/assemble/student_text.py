@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import jinja2
 
-from autograder.build.manifest import AssignedProblem, Assignment
+from autograder.assemble.manifest import AssignedProblem, Assignment
 from autograder.kinds import kind_of
 from autograder.kinds.base import CLASS
 from autograder.kinds.implement import docstring
@@ -19,7 +19,7 @@ TRACK_IMPORTS = {
 }
 
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("autograder.build", "templates"),
+    loader=jinja2.PackageLoader("autograder.assemble", "templates"),
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
     autoescape=False,
