@@ -597,7 +597,7 @@ def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats",
     salt = lambda suffix: sealed.digest_salt(assignment, student, "p", part.name + suffix)  # noqa: E731
     spec, wrong = numeric_part_data(salt, np.asarray(want, dtype=float), part,
                                     [] if misconception is None else [misconception])
-    entry = {"id": "p", "kind": "numeric", "title": "p", "points": 1,
+    entry = {"id": "p", "kind": "numeric", "code": False, "title": "p", "points": 1,
              "parts": [{"name": part.name, "label": part.label, "shape": list(np.shape(want)),
                         "tolerance": part.tolerance.model_dump()}],
              "digests": {student: {part.name: spec}},

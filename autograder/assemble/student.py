@@ -30,8 +30,11 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
     problems = []
     for assigned in assignment.problems:
         problem = assigned.problem
-        entry: dict[str, Any] = {"id": problem.id, "kind": problem.kind, "title": problem.title, "points": assigned.points}
-        entry.update(kind_of(problem).selfcheck_data(assigned, assignment, bundle, students))
+        kind = kind_of(problem)
+        # "code": the self-check runs public tests of a function, or judges an ANSWERS entry by its kind's judge
+        entry: dict[str, Any] = {"id": problem.id, "kind": problem.kind, "code": kind.code, "title": problem.title,
+                                 "points": assigned.points}
+        entry.update(kind.selfcheck_data(assigned, assignment, bundle, students))
         problems.append(entry)
     prompts = {}
     if assignment.manifest.variants == "per_student":

@@ -13,8 +13,9 @@ Python, exactly as you wrote it.
 
 Code problems: the public tests, with the messages the grader gives (the input,
 expected vs your output, the largest error, the name of a common mistake when your
-output is that mistake's). Written problems: right or wrong, decided from salted
-digests, so the answers are not in this folder. Hidden tests are run only when you
+output is that mistake's). Written problems: right or wrong, decided by opening
+answers sealed under scrypt keys (slow to derive on purpose, so guessing them one
+by one takes hours), so the answers are not in this folder in clear. Hidden tests are run only when you
 are graded: passing here is necessary, not sufficient.
 """
 
@@ -143,7 +144,7 @@ class ProblemResult:
         return TODO
 
     def summary(self) -> str:
-        unit = "public tests" if self.problem["kind"] == "implement" else "parts"
+        unit = "public tests" if self.problem["code"] else "parts"
         passed = sum(o.passed for o in self.outcomes)
         if self.status == TODO and not passed:
             return TODO
@@ -466,7 +467,7 @@ class PublicCheck:
 def public_checks(data: Dict[str, Any]) -> List[PublicCheck]:
     """Every public test of every code problem, in assignment order, each under the problem's time limit."""
     seconds = limits_of(data).problem_seconds
-    return [PublicCheck(p, t, data["track"], seconds) for p in data["problems"] if p["kind"] == "implement"
+    return [PublicCheck(p, t, data["track"], seconds) for p in data["problems"] if p["code"]
             for t in p["public_tests"]]
 
 
@@ -780,7 +781,7 @@ def check_problem(data: Dict[str, Any], problem: Dict[str, Any], submission: Sub
                   student: str = "", code_results: Optional[Dict[str, ProblemResult]] = None) -> ProblemResult:
     """One problem's verdicts. Code problems come from `code_results` when given (the supervised child
     ran them), else run here under an alarm."""
-    if problem["kind"] == "implement":
+    if problem["code"]:
         if code_results is not None:
             return code_results.get(problem["id"]) or ProblemResult(
                 problem, [Outcome(FAIL, "not checked: the check stopped before this problem")])
@@ -808,7 +809,7 @@ def summary_lines(data: Dict[str, Any], results: List[ProblemResult]) -> List[st
     total = sum(r.problem["points"] for r in results)
     lines.append(f"  {counts[PASS]} pass, {counts[FAIL]} fail, {counts[TODO]} not answered; "
                  f"problems that pass here are worth {points:g} of {total:g} points")
-    code = [p for p in data["problems"] if p["kind"] == "implement"]
+    code = [p for p in data["problems"] if p["code"]]
     hidden = sum(p.get("hidden_tests", 0) for p in code)
     if code:
         lines.append(f"Hidden tests exist for {len(code)} function{'s' if len(code) != 1 else ''} ({hidden} tests) and "
@@ -971,7 +972,7 @@ def _worker(path: str, data_path: str, skip: List[str]) -> int:
           "answers": answers, "student_id": student})
     if not submission.load_error:
         for problem in data["problems"]:
-            if problem["kind"] != "implement" or problem["id"] in skip:
+            if not problem["code"] or problem["id"] in skip:
                 continue
             send({"event": "problem", "problem": problem["id"]})
             faulthandler.dump_traceback_later(limits.problem_seconds, file=2)
@@ -1101,12 +1102,12 @@ def supervise(data: Dict[str, Any], data_path: Any, path: Any,
     """
     path = _submission_path(path)
     limits = limits_of(data)
-    code = [p for p in data["problems"] if p["kind"] == "implement"] if run_code else []
+    code = [p for p in data["problems"] if p["code"]] if run_code else []
     results: Dict[str, ProblemResult] = {}
     submission: Optional[Submission] = None
     kind = "ipynb" if path.suffix == ".ipynb" else "py"
     while True:
-        skip = [p["id"] for p in data["problems"] if p["kind"] == "implement" and (p["id"] in results or p not in code)]
+        skip = [p["id"] for p in data["problems"] if p["code"] and (p["id"] in results or p not in code)]
         argv = [sys.executable, str(Path(__file__).resolve()), WORKER, str(path), "--data",
                 str(Path(data_path).resolve())] + [arg for pid in skip for arg in ("--skip", pid)]
         child = _Child(argv)
