@@ -49,6 +49,8 @@ setup: system-deps $(STAMP) $(AXE)
 demo: setup
 	$(BIN)/qkv validate
 	$(BIN)/qkv build attention-numpy
+	@# the demo grades afresh each time: a gradebook an older qkv wrote is refused, never migrated in place
+	rm -rf grades/demo grades/demo-canvas
 	$(BIN)/qkv grade attention-numpy examples/submissions/attention-numpy --out grades/demo --timeout 3
 	@# the same class as Canvas's "Download Submissions" zip, with a roster: the intake report, late penalties
 	$(BIN)/qkv grade attention-numpy examples/canvas/attention-numpy-submissions.zip --roster examples/canvas/roster.csv \
