@@ -11,7 +11,9 @@ in the same run, the same 100 notebooks graded by `nbgrader autograde` and by
 `qkv grade`, as a ratio. With `--baseline REV`, the same run also grades 1,000 .py files and
 1,000 notebooks with qkv as it was at git revision REV and with this qkv, on REV's
 attention-numpy problems (so both do the same work), alternating, `--rounds` times each,
-to say what this version costs over that one.
+to say what this version costs over that one, in wall seconds and in CPU seconds of the
+trusted grader process. qkv is started through the console script's own entry point
+(`autograder.cli.main`) under `python -c`, so that process can report its CPU time as it exits.
 Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N] [--baseline REV [--rounds K]]`.
 """
 
