@@ -15,8 +15,6 @@ The final score (after the late penalty) is what is exported.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import Optional
 from autograder.classroom.classbook import stored_late, stored_roster
 from autograder.classroom.roster import Roster
 from autograder.report.lessons import summarise
+from autograder.report.spreadsheet import csv_text
 from autograder.report.summary import points
 from autograder.results import SubmissionResult
 
@@ -99,9 +98,7 @@ def _number(value: Optional[float]) -> str:
 
 
 def _write(rows: list[list[str]]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
-    return buffer.getvalue()
+    return csv_text(rows, line_end="\r\n")
 
 
 def canvas_csv(lines: list[GradeLine], column: str, max_points: float) -> str:

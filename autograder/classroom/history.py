@@ -8,11 +8,11 @@ changes.csv when a run regraded someone.
 
 from __future__ import annotations
 
-import csv
-import io
 import sqlite3
 from dataclasses import dataclass
 from typing import Iterable, Optional
+
+from autograder.report.spreadsheet import csv_text
 
 TestKey = tuple[str, str]  # (problem id, test name)
 
@@ -107,10 +107,7 @@ def changes(db: sqlite3.Connection, students: Iterable[str]) -> list[Change]:
 
 
 def changes_csv(found: list[Change]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "before", "after", "change", "gained", "lost", "rebuilt", "new_file"])
-    for c in sorted(found, key=lambda c: (c.delta, c.student)):
-        writer.writerow([c.student, f"{c.before:g}", f"{c.after:g}", f"{c.delta:+g}", "; ".join(c.gained),
-                         "; ".join(c.lost), "yes" if c.new_bundle else "no", "yes" if c.new_file else "no"])
-    return buffer.getvalue()
+    return csv_text([["student", "before", "after", "change", "gained", "lost", "rebuilt", "new_file"],
+                     *([c.student, f"{c.before:g}", f"{c.after:g}", f"{c.delta:+g}", "; ".join(c.gained),
+                        "; ".join(c.lost), "yes" if c.new_bundle else "no", "yes" if c.new_file else "no"]
+                       for c in sorted(found, key=lambda c: (c.delta, c.student)))])

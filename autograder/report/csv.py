@@ -7,31 +7,28 @@ so nobody mistakes a run without namespaces for the isolated mode.
 
 from __future__ import annotations
 
-import csv as _csv
-import io
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autograder.results import SubmissionResult
 from autograder.report.files import write_atomic
+from autograder.report.spreadsheet import csv_text
 
 
 def gradebook_csv(results: Sequence[SubmissionResult], problem_ids: Sequence[str], isolation: Mapping[str, str],
                   late: Mapping[str, Any] | None = None) -> str:
     """`late` (student -> classroom.deadlines.LateOutcome) adds the late penalty, the final score and the rule."""
-    out = io.StringIO()
-    writer = _csv.writer(out, lineterminator="\n")
-    writer.writerow(["student", "total", "max", "status", *problem_ids, "isolation",
-                     *(["penalty", "final", "late_rule"] if late is not None else [])])
+    rows = [["student", "total", "max", "status", *problem_ids, "isolation",
+             *(["penalty", "final", "late_rule"] if late is not None else [])]]
     for result in sorted(results, key=lambda r: r.student):
         scores = {p.problem_id: p.score for p in result.problems}
         extra = []
         if late is not None:
             outcome = late.get(result.student)
             extra = [f"{outcome.penalty:g}", f"{outcome.final:g}", outcome.rule] if outcome else ["0", f"{result.score:g}", ""]
-        writer.writerow([result.student, f"{result.score:g}", f"{result.max_score:g}", result.status,
-                         *[f"{scores.get(pid, 0.0):g}" for pid in problem_ids], isolation.get(result.student, ""), *extra])
-    return out.getvalue()
+        rows.append([result.student, f"{result.score:g}", f"{result.max_score:g}", result.status,
+                     *[f"{scores.get(pid, 0.0):g}" for pid in problem_ids], isolation.get(result.student, ""), *extra])
+    return csv_text(rows)
 
 
 def write_gradebook_csv(
