@@ -25,7 +25,7 @@ from conftest import ROOT
 USER = "qkv-tester"
 MODULES = ("test_runtime.py", "test_supervisor.py", "test_intake.py", "test_sandbox.py", "test_execute.py",
            "test_grade.py", "test_examples.py", "test_pytest_plugin.py", "test_hostile_class.py",
-           "test_class_intake.py", "test_class_grading.py")
+           "test_class_intake.py", "test_class_attacks.py", "test_class_grading.py", "test_spreadsheet.py")
 
 
 def unavailable(why: str) -> None:

@@ -285,3 +285,44 @@ def test_qkv_copying_reports_for_the_instructor_only(canvas_class, built_numpy):
         if feedback.is_file():
             text = feedback.read_text(errors="replace")
             assert "copying" not in text.lower() and "similar" not in text.lower(), feedback
+
+
+# ------------------------------------------------------------------ attacks through qkv grade (issue 19)
+
+
+def sabotage_class(built_numpy, path: Path) -> Path:
+    """Jane's full marks; Bob's full marks, then an extra zip with a repository marker claiming to be Jane's."""
+    from fixtures.classroom.layouts import zip_of
+
+    assignment = built_numpy.assignment
+    stub = key_module(assignment, "s001").split("\ndef ", 1)[0] + "\nSTUDENT_ID = 's001'\nANSWERS = {}\n"
+    extra = zip_of([(".git/HEAD", b"ref: refs/heads/main\n", (2026, 12, 18, 21, 0, 0)),
+                    ("attention_numpy.py", stub.encode(), (2026, 12, 18, 21, 0, 0))])
+    path.write_bytes(zip_of([
+        ("doejane_1001_501_attention_numpy.py", key_module(assignment, "s001").encode(), (2026, 12, 18, 20, 0, 0)),
+        ("libob_1002_502_attention_numpy.py", key_module(assignment, "s002").encode(), (2026, 12, 18, 20, 0, 0)),
+        ("libob_1002_503_extra.zip", extra, (2026, 12, 18, 21, 0, 0)),
+    ]))
+    return path
+
+
+ATTACK_ROSTER = "id,name,email,lms_id,section,extension\ns001,Jane Doe,,1001,A,\ns002,Bob Li,,1002,A,9999-12-31\n"
+
+
+@pytest.mark.parametrize("cluster", [None, "local:1"])
+def test_a_classmates_claim_neither_costs_her_points_nor_passes_strict(built_numpy, tmp_path, cluster):
+    from autograder.classroom.roster import parse_roster
+
+    roster = parse_roster(ATTACK_ROSTER, "roster.csv")  # Bob's extension to 9999-12-31 is a rule, not a crash
+    subs = sabotage_class(built_numpy, tmp_path / "class.zip")
+    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", jobs=None if cluster else 1, timeout=5.0,
+                      roster=roster, cluster=cluster)
+    full = built_numpy.assignment.max_points
+    assert {r.student: r.score for r in run.results} == {"s001": pytest.approx(full), "s002": pytest.approx(full)}
+    intake = {r["entry"]: r for r in csv_rows(tmp_path / "out" / "intake.csv")}
+    assert intake["doejane_1001_501_attention_numpy.py"]["status"] == "graded"
+    extra = intake["libob_1002_503_extra/attention_numpy.py"]
+    assert (extra["status"], extra["student"], extra["layout"]) == ("conflict", "s002", "canvas")
+    assert run.late["s002"].rule == "on time (with the extension)"
+    with pytest.raises(QkvError, match=r"--strict: 1 hand-in\(s\) to resolve first .*libob_1002_503_extra"):
+        grade_class(built_numpy.out / "autograder", subs, tmp_path / "strict", jobs=1, roster=roster, strict=True)

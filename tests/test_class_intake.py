@@ -81,7 +81,8 @@ def test_github_classroom_rows(tmp_path):
     assert "STUDENT_ID 's001' says s001" in bob.message
     nobody = rows["attention-numpy-nobody/attention_numpy.py"]
     assert nobody.status == "off_roster" and "GitHub username 'nobody'" in nobody.message
-    assert jane.time_source == "file mtime"
+    # the commit's time, not the clone's: cloning after the deadline is the normal workflow
+    assert jane.submitted_at == "2026-12-18T20:00:00+08:00" and jane.time_source.startswith("commit time of HEAD")
 
 
 def test_nbgrader_rows_take_the_time_of_timestamp_txt(tmp_path):
@@ -231,16 +232,23 @@ def test_duplicate_control_long_and_non_utf8_names(tmp_path):
     assert latin.status == "off_roster" and latin.entry == "J\u00fcrgen.py"  # cp437's 0x81, shown as text
 
 
-@pytest.mark.parametrize("build, said", [
-    (fx.bomb_zip, "inflates"),
-    (fx.lying_sizes_zip, "inflate past 2,000,000,000 bytes"),
-    (lambda p: fx.many_members_zip(p, 20_001), "more than 20,000 members"),
-])
-def test_a_zip_bomb_is_refused_with_one_line(tmp_path, build, said):
-    archive = build(tmp_path / "bomb.zip")
+def test_a_zip_with_more_members_than_any_class_is_refused_with_one_line(tmp_path):
+    archive = fx.many_members_zip(tmp_path / "bomb.zip", 20_001)
     with pytest.raises(QkvError) as caught:
         run(archive, tmp_path)
-    assert said in str(caught.value) and "\n" not in str(caught.value) and str(archive) in str(caught.value)
+    said = str(caught.value)
+    assert "more than 20,000 members" in said and "\n" not in said and str(archive) in said
+
+
+@pytest.mark.parametrize("build, said", [
+    (fx.bomb_zip, "30,000,000 bytes; the limit is 5,000,000"),  # a member that inflates far past the limit
+    (fx.lying_sizes_zip, "3,000,000,000 bytes; the limit is 5,000,000"),  # headers that declare gigabytes
+])
+def test_a_bomb_member_is_refused_as_its_own_row(tmp_path, build, said):
+    intake = run(build(tmp_path / "bomb.zip"), tmp_path)
+    refused = [r for r in intake.rows if r.status == "rejected"]
+    assert refused and all(said in r.message for r in refused)
+    assert not any(p.stat().st_size > 5_000_000 for p in (tmp_path / "work").rglob("*") if p.is_file())
 
 
 def test_a_students_zip_is_opened_once_and_no_deeper(tmp_path):

@@ -2,6 +2,8 @@
 a `LateOutcome` (raw score, penalty, final score and the rule that applied) out. Pure functions.
 
 The rules, in order (docs/class.md):
+0. the LMS's own LATE marker is never overruled by a time: a hand-in it marks late counts as submitted
+   after the due date (a second after it, when its time says otherwise or is unknown);
 1. no due date, or no known submission time: no penalty;
 2. the student's own due date is the extension's date, or the due date plus its hours (an extension
    never makes it earlier); the last date moves by as much;
@@ -98,7 +100,10 @@ def student_due(policy: LatePolicy, extension: Optional[Extension]) -> tuple[Opt
         elif extension.due is not None:
             due = max(policy.due, as_moment(extension.due, policy.due.tzinfo))
     shift = due - policy.due
-    return due, (policy.last + shift if policy.last else None)
+    try:
+        return due, (policy.last + shift if policy.last else None)
+    except OverflowError:  # an extension to 9999-12-31: no last date left to keep
+        return due, None
 
 
 def _round(x: float) -> float:
@@ -106,9 +111,12 @@ def _round(x: float) -> float:
 
 
 def apply_policy(policy: LatePolicy, raw: float, max_score: float, submitted_at: Optional[dt.datetime],
-                 extension: Optional[Extension] = None, time_source: str = "") -> LateOutcome:
+                 extension: Optional[Extension] = None, time_source: str = "", lms_late: bool = False) -> LateOutcome:
     due, last = student_due(policy, extension)
     ext = str(extension) if extension else ""
+    if lms_late and policy.due is not None and (submitted_at is None or submitted_at <= policy.due):
+        submitted_at = policy.due + dt.timedelta(seconds=1)
+        time_source = "the LMS marks it LATE" + (f" ({time_source} said on time)" if time_source else "")
 
     def outcome(penalty: float, rule: str, late_seconds: float = 0.0) -> LateOutcome:
         penalty = _round(min(max(penalty, 0.0), raw))

@@ -5,11 +5,15 @@ With a roster, sources are asked in this order and the first that names a roster
 the LMS's own naming (Canvas user id, Moodle participant id then full name, GitHub username,
 nbgrader's student folder, Gradescope SID then email), then `STUDENT_ID = "..."` in the file, then
 the file or folder name. A later source that names a *different* roster student makes the entry a
-`conflict` (graded under the first, reported, refused by `--strict`); ids no roster student has make
-it `off_roster`; an entry nothing identifies (a file left as the stub's own name, `STUDENT_ID` empty)
-is `unmatched`. Neither of those two is graded. Without a roster nothing can be checked: the id is the
-LMS's own id for the student, else the name (as `grade.intake` makes it), and a `STUDENT_ID` that says
-otherwise is reported.
+`conflict`: graded under the LMS's student (reported, refused by `--strict`) when the LMS named one,
+and not graded at all when the disagreement is the LMS's own (a Moodle name that reads two ways).
+What the student writes never outweighs the LMS: when the LMS's id for the entry is on no roster row,
+STUDENT_ID or a file name may identify only a student whose roster row has no such id to compare
+(a roster without `lms_id`s); naming a student whose id differs is a `conflict`, not graded. Ids no roster
+student has make the entry `off_roster`; an entry nothing identifies (a file left as the stub's own
+name, `STUDENT_ID` empty) is `unmatched`. Neither of those two is graded. Without a roster nothing can
+be checked: the id is the LMS's own id for the student, else the name (as `grade.intake` makes it), and
+a `STUDENT_ID` that says otherwise is reported.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class Decision:
     status: str  # graded, conflict, off_roster, unmatched
     identified_by: str  # e.g. "Canvas user id '1001'", "STUDENT_ID 's001'", "file name 's001'"
     message: str = ""
+    by_lms: bool = False  # the LMS's own naming identified the student, not what the student wrote
 
 
 def student_id_in(text: str) -> str:
@@ -49,7 +54,7 @@ def is_generic(name: str, module: Optional[str]) -> bool:
 
 
 def _lookup(roster: Roster, key: str, value: str) -> Optional[Student]:
-    if key == "lms_id":
+    if key in ("lms_id", "participant"):
         return roster.by_lms_id(value)
     if key == "email":
         return roster.by_email(value)
@@ -60,17 +65,18 @@ def _lookup(roster: Roster, key: str, value: str) -> Optional[Student]:
     return roster.by_id(value)
 
 
+_ID_KEYS = {"lms_id": lambda s: s.lms_id, "github": lambda s: s.get("github"), "id": lambda s: s.id}  # ids, not names
+
+
 def decide(claims: tuple[Claim, ...], student_id: str, names: tuple[str, ...], roster: Optional[Roster],
            module: Optional[str]) -> Decision:
-    sources: list[tuple[str, str, str]] = [(c.source, c.value, c.key) for c in claims]
-    if student_id:
-        sources.append(("STUDENT_ID", student_id, "id"))
-    for i, name in enumerate(names):
-        if not is_generic(name, module):
-            sources.append(("file name" if i == 0 else "folder name", name, "id"))
     if roster is None:
         return _without_roster(claims, student_id, names)
-    asked = [(f"{label} {value!r}", _lookup(roster, key, value)) for label, value, key in sources]
+    lms = [(f"{c.source} {c.value!r}", _lookup(roster, c.key, c.value), c.key) for c in claims]
+    own = [(f"STUDENT_ID {student_id!r}", _lookup(roster, "id", student_id))] if student_id else []
+    own += [(f"{'file name' if i == 0 else 'folder name'} {name!r}", _lookup(roster, "id", name))
+            for i, name in enumerate(names) if not is_generic(name, module)]
+    asked = [(label, s) for label, s, _ in lms] + own
     chosen = next(((label, s) for label, s in asked if s is not None), None)
     if chosen is None:
         if asked:
@@ -78,14 +84,29 @@ def decide(claims: tuple[Claim, ...], student_id: str, names: tuple[str, ...], r
         said = "STUDENT_ID is empty" + (f", the name {names[0]!r} is the stub's own or an editor's" if names else "")
         return Decision(None, "unmatched", "", f"nothing says whose it is: {said}")
     label, student = chosen
+    by_lms = any(label == other for other, _, _ in lms)
+    lms_students = {s.id for _, s, _ in lms if s is not None}
+    if len(lms_students) > 1:
+        said = "; ".join(f"{other} says {s.id}" for other, s, _ in lms if s is not None)
+        return Decision(None, "conflict", "", f"not graded: the LMS's own naming names two students ({said})")
+    # an LMS id that names no one, beside a student named by anything weaker than an LMS id, who has such an
+    # id of their own: two people (a Gradescope SID is only compared when no LMS source found the student)
+    by_lms_id = any(s is not None and key in _ID_KEYS for _, s, key in lms)
+    compared = () if by_lms_id else ("lms_id", "github") if lms_students else tuple(_ID_KEYS)
+    contradicted = [(other, key, _ID_KEYS[key](student)) for other, s, key in lms
+                    if s is None and key in compared and _ID_KEYS[key](student)]
+    if contradicted:
+        other, key, theirs = contradicted[0]
+        return Decision(None, "conflict", "", f"not graded: {other} is on no roster row, and {label} names "
+                                              f"{student.id}, whose {key} is {theirs!r}")
     others = [(other, s) for other, s in asked if s is not None and s.id != student.id]
     if others:
         said = "; ".join(f"{other} says {s.id}" for other, s in others)
-        return Decision(student.id, "conflict", label, f"graded as {student.id} ({label}), but {said}")
+        return Decision(student.id, "conflict", label, f"graded as {student.id} ({label}), but {said}", by_lms)
     unknown = [other for other, s in asked
                if s is None and not other.startswith(("Moodle participant", "Gradescope", "folder name"))]
     message = f"not on the roster: {', '.join(unknown)}" if unknown else ""
-    return Decision(student.id, "graded", label, message)
+    return Decision(student.id, "graded", label, message, by_lms)
 
 
 def _without_roster(claims: tuple[Claim, ...], student_id: str, names: tuple[str, ...]) -> Decision:
@@ -98,4 +119,4 @@ def _without_roster(claims: tuple[Claim, ...], student_id: str, names: tuple[str
     message = ""
     if student_id and student_id != student:
         message = f"STUDENT_ID says {student_id!r}; without a roster the id is {student!r} (pass --roster to check)"
-    return Decision(student, "graded", label, message)
+    return Decision(student, "graded", label, message, bool(claims))

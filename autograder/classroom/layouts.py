@@ -6,8 +6,14 @@ Recognised, entry by entry at the top of the folder:
 - Canvas "Download Submissions": `name[_LATE]_userid_submissionid_file` (files, or folders from a zip
   the student uploaded); the user id is the claim, `_LATE` is kept as a marker.
 - Moodle "Download all submissions": `Full Name_participantid_assignsubmission_file_/...` folders, or the
-  same prefix on flat files; the participant id, then the full name, are the claims.
-- GitHub Classroom: repositories (`.git` inside) named `assignment-username`; the username is the claim.
+  same prefix on flat files; the participant id, then the full name, are the claims. A full name is the
+  student's to choose: when it (or a flat file's own name) holds another `_id_assignsubmission_` the name
+  can be read more than one way, and every reading is a claim, so that one naming a classmate is a conflict.
+- GitHub Classroom: repositories (`.git` inside) named `assignment-username`; the username is the claim,
+  found as the longest roster username the name ends with (usernames have hyphens of their own), else after
+  the prefix all repositories share; the time is that of the commit HEAD names (`commits`).
+- An LMS's naming is asked before `.git`: a student's upload that holds a repository is still that
+  student's Canvas or Moodle hand-in.
 - nbgrader: `submitted/<student>/<assignment>/...` when `submitted/` is all there is, with the time of
   `timestamp.txt`.
 - Gradescope export: `submission_metadata.yml` beside `submission_<id>/` folders; each submitter's SID
@@ -25,24 +31,26 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Optional
 
 import yaml
 
+from autograder.classroom.commits import commit_time
 from autograder.grade.intake import (
-    GRADABLE,
     MAX_ENTRIES,
     IntakeNote,
+    class_entries,
     display_name,
     gradable_files,
     nbgrader_root,
     pick_work,
+    work_suffix,
 )
 
 MAX_METADATA_BYTES = 5_000_000
 MAX_METADATA_NODES = 200_000
 CANVAS = re.compile(r"(?P<name>[^_]+?)(?P<late>_LATE)?_(?P<uid>\d+)_(?P<sub>\d+)_(?P<file>.+)", re.S)
-MOODLE = re.compile(r"(?P<name>.+?)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.*)", re.S)
+_MOODLE_MARK = re.compile(r"(?=(_(\d+)_assignsubmission_([a-z]+)_))")
 GRADESCOPE_FOLDER = re.compile(r"submission_\d+")
 
 
@@ -52,7 +60,18 @@ class Claim:
 
     source: str  # e.g. "Canvas user id"
     value: str
-    key: str  # "lms_id", "name", "email", "id" or "github"
+    key: str  # "lms_id", "participant" (Moodle's, per assignment: matched to lms_id, never compared), "name",
+    # "email", "id" or "github"
+
+
+@dataclass(frozen=True)
+class MoodleName:
+    """One reading of a Moodle download's name."""
+
+    name: str  # the full name
+    pid: str  # the participant id
+    plugin: str  # file, onlinetext, ...
+    rest: str  # a flat file's own name ('' for a folder)
 
 
 @dataclass(frozen=True)
@@ -167,16 +186,18 @@ def nbgrader_time(folder: Path) -> Optional[dt.datetime]:
 # ---------------------------------------------------------------------- the layouts
 
 
-def _entries_of(root: Path, found: Found) -> list[os.DirEntry]:
+def _entries_of(root: Path, found: Found, top: bool = False) -> list[os.DirEntry]:
+    """The entries of a folder; at the top of SUBMISSIONS all of them (or a refusal), below it at most MAX_ENTRIES."""
     try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
+        entries = class_entries(root) if top else sorted(os.scandir(root), key=lambda e: e.name)
     except OSError as err:
         found.notes.append(IntakeNote(display_name(root), f"not read: {err.strerror or err}"))
         return []
-    if len(entries) > MAX_ENTRIES:
+    if not top and len(entries) > MAX_ENTRIES:
         found.notes.append(IntakeNote(display_name(root), f"more than {MAX_ENTRIES:,} entries: the rest not read"))
+        entries = entries[:MAX_ENTRIES]
     kept = []
-    for entry in entries[:MAX_ENTRIES]:
+    for entry in entries:
         if entry.name.startswith(".") or entry.name == "__pycache__":
             continue
         if entry.is_symlink():
@@ -195,10 +216,23 @@ def _is_repo(entry: os.DirEntry) -> bool:
 
 
 def _repo_prefix(names: list[str], assignment: str) -> str:
+    if names and all(n.startswith(f"{assignment}-") for n in names):
+        return f"{assignment}-"
     if len(names) >= 2:
         common = os.path.commonprefix(names)
         return common[: common.rfind("-") + 1] if "-" in common else ""
-    return f"{assignment}-" if names and names[0].startswith(f"{assignment}-") else ""
+    return ""
+
+
+def repo_user(name: str, prefix: str, usernames: Collection[str]) -> str:
+    """The username a repository is named after: the longest known username the name ends with after a
+    hyphen (or is), else what follows the prefix the class's repositories share."""
+    folded = name.casefold()
+    known = [u for u in usernames if u and (folded == u or folded.endswith(f"-{u}"))]
+    if known:
+        longest = max(known, key=len)
+        return name[len(name) - len(longest):]
+    return name[len(prefix):] or name
 
 
 def _gradescope(root: Path, module: Optional[str], found: Found) -> None:
@@ -244,7 +278,7 @@ def _plain_entry(entry: os.DirEntry, root: Path, module: Optional[str],
                  is_student: Optional[Callable[[str], bool]], found: Found) -> None:
     path = Path(entry.path)
     if entry.is_file(follow_symlinks=False):
-        if path.suffix not in GRADABLE:
+        if not work_suffix(entry.name):
             found.notes.append(IntakeNote(display_name(path, root), "not a .py or .ipynb file: not graded"))
             return
         found.entries.append(Entry("plain", path, path, (), (path.stem,)))
@@ -262,9 +296,9 @@ def _plain_entry(entry: os.DirEntry, root: Path, module: Optional[str],
 
 
 def find_entries(root: Path, module: Optional[str], assignment: str,
-                 is_student: Optional[Callable[[str], bool]] = None) -> Found:
+                 is_student: Optional[Callable[[str], bool]] = None, usernames: Collection[str] = ()) -> Found:
     """Every hand-in at the top of `root`; `is_student(name)` says whether a folder name is a roster id
-    (None: no roster, every folder is one student's)."""
+    (None: no roster, every folder is one student's); `usernames`: the roster's GitHub usernames and ids, casefolded."""
     found = Found()
     if os.path.isfile(root / "submission_metadata.yml"):
         _gradescope(root, module, found)
@@ -273,52 +307,71 @@ def find_entries(root: Path, module: Optional[str], assignment: str,
     if submitted is not None:
         _nbgrader(submitted, root, module, assignment, found)
         return found
-    entries = _entries_of(root, found)
-    repos = [e.name for e in entries if _is_repo(e)]
-    prefix = _repo_prefix(repos, assignment)
+    entries = _entries_of(root, found, top=True)
     canvas: dict[str, list[tuple[os.DirEntry, re.Match]]] = {}
-    moodle: dict[str, list[tuple[os.DirEntry, re.Match]]] = {}
+    moodle: list[tuple[os.DirEntry, list[MoodleName]]] = []
+    repos: list[os.DirEntry] = []
     for entry in entries:
         name = entry.name
-        if entry.name in repos:
-            path = Path(entry.path)
-            user = name[len(prefix):] or name
-            found.entries.append(Entry("github-classroom", path, pick_work(path, module, found.notes, root),
-                                       (Claim("GitHub username", user, "github"),), (user,)))
-        elif (match := MOODLE.fullmatch(name)) is not None:
-            moodle.setdefault(match.group("pid"), []).append((entry, match))
+        readings = moodle_readings(name)
+        if readings and entry.is_dir(follow_symlinks=False):
+            # Moodle ends a folder's name with the marker: the reading that leaves nothing after it is the one
+            readings = [r for r in readings if not r.rest][-1:] or readings
+        if readings:
+            moodle.append((entry, readings))
         elif (match := CANVAS.fullmatch(name)) is not None and (
-                entry.is_dir(follow_symlinks=False) or Path(match.group("file")).suffix in GRADABLE):
+                entry.is_dir(follow_symlinks=False) or work_suffix(match.group("file"))):
             canvas.setdefault(match.group("uid"), []).append((entry, match))
+        elif _is_repo(entry):
+            repos.append(entry)
         else:
             _plain_entry(entry, root, module, is_student, found)
+    prefix = _repo_prefix([e.name for e in repos], assignment)
+    for entry in repos:
+        path = Path(entry.path)
+        user = repo_user(entry.name, prefix, usernames)
+        when, source = commit_time(path)
+        found.entries.append(Entry("github-classroom", path, pick_work(path, module, found.notes, root),
+                                   (Claim("GitHub username", user, "github"),), (user,), when, source))
     for items in canvas.values():
         _group("canvas", items, root, module, found, lambda m: (Claim("Canvas user id", m.group("uid"), "lms_id"),),
                late=lambda m: bool(m.group("late")))
-    for items in moodle.values():
-        files = []
-        for entry, match in items:
-            if match.group("plugin") != "file":
-                found.notes.append(IntakeNote(display_name(entry.path, root),
-                                              f"Moodle's {match.group('plugin')} submission: not graded"))
-            else:
-                files.append((entry, match))
-        _group("moodle", files, root, module, found, lambda m: (Claim("Moodle participant id", m.group("pid"), "lms_id"),
-                                                              Claim("Moodle full name", m.group("name"), "name")))
+    for entry, readings in moodle:
+        plugin = readings[0].plugin
+        if plugin != "file":
+            found.notes.append(IntakeNote(display_name(entry.path, root), f"Moodle's {plugin} submission: not graded"))
+            continue
+        claims = tuple(dict.fromkeys(claim for m in readings for claim in (
+            Claim("Moodle participant id", m.pid, "participant"), Claim("Moodle full name", m.name, "name"))))
+        note = (f"its name reads {len(readings)} ways: " + ", ".join(f"{m.name!r} {m.pid}" for m in readings)
+                if len(readings) > 1 else "")
+        _group("moodle", [(entry, readings[0])], root, module, found, lambda _: claims, note=note)
     return found
 
 
-def _group(layout: str, items: list[tuple[os.DirEntry, re.Match]], root: Path, module: Optional[str], found: Found,
-           claims: Callable[[re.Match], tuple[Claim, ...]], late: Optional[Callable[[re.Match], bool]] = None) -> None:
+def moodle_readings(name: str) -> list[MoodleName]:
+    """Every way to read `name` as Moodle's `Full Name_participantid_assignsubmission_plugin_rest`."""
+    readings = []
+    for marker in _MOODLE_MARK.finditer(name):  # a lookahead: markers may share an underscore
+        if marker.start() > 0:
+            end = marker.start() + len(marker.group(1))
+            readings.append(MoodleName(name[:marker.start()], marker.group(2), marker.group(3), name[end:]))
+    return readings
+
+
+def _group(layout: str, items: list[tuple[os.DirEntry, Any]], root: Path, module: Optional[str], found: Found,
+           claims: Callable[[Any], tuple[Claim, ...]], late: Optional[Callable[[Any], bool]] = None,
+           note: str = "") -> None:
     """An entry for each file (or folder) an LMS names after one student; which one counts is decided
     later, with every other student's duplicates (the latest by time)."""
     for entry, match in items:
         path = Path(entry.path)
         if entry.is_dir(follow_symlinks=False):
             work = pick_work(path, module, found.notes, root)
-        elif path.suffix in GRADABLE:
+        elif work_suffix(entry.name):
             work = path
         else:
             found.notes.append(IntakeNote(display_name(path, root), "not a .py or .ipynb file: not graded"))
             continue
-        found.entries.append(Entry(layout, path, work, claims(match), (), late_marker=bool(late and late(match))))
+        found.entries.append(Entry(layout, path, work, claims(match), (), late_marker=bool(late and late(match)),
+                                   note=note))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from autograder.errors import QkvError
 from autograder.sandbox import Program
 from qkv_runtime.notebook import NotebookError, program_steps, read_cells
 from qkv_runtime.values import clean_text
@@ -32,7 +33,8 @@ from qkv_runtime.values import clean_text
 MAX_SUBMISSION_BYTES = 5_000_000
 MAX_DEPTH = 6  # folders below a student's own folder that are searched
 MAX_ENTRIES = 10_000  # entries looked at in one student's folder
-GRADABLE = (".py", ".ipynb")
+MAX_CLASS_ENTRIES = 200_000  # at the top of SUBMISSIONS: over this the folder is refused, never read in part
+GRADABLE = (".py", ".ipynb")  # in any case: Windows and old editors write ATTENTION.PY
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -81,6 +83,12 @@ def safe_student_id(name: str) -> str:
     return f"{cleaned}-{hashlib.sha256(raw).hexdigest()[:6]}"
 
 
+def work_suffix(name: str) -> Optional[str]:
+    """'.py' or '.ipynb' when `name` is a file to grade (in any case, even a bare '.py'), else None."""
+    lower = name.lower()
+    return next((suffix for suffix in GRADABLE if lower.endswith(suffix)), None)
+
+
 # ---------------------------------------------------------------- reading one file
 
 
@@ -112,7 +120,7 @@ def read_submission(student: str, path: Path) -> Submission:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         return rejected("not_utf8", f"{name} is not UTF-8 text (byte {err.start}); save it as UTF-8", digest)
-    if path.suffix == ".ipynb":
+    if work_suffix(path.name) == ".ipynb":
         try:
             steps = program_steps(read_cells(text))
         except NotebookError as err:
@@ -150,7 +158,7 @@ def _walk(folder: Path, notes: list[IntakeNote], base: Path) -> list[Path]:
                     notes.append(IntakeNote(display_name(path, base), f"more than {MAX_DEPTH} folders deep: not searched"))
                 else:
                     level.append((path, depth + 1))
-            elif entry.is_file(follow_symlinks=False) and path.suffix in GRADABLE:
+            elif entry.is_file(follow_symlinks=False) and work_suffix(entry.name):
                 found.append(path)
     return found
 
@@ -159,7 +167,7 @@ def _rank(path: Path, module: Optional[str]) -> tuple:
     """Which of a student's files is the work: the assignment's module, then .py before notebooks,
     then anything but an editor's default name, then the shallowest, then by name."""
     stem = path.stem.lower()
-    return (module is None or stem != module.lower(), path.suffix != ".py", stem.startswith(("untitled", "copy of")),
+    return (module is None or stem != module.lower(), work_suffix(path.name) != ".py", stem.startswith(("untitled", "copy of")),
             len(path.parts), path.name)
 
 
@@ -169,6 +177,19 @@ def _pick(folder: Path, module: Optional[str], notes: list[IntakeNote], base: Pa
         others = ", ".join(display_name(p, folder) for p in candidates[1:4]) + (" ..." if len(candidates) > 4 else "")
         notes.append(IntakeNote(display_name(candidates[0], base), f"graded; also in the folder, not graded: {others}"))
     return candidates[0] if candidates else None
+
+
+def class_entries(folder: Path) -> list[os.DirEntry]:
+    """The top of SUBMISSIONS, sorted by name; a folder too large to read whole is refused, since reading part of
+    it would list the students past the cut as having handed in nothing."""
+    entries = []
+    with os.scandir(folder) as scan:
+        for entry in scan:
+            entries.append(entry)
+            if len(entries) > MAX_CLASS_ENTRIES:
+                raise QkvError(display_name(folder), f"more than {MAX_CLASS_ENTRIES:,} entries: refused, not read in "
+                                                     "part (split the class into several folders)")
+    return sorted(entries, key=lambda e: e.name)
 
 
 def _nbgrader_root(folder: Path) -> Optional[Path]:
@@ -187,10 +208,10 @@ def discover(folder: Path, module: Optional[str] = None) -> tuple[list[tuple[str
     root = _nbgrader_root(folder) or folder
     found: dict[str, tuple[Optional[Path], Path]] = {}
     try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
+        entries = class_entries(root)
     except OSError as err:
         return [], [IntakeNote(display_name(root), f"not read: {err.strerror or err}")]
-    for entry in entries[:MAX_ENTRIES]:
+    for entry in entries:
         path = Path(entry.path)
         if entry.name.startswith("."):
             continue
@@ -198,7 +219,7 @@ def discover(folder: Path, module: Optional[str] = None) -> tuple[list[tuple[str
             notes.append(IntakeNote(display_name(path, base), "a symbolic link: not followed, not graded"))
             continue
         if entry.is_file(follow_symlinks=False):
-            if path.suffix not in GRADABLE:
+            if not work_suffix(entry.name):
                 notes.append(IntakeNote(display_name(path, base), "not a .py or .ipynb file: not graded"))
                 continue
             student, work = safe_student_id(path.stem), path
@@ -213,8 +234,6 @@ def discover(folder: Path, module: Optional[str] = None) -> tuple[list[tuple[str
                                     f"{display_name(found[student][1], base)}: not graded, rename one of them"))
             continue
         found[student] = (work, path)
-    if len(entries) > MAX_ENTRIES:
-        notes.append(IntakeNote(display_name(root, base), f"more than {MAX_ENTRIES:,} entries: the rest not read"))
     return [(s, work, entry) for s, (work, entry) in found.items()], notes
 
 

@@ -15,11 +15,9 @@ grading is kept in the gradebook's history, and changes.csv says who gained or l
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime as dt
 import hashlib
-import io
 import shutil
 import tempfile
 import zipfile
@@ -43,6 +41,7 @@ from autograder.report.csv import write_gradebook_csv
 from autograder.report.feedback import write_feedback
 from autograder.report.files import write_atomic
 from autograder.report.results_json import write_results_json
+from autograder.report.spreadsheet import csv_text
 from autograder.results import SubmissionResult
 from autograder.sandbox import SandboxError
 
@@ -95,13 +94,9 @@ INTAKE_COLUMNS = ("entry", "status", "student", "layout", "identified_by", "subm
 
 
 def intake_csv(rows: tuple[IntakeRow, ...]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(INTAKE_COLUMNS)
-    for row in rows:
-        writer.writerow([row.entry, row.status, row.student, row.layout, row.identified_by, row.submitted_at,
-                         row.time_source, "LATE" if row.late_marker else "", row.message])
-    return buffer.getvalue()
+    return csv_text([INTAKE_COLUMNS, *([row.entry, row.status, row.student, row.layout, row.identified_by,
+                                        row.submitted_at, row.time_source, "LATE" if row.late_marker else "",
+                                        row.message] for row in rows)])
 
 
 def _late_outcomes(bundle: GradingBundle, rows: list[tuple[SubmissionResult, str]], handed: ClassIntake,
@@ -114,7 +109,7 @@ def _late_outcomes(bundle: GradingBundle, rows: list[tuple[SubmissionResult, str
         student = roster.by_id(result.student) if roster else None
         out[result.student] = apply_policy(policy, result.score, result.max_score, when,
                                            student.extension if student and student.id == result.student else None,
-                                           source)
+                                           source, result.student in handed.late_marked)
     return out
 
 
@@ -215,7 +210,7 @@ def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: 
                                                          when.isoformat() if when else None, source))
             student = roster.by_id(result.student) if roster else None
             late = apply_policy(policy, result.score, result.max_score, when, student.extension if student else None,
-                                source) if bundle.due else None
+                                source, result.student in handed.late_marked) if bundle.due else None
             # pages are written while the sandbox workers grade the next submissions, not after
             write_student_reports(out, bundle, result, iso, late)
             graded_now[result.student] = result
