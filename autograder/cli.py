@@ -514,6 +514,9 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
                       f"{f.fits_other} part(s) fit {terminal_safe(f.other)}'s numbers only, {f.fits_own} their own only")
     for p in report.pairs:
         table.add_row("code", Text(terminal_safe(f"{p.a} and {p.b}")), f"similarity {p.similarity:.3f}")
+    for c in report.containers:
+        table.add_row("contains", Text(terminal_safe(f"{c.student} holds {', '.join(c.holds)}")),
+                      f"at least {min(c.shares):.3f} of each one's code; no pair flagged")
     console.print(table)
     levels = ", ".join(f">= {level}: {count}" for level, count in report.above.items())
     console.print(f"{report.compared} code pairs compared ({levels}); threshold {report.threshold}"

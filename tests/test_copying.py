@@ -1,6 +1,7 @@
 """Copying signals: a constructed pair is found, and 100 honest students are not flagged, for both signals:
 numbers that are another student's (per-student variants of exam-prep), and code similar once the stub
-is ignored (copydetect). The honest class is tests/fixtures/classroom/honest.py."""
+and the class's common code are ignored (copydetect). The honest class is tests/fixtures/classroom/honest.py;
+one file holding everyone's code is tests/fixtures/classroom/kitchen_sink.py."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 from autograder.kinds import NumericProblem
 from autograder.assemble.manifest import find_manifest, resolve_assignment
 from autograder.assemble.solution_key import key_answer
-from autograder.classroom.copying import CODE_THRESHOLD, MIN_PARTS, answer_flags, code_pairs
-from autograder.classroom.copying_page import copying_html
+from autograder.classroom.copying import CODE_THRESHOLD, COMMON_MIN_FILES, MIN_PARTS, answer_flags, code_pairs
+from autograder.classroom.copying_page import copying_csv, copying_html
 from fixtures.classroom.honest import disguise, honest_module
+from fixtures.classroom.kitchen_sink import SIZE, kitchen_sink
 
 HONEST = [f"s{i:03d}" for i in range(100)]
 
@@ -88,3 +90,69 @@ def test_code_in_the_side_by_side_view_is_escaped(built_numpy):
     report = code_pairs({"a": hostile, "b": hostile}, "")
     page = copying_html("T", True, [], report)
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+
+
+@pytest.fixture(scope="module")
+def stub(built_numpy) -> str:
+    return (built_numpy.out / "student" / "attention_numpy.py").read_text()
+
+
+def by_pair(report) -> dict[tuple[str, str], float]:
+    return {(p.a, p.b): p.similarity for p in report.highest}
+
+
+def test_one_file_holding_everyones_code_does_not_flag_them(stub):
+    rng = random.Random(19)
+    honest = {f"s{i}": honest_module(rng) for i in range(8)}
+    alone = code_pairs(honest, stub, keep=100)
+    sink = kitchen_sink(list(honest.values()), rng)
+    assert len(sink) >= SIZE and all(code in sink for code in honest.values())  # each file verbatim
+    report = code_pairs({**honest, "sink": sink}, stub, keep=100)
+    # the students' pairs among themselves are what they are without the sink
+    assert alone.pairs == ()
+    with_sink = by_pair(report)
+    assert {pair: with_sink[pair] for pair in by_pair(alone)} == by_pair(alone)
+    # no pair is flagged, the sink's with a student included: most of the sink is code the student lacks
+    assert report.compared == 9 * 8 // 2
+    sink_pairs = [p for p in report.highest if "sink" in (p.a, p.b)]
+    assert len(sink_pairs) == 8 and all(p.similarity < 0.5 for p in sink_pairs)
+    assert report.pairs == ()
+    # what the sink does hold is said once, against the sink
+    assert alone.containers == ()
+    (container,) = report.containers
+    assert container.student == "sink" and sorted(container.holds) == sorted(honest)
+    assert min(container.shares) >= CODE_THRESHOLD and max(container.own_shares) < 0.5
+    table = copying_csv([], report).splitlines()
+    assert [row.split(",")[:3] for row in table[1:]] == [["contains", "sink", s] for s in container.holds]
+    page = copying_html("T", True, [], report)
+    assert 'id="containers"' in page and "flagged: side by side" not in page
+
+
+def test_a_copy_is_still_flagged_beside_the_kitchen_sink(stub):
+    rng = random.Random(23)
+    honest = {f"s{i}": honest_module(rng) for i in range(8)}
+    codes = {**honest, "sink": kitchen_sink(list(honest.values()), rng), "c01": disguise(honest["s3"], rng)}
+    report = code_pairs(codes, stub)
+    assert [(p.a, p.b) for p in report.pairs] == [("c01", "s3")]
+    assert report.pairs[0].similarity >= CODE_THRESHOLD
+    # padded with three modules of other code, the copy is no pair any more, and the file holding s3's code is named
+    codes["c01"] += "\n\n".join(honest_module(random.Random(seed)) for seed in range(3))
+    padded = code_pairs(codes, stub)
+    assert padded.pairs == ()
+    holders = {c.student: c.holds for c in padded.containers}
+    assert "s3" in holders["c01"] and set(holders["sink"]) == {*honest, "c01"}
+
+
+def test_code_the_whole_class_shares_is_not_evidence(stub):
+    rng = random.Random(29)
+    lecture = "\n".join(f"def lecture_helper_{i}(x, y):\n    z = np.einsum('ij,jk->ik', x, y) + {i}\n"
+                         f"    return np.where(z > {i}, z, -z) / (1 + np.abs(z).sum())\n" for i in range(150))
+    honest = {f"s{i:02d}": honest_module(rng) for i in range(2 * COMMON_MIN_FILES)}
+    alone = code_pairs(honest, stub, keep=1000)
+    shared = code_pairs({s: code + "\n" + lecture for s, code in honest.items()}, stub, keep=1000)
+    # the lecture's code is most of each file and in all of them: counted, it would flag every pair
+    without_filter = code_pairs({"a": honest["s00"] + "\n" + lecture, "b": honest["s01"] + "\n" + lecture}, stub)
+    assert without_filter.pairs
+    before, after = by_pair(alone), by_pair(shared)
+    assert max(abs(after[pair] - before[pair]) for pair in before) < 0.05
+    assert shared.pairs == () and shared.common > 0 and without_filter.common == 0
