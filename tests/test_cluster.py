@@ -27,13 +27,16 @@ def sleepy_class(folder: Path, key: str, count: int, seconds: float) -> list[str
 
 
 @pytest.fixture(scope="module")
-def dask_cluster():
+def dask_cluster(tmp_path_factory):
     """Two one-thread worker processes behind a scheduler reached by its tcp:// address, as a real cluster is.
     allowed-failures 1 (default 3) keeps the poison test to two worker deaths; saturation 1.0, as `local:N`
-    has, hands a worker only the task it runs."""
+    has, hands a worker only the task it runs. Their scratch is a folder of the test's own, as docs/cluster.md
+    asks of a worker's operator (qkv refuses Dask's shared default when another user made it)."""
     settings = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
     with dask.config.set(settings):
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        scratch = str(tmp_path_factory.mktemp("dask-scratch"))
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                               local_directory=scratch, scheduler_kwargs={"local_directory": scratch})
     with cluster, Client(cluster) as client:
         yield cluster, client
 
@@ -148,7 +151,11 @@ def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_num
     out = tmp_path / "out"
     command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy.out),
                "--out", str(out), "--cluster", "local:2"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # the killed run leaves its private scratch folder behind: in the test's own folder, not in /tmp
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               env=env)
     deadline = time.time() + 120
     graded_before_kill = 0
     while time.time() < deadline and graded_before_kill < 3:
@@ -159,7 +166,7 @@ def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_num
     assert 3 <= graded_before_kill < 16, "the run must be killed part-way"
     with sqlite3.connect(out / GRADEBOOK_FILE) as db:
         survived = dict(db.execute("SELECT student, graded_at FROM submissions"))
-    finish = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    finish = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert finish.returncode == 0, finish.stderr
     assert f"graded {16 - len(survived)}, unchanged and skipped {len(survived)}" in finish.stdout.replace("\n", " ")
     with sqlite3.connect(out / GRADEBOOK_FILE) as db:

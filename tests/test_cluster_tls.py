@@ -2,7 +2,9 @@
 test's own signs the scheduler's, the workers' and the client's certificates; the gradebook equals a local run's; a
 client without a certificate from that CA is refused; a plain tcp:// address on another host is warned about; bad
 certificate files are one-line errors naming the file. The certificates are made with `cryptography`, except in the
-test of docs/cluster.md's `openssl` commands."""
+test of docs/cluster.md's `openssl` commands. On disk: local:N keeps its scratch in a private folder of its own,
+whatever another user planted in Dask's default one, and a worker whose scratch folder another user could tamper
+with is refused before it holds the bundle."""
 
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import datetime
 import json
 import logging
 import os
+import pwd
 import re
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -31,7 +35,8 @@ from cryptography.x509.oid import NameOID
 from distributed import LocalCluster, Security, default_client
 
 from autograder.errors import QkvError
-from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles, plaintext_warning
+from autograder.grade.cluster_security import (PlaintextClusterWarning, TlsFiles, UnsafeFolder, plaintext_warning,
+                                                private_subfolder, write_private_files)
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from conftest import QKV, ROOT, graded_so_far, key_module, replace_function, said
 from autograder.references import misconceptions
@@ -90,15 +95,18 @@ def client_tls(certs: dict[str, Path]) -> TlsFiles:
 
 
 @pytest.fixture(scope="module")
-def tls_cluster(certs):
-    """Two one-thread worker processes behind a scheduler on tls://, every part with a certificate from `certs`' CA."""
+def tls_cluster(certs, tmp_path_factory):
+    """Two one-thread worker processes behind a scheduler on tls://, every part with a certificate from `certs`' CA;
+    their scratch in a folder of the test's own, as docs/cluster.md asks of a worker's operator."""
     security = Security(tls_ca_file=str(certs["ca"]), require_encryption=True,
                         tls_scheduler_cert=str(certs["node"]), tls_scheduler_key=str(certs["node-key"]),
                         tls_worker_cert=str(certs["node"]), tls_worker_key=str(certs["node-key"]),
                         tls_client_cert=str(certs["client"]), tls_client_key=str(certs["client-key"]))
+    scratch = str(tmp_path_factory.mktemp("tls-scratch"))
     with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                               protocol="tls://", security=security, silence_logs=logging.ERROR)
+                               protocol="tls://", security=security, silence_logs=logging.ERROR,
+                               local_directory=scratch, scheduler_kwargs={"local_directory": scratch})
     with cluster:
         assert cluster.scheduler_address.startswith("tls://")
         yield cluster
@@ -343,8 +351,10 @@ def test_the_documented_openssl_and_dask_commands_make_a_cluster_qkv_grades_on(b
     assert all(oct((folder / f"{role}-key.pem").stat().st_mode)[-3:] == "600" for role in ("ca", "scheduler", "client"))
 
     dask_bin = Path(sys.executable).with_name("dask")
+    scratch = tmp_path / "dask-scratch"
+    scratch.mkdir(mode=0o700)
     env = environment(DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION="1.0",
-                      DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES="[]")
+                      DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES="[]", DASK_TEMPORARY_DIRECTORY=str(scratch))
     started: list[subprocess.Popen] = []
     try:
         started.append(subprocess.Popen(
@@ -354,7 +364,8 @@ def test_the_documented_openssl_and_dask_commands_make_a_cluster_qkv_grades_on(b
             cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         started.append(subprocess.Popen(
             [str(dask_bin), "worker", "--scheduler-file", "scheduler.json", "--nworkers", "1", "--nthreads", "1",
-             "--no-dashboard", "--tls-ca-file", "ca.pem", "--tls-cert", "worker.pem", "--tls-key", "worker-key.pem"],
+             "--no-dashboard", "--tls-ca-file", "ca.pem", "--tls-cert", "worker.pem", "--tls-key", "worker-key.pem",
+             "--local-directory", str(scratch)],
             cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         # the worker waits for the scheduler's file; qkv then waits for the worker (WORKER_WAIT_SECONDS)
         identity = wait_for_json(folder / "scheduler.json", started[0])
@@ -387,3 +398,156 @@ def wait_for_json(path: Path, process: subprocess.Popen) -> dict:
         except (FileNotFoundError, json.JSONDecodeError):
             time.sleep(0.1)
     raise AssertionError(f"the scheduler wrote no {path}")
+
+
+ATTACKER = "qkv-tester"  # the unprivileged user CI creates (tests/test_as_user.py)
+
+
+def attacker() -> pwd.struct_passwd:
+    """Another user of this machine, who plants folders for root's qkv to use; giving them folders needs root."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can make folders another user owns; CI runs this as root")
+    try:
+        return pwd.getpwnam(ATTACKER)
+    except KeyError:
+        if os.environ.get("CI"):
+            pytest.fail(f"no user {ATTACKER} on this CI machine (make test creates it)")
+        pytest.skip(f"no user {ATTACKER} (make test creates it when run as root)")
+
+
+@pytest.fixture
+def shared_tmp():
+    """A shared temporary folder as /tmp is (root's, mode 1777) but of this test's own, given to qkv as TMPDIR:
+    what is planted there cannot disturb another test that uses the real one."""
+    folder = Path(tempfile.mkdtemp(prefix="qkv-shared-tmp-"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def tree(folder: Path) -> list[tuple]:
+    """Every entry under `folder`: path, owner, mode, and where a link points."""
+    entries = []
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        entries.append((str(path.relative_to(folder)), info.st_uid, info.st_mode,
+                        os.readlink(path) if path.is_symlink() else None))
+    return entries
+
+
+def test_local_tls_uses_no_dask_scratch_folder_another_user_made_first(built_numpy, small_class, shared_tmp,
+                                                                      tmp_path):
+    """Dask's default scratch folders, made first by another user, open to all, each with links named as the lock
+    files Dask opens there for writing and pointing at a file only root may write: qkv's run must leave them as
+    they were, take nothing of the bundle there, and leave no folder of its own behind."""
+    user = attacker()
+    subs, local = small_class
+    secret = tmp_path / "root-only"  # in pytest's folder for this test: root's, mode 0700
+    secret.write_bytes(b"root's own, not to be overwritten\n")
+    secret.chmod(0o600)
+    for name in ("dask-scratch-space", f"dask-scratch-space-{os.getuid()}"):
+        planted = shared_tmp / name
+        planted.mkdir()
+        for lock in ("global.lock", "purge.lock"):
+            (planted / lock).symlink_to(secret)
+            os.lchown(planted / lock, user.pw_uid, user.pw_gid)
+        os.chown(planted, user.pw_uid, user.pw_gid)
+        planted.chmod(0o777)
+    before = tree(shared_tmp)
+    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+                          "--out", str(tmp_path / "out"), "--timeout", "5", "--cluster", "local-tls:2"],
+                         capture_output=True, text=True, env=environment(TMPDIR=str(shared_tmp)), timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert_same_gradebook(tmp_path / "out", local)
+    assert secret.read_bytes() == b"root's own, not to be overwritten\n"
+    assert tree(shared_tmp) == before
+
+
+def test_local_cluster_scratch_is_a_private_folder_of_the_run_removed_after(built_numpy, small_class, tmp_path):
+    """The scheduler's and every worker's scratch lie in one folder this run made in the temporary folder, mode
+    0700 and the run's user's (Dask's default, shared by every run of every user, is neither), gone once the run
+    is over."""
+    subs, local = small_class
+    temporary = Path(tempfile.gettempdir()).resolve()
+    tops: dict[str, Path] = {}  # each scratch folder of the cluster: the folder it lies in, right in `temporary`
+    modes: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int, student: str) -> None:
+        if tops:
+            return
+        client = default_client()  # the client qkv made for its LocalCluster
+        folders = [*client.run(lambda dask_worker: dask_worker.local_directory).values(),
+                   client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.local_directory)]
+        for folder in folders:
+            tops[folder] = temporary / Path(folder).resolve().relative_to(temporary).parts[0]
+        info = next(iter(tops.values())).stat()
+        modes.append((info.st_mode & 0o7777, info.st_uid))
+
+    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local:2",
+                      progress=progress)
+    assert run.graded_now == 5
+    assert len(tops) == 3, tops  # two workers and the scheduler
+    assert len(set(tops.values())) == 1, tops
+    top = next(iter(tops.values()))
+    assert not top.name.startswith("dask-scratch-space")
+    assert modes == [(0o700, os.geteuid())]
+    assert not top.exists()
+    assert_same_gradebook(tmp_path / "out", local)
+
+
+@pytest.mark.parametrize("case", ["writable by its group", "writable by other users", "another user's"])
+def test_a_worker_whose_scratch_folder_others_could_tamper_with_gets_no_bundle(built_numpy, small_class, tmp_path,
+                                                                               case):
+    """A worker started with --local-directory in a folder that other users may write to, or that another user
+    owns (root's worker could still write there): they could swap the worker's folder for one of theirs, so qkv
+    refuses, in one line naming the folder, before any file of the bundle is written."""
+    subs, _ = small_class
+    loose = Path(tempfile.mkdtemp(prefix="qkv-loose-scratch-"))  # in the shared temporary folder, like /tmp/x
+    try:
+        mode, expected = {"writable by its group": (0o775, "writable by its group (mode 0775)"),
+                          "writable by other users": (0o757, "writable by other users (mode 0757)"),
+                          "another user's": (0o755, "belongs to uid")}[case]
+        if case == "another user's":
+            user = attacker()
+            os.chown(loose, user.pw_uid, user.pw_gid)
+            expected = f"belongs to uid {user.pw_uid}"
+        loose.chmod(mode)
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                          silence_logs=logging.CRITICAL, local_directory=str(loose),
+                          scheduler_kwargs={"local_directory": str(tmp_path)}) as cluster:
+            with pytest.raises(QkvError) as caught:
+                grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0,
+                            cluster=cluster.scheduler_address)
+            message = str(caught.value)
+            assert message.startswith(f"{cluster.scheduler_address}: a Dask worker cannot grade: "), message
+            assert str(loose) in message and expected in message and "--local-directory" in message, message
+            assert "\n" not in message
+            assert not [p for p in loose.rglob("*") if p.name.startswith("qkv-bundle-")]
+        assert graded_so_far(tmp_path / "out" / GRADEBOOK_FILE) == 0
+    finally:
+        shutil.rmtree(loose, ignore_errors=True)
+
+
+def test_a_scratch_folder_that_is_a_link_is_refused_and_planted_links_are_never_followed(tmp_path):
+    """A worker's folder given as a link (its target may change under the worker), and a link already where a
+    bundle file goes (a fresh private folder has none, but were one there it must not redirect the write)."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(private)
+    with pytest.raises(UnsafeFolder, match="is a symbolic link"):
+        private_subfolder(tmp_path / "link", "qkv-bundle-")
+    assert list(private.iterdir()) == []
+
+    folder = private_subfolder(private, "qkv-bundle-")
+    assert folder.parent == private and folder.stat().st_mode & 0o777 == 0o700
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"untouched")
+    (folder / "assignment.json").symlink_to(target)
+    with pytest.raises(FileExistsError):
+        write_private_files(folder, {"assignment.json": b"{}"})
+    with pytest.raises(UnsafeFolder, match="not a path inside the grading bundle"):
+        write_private_files(folder, {"../escaped": b"x"})
+    assert target.read_bytes() == b"untouched" and not (private / "escaped").exists()
+    write_private_files(folder, {"nested/arrays.npz": b"data"})
+    assert (folder / "nested" / "arrays.npz").read_bytes() == b"data"
+    assert (folder / "nested" / "arrays.npz").stat().st_mode & 0o777 == 0o600

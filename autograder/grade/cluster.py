@@ -42,8 +42,9 @@ from distributed import Client, Future, KilledWorker, LocalCluster, Worker, Work
 
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
-from autograder.grade.cluster_security import (PlaintextClusterWarning, TlsFiles, client_security, is_encrypted,
-                                                plaintext_warning, temporary_security)
+from autograder.grade.cluster_security import (PlaintextClusterWarning, TlsFiles, UnsafeFolder, client_security,
+                                                is_encrypted, plaintext_warning, private_subfolder,
+                                                temporary_security, write_private_files)
 from autograder.grade.intake import Submission
 from autograder.grade.execute import run_submission
 from autograder.grade.score import grade_submission
@@ -131,19 +132,21 @@ class GraderPlugin(WorkerPlugin):
         self.isolation = isolation
 
     def setup(self, worker: Worker) -> None:
-        # inside the worker's own folder, which Dask cleans up even after a kill -9
-        self.folder = Path(tempfile.mkdtemp(prefix="qkv-bundle-", dir=worker.local_directory))
-        for relative, data in self.files.items():
-            (self.folder / relative).parent.mkdir(parents=True, exist_ok=True)
-            (self.folder / relative).write_bytes(data)
+        # inside the worker's own folder, which Dask cleans up even after a kill -9; that folder is whatever the
+        # worker's operator chose, or Dask's default in the shared temporary folder, hence the checks
+        self.folder = private_subfolder(Path(worker.local_directory), "qkv-bundle-")
+        write_private_files(self.folder, self.files)
         self.bundle = read_bundle(self.folder)
         # the sandbox processes start with the first submission, in a worker thread, not on the event loop
         self.pool = SandboxPool(self.bundle.track, jobs=worker.state.nthreads, limits=self.limits,
                                 isolation=self.isolation)
 
     def teardown(self, worker: Worker) -> None:
-        self.pool.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        # also after a setup that failed part-way (Dask keeps such a plugin until it is removed)
+        if hasattr(self, "pool"):
+            self.pool.close()
+        if hasattr(self, "folder"):
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def grade(self, submission: Submission) -> tuple[dict, str]:
         run = run_submission(self.pool, self.bundle, submission.program)
@@ -223,12 +226,19 @@ def connect(address: ClusterAddress, security=None) -> Iterator[Client]:
             # its plain-HTTP status pages (on 127.0.0.1, dashboard or not) show any local user the task names,
             # which name the students
             settings["distributed.scheduler.http.routes"] = []
-        with dask.config.set(settings):
-            cluster = LocalCluster(n_workers=address.local_workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR,
-                                   protocol="tls://" if security else None, security=security)
-        with cluster, Client(cluster) as client:  # the client takes the cluster's certificates
-            yield client
+        # Dask's default scratch folder is one per machine in the shared temporary folder, and Dask uses it even
+        # when another user made it first: the scheduler and the workers get one of this run's own, mode 0700
+        scratch = tempfile.mkdtemp(prefix="qkv-cluster-")
+        try:
+            with dask.config.set(settings):
+                cluster = LocalCluster(n_workers=address.local_workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.ERROR,
+                                       protocol="tls://" if security else None, security=security,
+                                       local_directory=scratch, scheduler_kwargs={"local_directory": scratch})
+            with cluster, Client(cluster) as client:  # the client takes the cluster's certificates
+                yield client
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         return
     warning = plaintext_warning(address.scheduler)
     if warning:  # before the first byte goes out
@@ -274,6 +284,8 @@ def cluster_route(address: ClusterAddress, bundle: GradingBundle, bundle_dir: Pa
                                          f"start some with `dask worker {address}{flags}`") from None
         try:
             client.register_plugin(GraderPlugin(grader, files, limits, isolation))
+        except UnsafeFolder as err:
+            raise QkvError(str(address), f"a Dask worker cannot grade: {err}") from None
         except Exception as err:  # noqa: BLE001 - re-raised from a worker, any type
             raise QkvError(str(address), f"a Dask worker cannot grade: {type(err).__name__}: {err}") from None
         isolations = client.run(worker_isolation, grader)

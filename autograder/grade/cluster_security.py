@@ -1,5 +1,5 @@
-"""TLS for `qkv grade --cluster`: the client certificates a tls:// scheduler needs, the temporary ones of
-`local-tls:N`, and the warning that a plain tcp:// address earns.
+"""What keeps `qkv grade --cluster` private: the client certificates a tls:// scheduler needs, the temporary ones
+of `local-tls:N`, the warning that a plain tcp:// address earns, and the workers' folder for the bundle.
 
 Why: the grading bundle (hidden inputs, expected outputs) travels to every worker inside a WorkerPlugin, and a
 Dask scheduler runs whatever its clients send on its workers. On tcp:// anyone who can reach the scheduler's
@@ -7,15 +7,22 @@ port can do both, and anyone on the path can read the traffic. On tls:// distrib
 and each end must show a certificate signed by the cluster's CA (mutual TLS), so only holders of such a
 certificate can submit work, read results or get the bundle.
 
+On a worker the bundle lands on disk, in the scratch folder its operator chose or Dask's default in the shared
+temporary folder, which Dask uses even when another user made it first. `private_subfolder` refuses a folder
+another user could rename, replace or redirect, and `write_private_files` never follows a link it did not make.
+
 No dask or distributed import at module level: `grade_class` takes a `TlsFiles` even when no cluster is used.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import ssl
+import stat
+import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from autograder.errors import QkvError
@@ -162,3 +169,72 @@ def temporary_security():
         return Security.temporary()
     except ImportError:
         raise QkvError("local-tls", "needs the cryptography package (pip install cryptography)") from None
+
+
+class UnsafeFolder(Exception):
+    """A worker's scratch folder that another user could read, replace or redirect: nothing is written there.
+    One message argument, so that it crosses from a Dask worker to the client intact."""
+
+
+SCRATCH_ADVICE = ("start the worker with --local-directory DIR, a folder of its user's own "
+                  "(mkdir -m 700 DIR; see docs/cluster.md)")
+
+
+def private_subfolder(parent: Path, prefix: str) -> Path:
+    """A new folder of mode 0700 inside `parent` (a Dask worker's local_directory), by its real path, once no other
+    user can change what that path leads to; UnsafeFolder, naming the folder at fault, otherwise."""
+    me = os.geteuid()
+    place = Path(os.path.realpath(parent.parent)) / parent.name
+    try:
+        own = os.lstat(place)
+    except OSError as err:
+        raise UnsafeFolder(f"{parent}: cannot inspect the worker's scratch folder ({err.strerror})") from None
+    if stat.S_ISLNK(own.st_mode) or not stat.S_ISDIR(own.st_mode):
+        raise UnsafeFolder(f"{parent}: the worker's scratch folder is a symbolic link or no folder; {SCRATCH_ADVICE}")
+    if own.st_uid != me:
+        raise UnsafeFolder(f"{parent}: the worker's scratch folder belongs to uid {own.st_uid}, not to the worker's "
+                           f"uid {me}; {SCRATCH_ADVICE}")
+    if own.st_mode & 0o022:
+        raise UnsafeFolder(f"{parent}: the worker's scratch folder is writable by {_writers(own.st_mode)} "
+                           f"(mode {stat.S_IMODE(own.st_mode):04o}); {SCRATCH_ADVICE}")
+    # Whoever may write to a folder above can rename what lies below it and put a folder or link of their own in
+    # its place, so each must belong to root or to the worker's user, and be writable by others only when sticky
+    # (as /tmp is: there only an entry's owner may rename it). Below a folder of the worker's user that nobody
+    # else may even enter, no other user can reach anything.
+    for above in reversed(place.parents):
+        info = os.lstat(above)
+        mode, owner = info.st_mode, info.st_uid
+        if owner not in (0, me):
+            raise UnsafeFolder(f"{parent}: {above}, a folder above the worker's scratch folder, belongs to uid "
+                               f"{owner}, who could replace what lies in it; {SCRATCH_ADVICE}")
+        if mode & 0o022 and not mode & stat.S_ISVTX:
+            raise UnsafeFolder(f"{parent}: {above}, a folder above the worker's scratch folder, is writable by "
+                               f"{_writers(mode)} (mode {stat.S_IMODE(mode):04o}), who could replace what lies in "
+                               f"it; {SCRATCH_ADVICE}")
+        if owner == me and not mode & 0o077:
+            break
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=place))  # mode 0700; mkdir follows no link
+
+
+def _writers(mode: int) -> str:
+    return " and ".join(who for who, bit in (("its group", 0o020), ("other users", 0o002)) if mode & bit)
+
+
+def write_private_files(folder: Path, files: dict[str, bytes]) -> None:
+    """`files` ({relative path: bytes}) into `folder`, a fresh private one: every file and sub-folder new, made
+    here, readable only by this user; an entry already there (a planted link) is an error, never followed."""
+    for relative, data in files.items():
+        parts = PurePosixPath(relative).parts
+        if not parts or PurePosixPath(relative).is_absolute() or ".." in parts:
+            raise UnsafeFolder(f"{relative}: not a path inside the grading bundle")
+        place = folder
+        for part in parts[:-1]:
+            place = place / part
+            try:
+                os.mkdir(place, 0o700)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(place).st_mode):  # a link to a folder is no folder here
+                    raise UnsafeFolder(f"{place}: already exists and is no folder") from None
+        fd = os.open(place / parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
