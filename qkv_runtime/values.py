@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import sys
 import traceback
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
@@ -144,7 +146,7 @@ def safe_repr(value: Any, limit: int = 200) -> str:
 def plain(value: Any) -> Any:
     """ANSWERS (or any value) as JSON data within bounds: nodes, depth, string and key lengths.
 
-    Tuples and arrays become lists, numpy scalars become numbers, non-finite floats become
+    Tuples and arrays become lists, numpy scalars, `Fraction`s and `Decimal`s become numbers, non-finite floats become
     their repr, anything exotic its capped repr. Idempotent, so the trusted grader applies
     it again to what arrives as JSON.
     """
@@ -163,6 +165,12 @@ def plain(value: Any) -> Any:
             return item if math.isfinite(item) else repr(item)
         if kind is str:
             return clean_text(item, MAX_ANSWER_STR)
+        if kind is Fraction or kind is Decimal:  # exact types only: a subclass's __float__ is the student's code
+            try:
+                number = float(item)
+            except (OverflowError, ValueError, ArithmeticError):
+                return safe_repr(item, 100)
+            return number if math.isfinite(number) else repr(number)
         if isinstance(item, np.generic) and item.dtype.kind in "biufU":
             return clean(item.item(), depth)
         if kind is np.ndarray and item.dtype.kind in "biufU" and item.size <= MAX_ANSWER_NODES:

@@ -297,3 +297,40 @@ def test_torch_track_names_pytorch_habits(bank, tmp_path):
     named = {(p.problem_id, t.misconception) for p in habits.problems for t in p.tests if t.misconception}
     assert {("softmax-rows", "mask-polarity-inverted"), ("attention-scores", "k-dot-t-on-a-batch"),
             ("padding-mask", "true-on-padding")} <= named
+
+
+EXACT_ANSWERS = '''
+from decimal import Decimal
+from fractions import Fraction
+
+
+def _exact(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return Fraction(value)
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, dict):
+        return {key: _exact(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_exact(item) for item in value]
+    return value
+
+
+ANSWERS = _exact(ANSWERS)
+'''
+
+
+def test_fraction_and_decimal_answers_are_numbers(built_numpy, tmp_path):
+    """ANSWERS written with fractions.Fraction and decimal.Decimal objects, as earlier releases took them."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "exact.py").write_text(key_module(built_numpy.assignment) + EXACT_ANSWERS)
+    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", jobs=1, timeout=5.0)
+    (result,) = run.results
+    written_ids = {w.problem.id for w in built_numpy.assignment.written}
+    written = [p for p in result.problems if p.problem_id in written_ids]
+    assert len(written) == len(written_ids) and all(p.score == p.max_score for p in written), [
+        t.message for p in written for t in p.tests if not t.passed]
+    assert result.score == pytest.approx(built_numpy.assignment.max_points)
