@@ -148,6 +148,27 @@ def wrong_count(expected: int, got: int, typed: Any) -> str:
     return f"expected {expected} number(s), got {got} in {quoted(typed)}"
 
 
+def not_close(tol_abs: float, tol_rel: float) -> str:
+    """The verdict on numbers outside the window abs + rel*|answer|, in the grader's and the self-check's words.
+    A zero term is left out ("within 0 of the answer" reads as nonsense), and with no window at all an exact
+    part says that it must be exact."""
+    window = [f"{tol_abs:g}"] * bool(tol_abs) + [f"{tol_rel:g} x |answer|"] * bool(tol_rel)
+    if not window:
+        return "not the answer (it must be exact)"
+    return f"not within {' + '.join(window)} of the answer"
+
+
+def not_the_shape(typed: Any) -> str:
+    """The verdict on a shape that was read but is wrong: what was typed, never the answer."""
+    return f"{quoted(typed)} is not the shape"
+
+
+def _unreadable_shape(value: Any) -> AnswerFormatError:
+    # one sentence for every way a shape cannot be read, so that it never looks like a wrong shape
+    got = quoted(value) if not isinstance(value, str) or value.strip() else "an empty answer"
+    return AnswerFormatError(f"could not read the answer: expected {_SHAPE_HINT}, got {got}")
+
+
 def _balanced(text: str) -> bool:
     depth = 0
     for char in text:
@@ -219,11 +240,10 @@ def parse_shape(value: Any) -> tuple[str, ...]:
     elif isinstance(value, str) and value.strip() and len(value) <= MAX_SHAPE_TEXT and _balanced(value):
         dims = _shape_dims(value.strip())
     else:
-        raise AnswerFormatError(f"expected {_SHAPE_HINT}" + (f", got {quoted(value)}" if isinstance(value, str)
-                                                             and value.strip() else ""))
+        raise _unreadable_shape(value)
     dims = [_canonical_dim(d) for d in dims if d.strip()]
     if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) or not _balanced(d) for d in dims):
-        raise AnswerFormatError(f"could not read {quoted(value)} as {_SHAPE_HINT}")
+        raise _unreadable_shape(value)
     return tuple(dims)
 
 
@@ -248,7 +268,7 @@ def _arithmetic(node: ast.AST) -> Fraction:
         if abs(result) > 10**12:
             raise AnswerFormatError("a dimension that large is not a shape")
         return result
-    raise AnswerFormatError(f"expected {_SHAPE_HINT}")
+    raise AnswerFormatError(f"could not read a dimension of the answer: expected {_SHAPE_HINT}")
 
 
 def evaluate_dim(dim: str, symbols: dict[str, int]) -> str:

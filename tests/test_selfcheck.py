@@ -759,7 +759,8 @@ def test_numbers_right_wrong_and_a_named_mistake(part, right, mistake, wrong):
         outcome = qkv_check.check_written(data, entry, typed)[0]
         assert not outcome.passed and not check_part(part, np.asarray(right), typed).correct
         assert ("common mistake: you forgot the exponential" in outcome.details) is named, (part.label, outcome)
-        assert outcome.message.startswith(f"{part.label}: not within ")
+        assert outcome.message == check_part(part, np.asarray(right), typed).message  # the grader's words
+        assert "within 0 " not in outcome.message
     # the mistake is named within the grader's tolerance of the mistake's value, as the right answer is
     near = (np.asarray(mistake, dtype=float) + 0.9 * (part.tolerance.abs + part.tolerance.rel
                                                        * np.abs(np.asarray(mistake, dtype=float)))).tolist()
@@ -859,6 +860,109 @@ def test_malformed_answers_say_what_is_expected_never_a_traceback(numpy_release,
     assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr
     assert "a shape such as" in run.stdout and "expected True or False" in run.stdout
     assert "expected one letter" in run.stdout
+
+
+def verdicts_by_problem(report_text: str) -> dict[str, list[str]]:
+    """problem id -> the verdict lines under its header in a self-check report."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in report_text.splitlines():
+        header = re.match(r"\[([^\]]+)\] ", line)
+        if header:
+            current = out.setdefault(header.group(1), [])
+        elif current is not None and line.startswith("  ") and line.strip():
+            current.append(line.strip())
+        else:
+            current = None
+    return out
+
+
+def run_release_check(built: BuildResult, folder: Path, name: str, text: str) -> subprocess.CompletedProcess:
+    """The release's own qkv_check.py, as a student runs it, on a file `name` holding `text`."""
+    if not folder.exists():
+        shutil.copytree(built.out / "student", folder)
+    (folder / name).write_text(text, encoding="utf-8")
+    run = subprocess.run([sys.executable, "qkv_check.py", name], cwd=folder, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr
+    return run
+
+
+def test_an_unreadable_shape_says_it_could_not_be_read_and_a_wrong_one_that_it_is_not_the_shape(built_numpy, tmp_path):
+    shapes = [a.problem for a in built_numpy.assignment.written if isinstance(a.problem, ShapeProblem)]
+    assert len(shapes) >= 4, "the release has shape problems to answer"
+    unreadable = {shapes[0].id: "n by d?", shapes[1].id: "[[", shapes[2].id: "   "}
+    wrong = "2 x 3 x 5 x 7"  # read, and no problem's shape nor a named mistake's
+    typed = {**unreadable, shapes[3].id: wrong}
+    run = run_release_check(built_numpy, tmp_path / "rel", "shapes.py",
+                            f"STUDENT_ID = 's1'\nANSWERS = {typed!r}\n")
+    lines = verdicts_by_problem(run.stdout)
+    for pid, answer in unreadable.items():
+        [line] = lines[pid]
+        assert line.startswith("FAIL") and "could not read" in line and "is not the shape" not in line, (pid, line)
+        assert "a shape such as (3, 4), 3x4 or n x d_v" in line, (pid, line)  # the forms it accepts
+    [line] = lines[shapes[3].id]
+    grader = check_shape(shapes[3], wrong)
+    assert not grader.correct and line == f"FAIL  {grader.message}" == f'FAIL  "{wrong}" is not the shape'
+    for form in (" x ".join(shapes[3].answer), " x ".join(expected_shape(shapes[3]))):
+        assert form not in line  # the answer is not given away
+
+
+def test_a_wrong_exact_number_must_be_exact_never_within_0(built_numpy, tmp_path):
+    assignment = built_numpy.assignment
+    numeric = [a.problem for a in assignment.written if isinstance(a.problem, NumericProblem)]
+    exact = next(p for p in numeric if all(q.tolerance.abs == q.tolerance.rel == 0 for q in p.parts))
+    loose = next(p for p in numeric if p.parts[0].tolerance.abs > 0)
+    typed, messages = {}, {}
+    for problem in (exact, loose):
+        variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, None)
+        off = {q.name: (np.asarray(variant.answers[q.name], dtype=float) + 1 + 10 * q.tolerance.abs).tolist()
+               for q in problem.parts}
+        typed[problem.id] = off
+        messages[problem.id] = [check_part(q, variant.answers[q.name], off[q.name]).message for q in problem.parts]
+    run = run_release_check(built_numpy, tmp_path / "rel", "wrong_numbers.py",
+                            f"STUDENT_ID = 's1'\nANSWERS = {typed!r}\n")
+    lines = verdicts_by_problem(run.stdout)
+    assert [line.removeprefix("FAIL  ") for line in lines[exact.id] if line.startswith("FAIL")] == messages[exact.id]
+    assert all(m.endswith(": not the answer (it must be exact)") for m in messages[exact.id])
+    assert "within 0 " not in run.stdout
+    window = f"not within {loose.parts[0].tolerance.abs:g} of the answer"  # a part with a window keeps it
+    assert lines[loose.id][0] == f"FAIL  {loose.parts[0].label}: {window}" and lines[loose.id][0][6:] == messages[loose.id][0]
+
+
+def test_an_empty_student_id_is_warned_about_once_and_fails_nothing(built_numpy, bank, tmp_path):
+    answers = "ANSWERS = {'scores-shape': 'n x m'}\n"
+    folder = tmp_path / "rel"
+    runs = {name: run_release_check(built_numpy, folder, name, text) for name, text in (
+        ("empty.py", "STUDENT_ID = ''\n" + answers), ("missing.py", answers), ("blank.py", "STUDENT_ID = '  '\n" + answers),
+        ("set.py", "STUDENT_ID = 's1234567'\n" + answers))}
+    for name in ("empty.py", "missing.py", "blank.py"):
+        out = runs[name].stdout
+        warned = [line for line in out.splitlines() if "STUDENT_ID is empty" in line]
+        assert len(warned) == 1, (name, out[:600])
+        assert name in warned[0] and "the grader will not know whose file it is" in warned[0]
+        assert 'set STUDENT_ID = "your id"' in warned[0]  # how to set it
+        assert out.index(warned[0]) < out.index("\n[")  # at the top, before the first problem
+        assert summary_rows(out) == summary_rows(runs["set.py"].stdout)  # a warning, not a failure
+    assert "STUDENT_ID is empty" not in runs["set.py"].stdout
+    # the release's own notebook, untouched, says STUDENT_ID = "" in its first cell
+    stub = folder / f"{built_numpy.assignment.module_name}.ipynb"
+    notebook = run_release_check(built_numpy, folder, "mine.ipynb", stub.read_text(encoding="utf-8"))
+    assert sum("STUDENT_ID is empty in mine.ipynb" in line for line in notebook.stdout.splitlines()) == 1
+
+    # in a notebook, check() warns in the whole report only; a per-student file named after a roster id is
+    # not warned about (the name identifies it at grading)
+    data = _data(built_numpy)
+    whole, _ = qkv_check.report(data, qkv_check.Submission.from_namespace({"ANSWERS": {}}), code_results={})
+    assert whole.splitlines()[0].startswith("warning: STUDENT_ID is empty in this notebook")
+    one, _ = qkv_check.report(data, qkv_check.Submission.from_namespace({"ANSWERS": {}}), only="scores-shape",
+                              summary=False)
+    assert "STUDENT_ID" not in one
+    per_student = build(str(FIXTURES / "per-student-torch.yaml"), tmp_path / "pst", bank=bank)
+    pdata = _data(per_student)
+    for name, warned in (("ada.py", False), ("anon.py", True)):
+        text, _ = qkv_check.report(pdata, qkv_check.Submission({"ANSWERS": {}}, name, "py"), code_results={})
+        assert ("STUDENT_ID is empty" in text) is warned, (name, text[:300])
 
 
 # ------------------------------------------------------------ nothing revealed

@@ -31,7 +31,7 @@ from autograder.kinds.items import (
 from autograder.kinds.by_hand import HandRules
 from autograder.kinds.sealing import Seal, derive_seals, number_seals
 from qkv_runtime import sealed
-from qkv_runtime.answers import AnswerFormatError, parse_numbers, wrong_count
+from qkv_runtime.answers import AnswerFormatError, not_close, parse_numbers, wrong_count
 
 
 class AnswerTolerance(Tolerance):
@@ -112,10 +112,7 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
         return Verdict(False, f"{part.label}: {wrong_count(want.size, got.size, typed)}")
     if close(got, want, part.tolerance):
         return Verdict(True, f"{part.label}: correct")
-    if part.tolerance.abs == 0 and part.tolerance.rel == 0:  # "not within 0 of the answer" read as nonsense
-        return Verdict(False, f"{part.label}: not the answer (it must be exact)")
-    window = f"{part.tolerance.abs:g}" + (f" + {part.tolerance.rel:g} x |answer|" if part.tolerance.rel else "")
-    return Verdict(False, f"{part.label}: not within {window} of the answer")
+    return Verdict(False, f"{part.label}: {not_close(part.tolerance.abs, part.tolerance.rel)}")
 
 
 def numeric_misconception(problem: NumericProblem, variant: Variant, part: AnswerPart, typed: str) -> str | None:

@@ -17,7 +17,7 @@ from autograder.kinds.base import AllOrNothingKind
 from autograder.kinds.sealing import class_answer, class_mistakes
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
-from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_shape, quoted
+from qkv_runtime.answers import AnswerFormatError, evaluate_dim, not_the_shape, parse_shape
 
 
 class ShapeMisconception(Strict):
@@ -48,7 +48,7 @@ def check_shape(problem: ShapeProblem, typed: Any) -> Verdict:
     for wrong in problem.misconceptions:
         if got == tuple(evaluate_dim(d, problem.parameters) for d in wrong.answer):
             return Verdict(False, wrong.message, misconception=" x ".join(wrong.answer))
-    return Verdict(False, f"{quoted(typed)} is not the shape")
+    return Verdict(False, not_the_shape(typed))
 
 
 def shape_spellings(dims: list[str]) -> list[str]:

@@ -586,11 +586,6 @@ def match_numbers(data: Dict[str, Any], student: str, problem: Dict[str, Any], p
     return False, [label for label in labels if all(label in found for found in per_entry)]
 
 
-def _window_text(tol: Dict[str, Any]) -> str:
-    """The grader's words for a tolerance (autograder.bank.answers.check_part)."""
-    return f"{tol['abs']:g}" + (f" + {tol['rel']:g} x |answer|" if tol["rel"] else "")
-
-
 def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
     parts = problem["parts"]
     specs = problem["digests"][student]
@@ -622,7 +617,8 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
             continue
         messages = {m["label"]: m["message"] for m in mistakes}
         details = [f"common mistake: {messages[h]}" for h in named]
-        outcomes.append(Outcome(FAIL, f"{label}: not within {_window_text(part['tolerance'])} of the answer", details))
+        tol = part["tolerance"]
+        outcomes.append(Outcome(FAIL, f"{label}: {qkv_answers.not_close(tol['abs'], tol['rel'])}", details))
     return outcomes
 
 
@@ -647,7 +643,7 @@ def _shape(data, problem, student, typed, who="") -> List[Outcome]:
     right, mistake = _answer_verdict(data, problem, student, "x".join(dims))
     if right:
         return [Outcome(PASS, "correct shape")]
-    return [Outcome(FAIL, mistake or f"{qkv_answers.quoted(typed)} is not the shape")]
+    return [Outcome(FAIL, mistake or qkv_answers.not_the_shape(typed))]
 
 
 def _letter_to_id(entry: Dict[str, Any], who: str, typed: Any) -> str:
@@ -685,7 +681,7 @@ def _follow_up(data, problem, student, typed, who) -> Outcome:
             return Outcome(FAIL, label + str(err))
         right, _ = _answer_verdict(data, problem, CLASS, "x".join(dims), follow, salted)
         return Outcome(PASS, label + "correct shape") if right else \
-            Outcome(FAIL, f"{label}{qkv_answers.quoted(typed)} is not the shape")
+            Outcome(FAIL, label + qkv_answers.not_the_shape(typed))
     part = follow["part"]
     try:
         got = qkv_answers.parse_numbers(typed, 1)
@@ -694,8 +690,9 @@ def _follow_up(data, problem, student, typed, who) -> Outcome:
     if got.size != 1:
         return Outcome(FAIL, f"{label}expected 1 number, got {got.size}")
     right, _ = match_numbers(data, CLASS, {"id": problem["id"]}, part, follow["digests"][CLASS], got.reshape(()), [])
+    tol = part["tolerance"]
     return Outcome(PASS, label + "correct") if right else \
-        Outcome(FAIL, f"{label}not within {_window_text(part['tolerance'])} of the answer")
+        Outcome(FAIL, label + qkv_answers.not_close(tol["abs"], tol["rel"]))
 
 
 def _true_false(data, problem, student, typed, who="") -> List[Outcome]:
@@ -817,10 +814,25 @@ def summary_lines(data: Dict[str, Any], results: List[ProblemResult]) -> List[st
     return lines
 
 
+def student_id_warning(data: Dict[str, Any], submission: Submission) -> str:
+    """A warning when the file does not say whose it is ('' when it does): nothing fails for it here, but
+    at grading a file left with the stub's name and no STUDENT_ID is matched to no student."""
+    if submission.student_id or submission.load_error:
+        return ""
+    if data["variants"] == "per_student" and Path(submission.source).stem in roster(data):
+        return ""  # named after a roster id, which names the student at grading
+    where = "this notebook" if submission.kind == "namespace" else submission.source
+    return (f"warning: STUDENT_ID is empty in {where}: unless your hand-in names you, the grader will not know "
+            'whose file it is; set STUDENT_ID = "your id" (e.g. "s1234567") and check again')
+
+
 def report(data: Dict[str, Any], submission: Submission, student: str = "", only: Optional[str] = None,
            summary: bool = True, code_results: Optional[Dict[str, ProblemResult]] = None
            ) -> Tuple[str, List[ProblemResult]]:
     lines: List[str] = []
+    warning = student_id_warning(data, submission) if summary else ""  # once, atop the whole report
+    if warning:
+        lines += [warning, ""]
     if submission.load_error:
         lines += [f"Your file does not load: {submission.load_error}",
                   "The grader cannot load it either, so nothing in it would be graded. Fix this first.", ""]
