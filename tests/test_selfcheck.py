@@ -389,6 +389,17 @@ def test_release_alone_checks_a_right_and_a_wrong_file_offline(fresh_venv, netle
             assert message in wrong.stdout, assigned.problem.id
 
 
+def test_files_named_like_the_standard_library_beside_the_release_are_not_imported(fresh_venv, netless, offline_release,
+                                                                                    tmp_path, numpy_release):
+    folder = tmp_path / "release"
+    shutil.copytree(offline_release, folder)
+    for name in ("numbers", "random", "json"):  # a student's scratch files, named after what they try out
+        (folder / f"{name}.py").write_text(f"raise SystemExit('the student\\'s {name}.py was imported')\n")
+    right = run_offline(fresh_venv, netless, folder, "qkv_check.py", "right.py")
+    assert right.returncode == 0 and "was imported" not in right.stdout + right.stderr, right.stderr
+    assert summary_rows(right.stdout) == expected_summary(numpy_release, wrong=False)
+
+
 def test_release_alone_checks_a_notebook_offline(fresh_venv, netless, offline_release, numpy_release):
     n = len(numpy_release.assignment.problems)
     cli = run_offline(fresh_venv, netless, offline_release, "qkv_check.py", "filled.ipynb")

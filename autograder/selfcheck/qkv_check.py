@@ -21,15 +21,22 @@ are graded: passing here is necessary, not sufficient.
 
 from __future__ import annotations
 
+import os
+import sys
+
+if __name__ == "__main__" and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(
+        os.path.realpath(__file__)):
+    # Python puts this script's folder first: a student's numbers.py or random.py there would stand in for the
+    # standard library's (numpy imports both); last, the folder still holds qkv_runtime
+    sys.path.append(sys.path.pop(0))
+
 import argparse
 import contextlib
 import inspect
 import io
 import itertools
 import json
-import os
 import signal
-import sys
 import threading
 import time
 import types
