@@ -3,10 +3,14 @@
 `qkv build` embeds this runtime in a locked cell of the nbgrader source notebook; each
 test cell then builds a `CodeTests` or a `WrittenAnswer` over the notebook's globals
 and ends with `score()`, whose value nbgrader reads as the points earned. Outputs are
-judged with `compare`, answers read with `answers`, return values made plain with
-`values`: the rules of `qkv grade`, not a copy of them. A failed test names its mistake
-with `diagnosis`, in `qkv grade`'s words; a mistake of a function it builds on counts
-first when that function's own test cell, run earlier in the notebook, showed it.
+judged with `compare`, answers read with `answers`, return values and ANSWERS made
+plain with `values`: the rules of `qkv grade`, not a copy of them. A failed test names
+its mistake with `diagnosis`, in `qkv grade`'s words; a mistake of a function it builds
+on counts first when that function's own test cell, run earlier in the notebook, showed it.
+
+Every test cell runs this module afresh (autograder/assemble/nbgrader_source.py), so
+the classes a cell uses are never ones a student's cell could have reached; what one
+cell hands the next (`SHOWN`) goes through `carry_over`, which takes plain data only.
 
 Student calls run with warnings, NumPy floating-point warnings and stderr (Python and
 file-descriptor level) captured, because nbgrader gives 0 to a test cell that writes
@@ -29,7 +33,7 @@ import numpy as np
 from . import answers
 from .compare import compare, select
 from .diagnosis import mistake_text, name_mistake, shown
-from .values import exception_text, to_arrays, to_track
+from .values import exception_text, plain_answers, to_arrays, to_track
 
 
 def array(dtype: str, shape: Sequence[int], data: str) -> np.ndarray:
@@ -91,6 +95,17 @@ def _result(points: float) -> float:
 
 # the mistakes each problem's test cell showed, for the cells of the functions built on it (run later)
 SHOWN: Dict[str, frozenset] = {}
+
+
+def carry_over(previous: Any) -> None:
+    """SHOWN of the copy of this module the previous test cell ran on. A student's cell may have put anything
+    there: only str ids and frozensets of str are taken, so none of its objects runs in this cell's tests."""
+    kept = previous.__dict__.get("SHOWN") if type(previous) is type(sys) else None
+    if type(kept) is not dict:
+        return
+    for problem, mistakes in list(kept.items()):
+        if type(problem) is str and type(mistakes) is frozenset:
+            SHOWN[problem] = frozenset(m for m in mistakes if type(m) is str)
 
 
 def _print_notes(notes: List[str]) -> None:
@@ -175,8 +190,8 @@ class WrittenAnswer:
     """A written answer, ANSWERS[problem], read with the rules of `qkv grade`; score() is the points earned."""
 
     def __init__(self, namespace: Dict[str, Any], problem: str, points: float) -> None:
-        given = namespace.get("ANSWERS")
-        self.answer = given.get(problem) if isinstance(given, dict) else None
+        # plain data, as qkv grade reads ANSWERS: a student's object (one equal to anything) never meets the answer
+        self.answer = plain_answers(namespace.get("ANSWERS")).get(problem)
         self.problem, self.points = problem, points
         self.checks, self.right = 0, 0
         self.messages: List[str] = []

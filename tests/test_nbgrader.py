@@ -8,7 +8,9 @@ write to stderr (still full marks), and one with a classic mistake in one
 function and, in another, a mistake that passes some tests: each loses its own
 problem's points only, exactly as many as `qkv grade`'s per-test weights say.
 On the NumPy course also the stub with cell values switched off (0, not full
-marks). The two courses' nbgrader runs overlap in time.
+marks), and the stub whose cells redefine or patch the test cells' helpers, replace ANSWERS by
+objects equal to any answer, or change the helpers' embedded text: each gets what its functions earn
+(or nothing), never the points it claims. The two courses' nbgrader runs overlap in time.
 
 Courses: the bundled `attention-numpy`, and `attention-torch` (or, without that
 manifest, the fixture `torch-per-student`). The fixture (torch, per-student
@@ -52,6 +54,8 @@ from autograder.assemble.student_text import CLASS, TRACK_IMPORTS, written_promp
 from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nbgrader" / "assignments"
+HOSTILE = Path(__file__).parent / "fixtures" / "nbgrader" / "hostile"  # one student's cell per attack
+ATTACKS = ("redefine_helpers", "patch_helpers", "answers_equal_anything")  # each must leave the verdicts as they are
 VENV_BIN = Path(sys.executable).parent
 NOISE_MARK = "qkv-noise"
 
@@ -254,6 +258,9 @@ def _submit_all(root: Path, name: str, result, bundle) -> Course:
         quiet = nbformat.from_dict(course.release)
         quiet.cells.insert(2, nbformat.v4.new_code_cell('get_ipython().ast_node_interactivity = "none"'))
         submit("display-off", quiet)
+    if result.assignment.track == "numpy":  # (the track does not matter here)
+        for attack in (*ATTACKS, "change_runtime"):
+            submit(attack, hostile(course.release, attack))
     # one submission, two mistaken functions: the classic mistake, and one that passes some tests
     wrong = nbformat.from_dict(source)
     for mistake in (course.mistake, course.partial):
@@ -267,6 +274,22 @@ def _submit_all(root: Path, name: str, result, bundle) -> Course:
         _cells(upstream)["scaled-dot-product-attention-solution"].source = BUILT_ON_SOFTMAX
         submit("upstream", upstream)
     return course
+
+
+def returns_zero(*args, **kwargs) -> float:
+    return 0.0
+
+
+def hostile(release: nbformat.NotebookNode, attack: str) -> nbformat.NotebookNode:
+    """The stub with functions that return 0.0 (so that a comparison that always matches would pass them),
+    and the attack's code at the top of every function's cell: before the first test cell and between them."""
+    nb = nbformat.from_dict(release)
+    code = (HOSTILE / f"{attack}.py").read_text()
+    cells = [c for c in _cells(nb).values() if c.metadata["nbgrader"]["solution"] and "def " in c.source]
+    assert cells and all("raise NotImplementedError()" in c.source for c in cells)
+    for cell in cells:
+        cell.source = code + "\n\n" + cell.source.replace("raise NotImplementedError()", "return 0.0")
+    return nb
 
 
 BUILT_ON_SOFTMAX = """def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
@@ -378,6 +401,29 @@ def test_a_cell_that_shows_no_value_gets_no_points(numpy_course: Course) -> None
     errors = [o for c in numpy_course.autograded("display-off").cells if c.metadata.get("nbgrader", {}).get("grade")
               for o in c.outputs if o.output_type == "error"]
     assert len(errors) == len(cells) and all("display is switched off" in o.evalue for o in errors)
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_cells_that_change_the_helpers_get_what_their_functions_earn(numpy_course: Course, attack: str) -> None:
+    """Per test cell exactly what qkv grade's weights give a function returning 0.0, and no written answer
+    right: the helpers each test cell judges with are its own, whatever the student's cells did to theirs."""
+    course = numpy_course
+    deserved = {f"{c.id}-tests": points_of(c, returns_zero, course.assignment.track) for c in course.bundle.code}
+    deserved.update({f"{a.problem.id}-tests": 0.0 for a in course.assignment.written})
+    score, max_score, cells = course.grades(attack)
+    assert max_score == course.assignment.max_points
+    assert {k: v[0] for k, v in cells.items()} == pytest.approx(deserved, abs=1e-4)
+    assert score == pytest.approx(sum(deserved.values()), abs=1e-4) and score < max_score
+
+
+def test_a_changed_runtime_text_fails_every_test_cell(numpy_course: Course) -> None:
+    score, _, cells = numpy_course.grades("change_runtime")
+    assert score == 0 and {k: v for k, v in cells.items() if v[0] != 0} == {}
+    errors = {c.metadata["nbgrader"]["grade_id"]: [o.evalue for o in c.outputs if o.output_type == "error"]
+              for c in numpy_course.autograded("change_runtime").cells if c.metadata.get("nbgrader", {}).get("grade")}
+    assert errors.keys() == cells.keys()
+    assert all(e == ["the grading helpers cell has not run, or a cell changed it: run the notebook from the top"]
+               for e in errors.values()), errors
 
 
 def test_warnings_and_stderr_of_a_correct_solution_cost_nothing(course: Course) -> None:
@@ -503,8 +549,9 @@ def test_per_student_assignment_uses_class_wide_numbers(fixture_build) -> None:
 
 @pytest.fixture(autouse=True)
 def keep_this_process_runtime():
-    """The helpers cell installs its embedded runtime in the process that runs it (a kernel, or this one here):
-    afterwards this process gets its own modules back, as a new kernel would start without the cell's."""
+    """The helpers cell and each test cell install their embedded runtime in the process that runs them (a
+    kernel, or this one here): afterwards this process gets its own modules back, as a new kernel would start
+    without the cells'."""
     modules = {k: v for k, v in sys.modules.items() if k == "qkv_runtime" or k.startswith("qkv_runtime.")}
     finders = list(sys.meta_path)
     yield

@@ -1,11 +1,15 @@
-"""The pytest route (`pytest --qkv NAME --qkv-submission FILE`) gives the same scores as `qkv grade`."""
+"""The pytest route (`pytest --qkv NAME --qkv-submission FILE`) gives the same scores as `qkv grade`, and a
+student's repository cannot change them: its conftest.py does not run, and its pytest configuration, a plugin
+from outside installed packages, its folder on Python's path or a build inside it stop the run instead."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,9 @@ import pytest
 from autograder.routes.class_grading import grade_class
 from conftest import ROOT, key_module, replace_function
 from autograder.references import misconceptions
+
+FIXTURES = ROOT / "tests" / "fixtures" / "routes"
+PYTEST = Path(sys.executable).with_name("pytest")  # the command instructors run (python -m pytest adds the folder)
 
 CUSTOM_CHECKS = '''
 import numpy as np
@@ -36,10 +43,16 @@ def test_attention_is_permutation_equivariant(qkv_submission):
 '''
 
 
+def run_pytest(folder: Path, dist: Path, submission: Path, *extra: str, command: tuple[str, ...] = (str(PYTEST),),
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+    return subprocess.run([*command, "-p", "no:cacheprovider", "--qkv=attention-numpy", f"--qkv-dist={dist}",
+                           f"--qkv-submission={submission}", *extra],
+                          cwd=folder, capture_output=True, text=True, timeout=180, env={**clean, **(env or {})})
+
+
 def pytest_route(folder: Path, dist: Path, submission: Path, *extra: str) -> tuple[float, float, str]:
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--qkv", "attention-numpy",
-                          "--qkv-dist", str(dist), "--qkv-submission", str(submission), *extra],
-                         cwd=folder, capture_output=True, text=True, timeout=180)
+    run = run_pytest(folder, dist, submission, *extra)
     match = re.search(r"qkv score: ([\d.]+) / ([\d.]+)", run.stdout)
     assert match, run.stdout[-2000:] + run.stderr[-2000:]
     return float(match.group(1)), float(match.group(2)), run.stdout
@@ -93,3 +106,98 @@ def test_junit_xml_carries_points(built_numpy, tmp_path):
     xml = (tmp_path / "report.xml").read_text()
     assert xml.count('name="max_points"') == len(built_numpy.assignment.problems) + sum(
         len(a.problem.public_tests) + len(a.problem.hidden_tests) - 1 for a in built_numpy.assignment.implement)
+
+
+# ------------------------------------------------- what a student's repository holds
+
+
+def student_repo(built, tmp_path: Path) -> Path:
+    """The release as a student commits it (stub, pytest.ini, tests/, qkv_runtime/), in a folder of its own."""
+    repo = tmp_path / "repo"
+    shutil.copytree(built.out / "student", repo)
+    return repo
+
+
+def own_ini(tmp_path: Path) -> Path:
+    """The instructor's own (empty) pytest.ini, named with -c."""
+    folder = tmp_path / "grading"
+    folder.mkdir(exist_ok=True)
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    return folder / "pytest.ini"
+
+
+def test_a_conftest_in_the_students_repo_does_not_run(built_numpy, tmp_path):
+    """A conftest.py that reports every test as passed with full points, and pytest run inside the student's
+    repository: the total is what qkv grade gives the stub, and the conftest never ran."""
+    repo = student_repo(built_numpy, tmp_path)
+    shutil.copy(FIXTURES / "hijack_plugin.py.txt", repo / "conftest.py")
+    (tmp_path / "subs").mkdir()
+    shutil.copy(repo / "attention_numpy.py", tmp_path / "subs" / "attention_numpy.py")
+    graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
+    assert graded.score < graded.max_score
+    score, maximum, output = pytest_route(repo, built_numpy.out, repo / "attention_numpy.py", "-c", str(own_ini(tmp_path)))
+    assert not (repo / "HIJACKED").exists(), "the student's conftest.py ran in the grader's process"
+    assert maximum == pytest.approx(graded.max_score)
+    assert score == pytest.approx(graded.score, abs=1e-3)
+    assert "failed" in output
+
+
+@dataclass
+class Planted:
+    named: Path  # what the usage error must name
+    env: dict[str, str] = field(default_factory=dict)
+    command: tuple[str, ...] = (str(PYTEST),)
+    dist: Path | None = None  # the build the run is pointed at, when not the real one
+
+
+def _config_file(name: str):
+    def plant(built, repo: Path, tmp_path: Path) -> Planted:
+        (repo / "pytest.ini").unlink()  # the release's: so that the file pytest finds is `name`
+        shutil.copy(FIXTURES / f"{name}.txt", repo / name)
+        return Planted(repo / name)
+    return plant
+
+
+def _plugin(built, repo: Path, tmp_path: Path) -> Planted:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    shutil.copy(FIXTURES / "hijack_plugin.py.txt", plugins / "hijack_plugin.py")
+    path = os.pathsep.join(filter(None, (str(plugins), os.environ.get("PYTHONPATH"))))
+    return Planted(plugins / "hijack_plugin.py", env={"PYTHONPATH": path, "PYTEST_ADDOPTS": "-p hijack_plugin"})
+
+
+def _folder_on_path(built, repo: Path, tmp_path: Path) -> Planted:
+    # `python -m pytest` inside the repository puts it first on sys.path: its qkv_runtime/ would be the grader's,
+    # and a stub whose functions return a number would pass every code test
+    with (repo / "qkv_runtime" / "compare.py").open("a") as compare:
+        compare.write((FIXTURES / "compare_always_matches.py.txt").read_text())
+    stub = repo / "attention_numpy.py"
+    stub.write_text(re.sub(r"raise NotImplementedError\(.*\)$", "return 0.0", stub.read_text(), flags=re.M))
+    return Planted(repo, command=(sys.executable, "-m", "pytest"))
+
+
+def _build_in_repo(built, repo: Path, tmp_path: Path) -> Planted:
+    shutil.copytree(built.out, repo / "dist" / "attention-numpy")
+    return Planted(repo / "dist" / "attention-numpy", dist=repo / "dist" / "attention-numpy")
+
+
+# with the instructor's own -c, but for the configuration files: pytest found them because it ran in the repo
+CONFIGS = {"pytest.ini": _config_file("pytest.ini"), "tox.ini": _config_file("tox.ini"),
+           "setup.cfg": _config_file("setup.cfg"), "pyproject.toml": _config_file("pyproject.toml"),
+           "release pytest.ini": lambda built, repo, tmp_path: Planted(repo / "pytest.ini")}
+OTHERS = {"plugin": _plugin, "folder on path": _folder_on_path, "build in repo": _build_in_repo}
+
+
+@pytest.mark.parametrize("case", [*CONFIGS, *OTHERS])
+def test_what_the_repo_could_run_in_the_grader_stops_the_run(built_numpy, tmp_path, case):
+    """pytest run inside the student's repository (as GitHub Classroom does): whatever there could run code in
+    the grader's process, or choose the answers, is a one-line usage error naming it, and no score."""
+    repo = student_repo(built_numpy, tmp_path)
+    planted = (CONFIGS.get(case) or OTHERS[case])(built_numpy, repo, tmp_path)
+    extra = () if case in CONFIGS else ("-c", str(own_ini(tmp_path)))
+    run = run_pytest(repo, planted.dist or built_numpy.out, repo / "attention_numpy.py", *extra, env=planted.env,
+                     command=planted.command)
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout[-2000:] + run.stderr[-2000:]
+    errors = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"ERROR: {planted.named.resolve()}: "), run.stderr[-2000:]
+    assert "qkv score" not in run.stdout

@@ -11,16 +11,29 @@ earned, which nbgrader reads as partial credit, weighted per test as `qkv grade`
 
 Test inputs, expected outputs and each named mistake's outputs are the bundle's
 exact arrays, base64-encoded; the helpers cell embeds the portable runtime
-(qkv_runtime.nbcells and what it needs), so test cells judge by the rules of
-`qkv grade` and name the same mistakes. Our own metadata lives in `metadata.qkv` (nbgrader's
+(qkv_runtime.nbcells and what it needs) as one text, so test cells judge by the
+rules of `qkv grade` and name the same mistakes. Our own metadata lives in `metadata.qkv` (nbgrader's
 schema rejects unknown keys in `metadata.nbgrader`). Cell ids are derived from
 problem ids and nothing depends on the clock, so builds are byte-identical.
+
+nbgrader runs every cell in one kernel, the students' cells before each test cell,
+and restores the locked cells' text but not what their code left in the kernel. So
+each test cell begins with `FRESH`: it checks the runtime's text against the
+SHA-256 digest built into it and runs that text again, into new modules; a
+student's cell that redefined, patched or replaced the helpers, their modules or
+the names the test cell uses leaves this cell's verdict unchanged (tested with real
+nbgrader). What one kernel cannot stop: code that patches Python or NumPy
+themselves (builtins, hashlib, numpy's functions), IPython's display of a cell's
+value, or a student's function that, called by a test, reaches up the stack into
+the test. `qkv grade` runs each notebook in the sandbox, in a process of its own.
+Running the runtime afresh costs each test cell about 30 ms (compiling it).
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
 import math
 from importlib import resources
 from typing import Any
@@ -109,52 +122,80 @@ def _setup(assignment: Assignment) -> str:
     )
 
 
-RUNTIME_MODULES = ("__init__", "wire", "values", "compare", "diagnosis", "answers", "nbcells")  # what the test cells run on
+RUNTIME_MODULES = ("__init__", "wire", "values", "compare", "diagnosis", "answers", "nbcells")  # in import order
+
+RUNTIME = """\
+# qkv's portable runtime, embedded by `qkv build` from its own sources: the helpers cell and then every
+# test cell run this text afresh, as new modules, so nothing a cell in between did to them is used.
+import sys
+
+SOURCES = {{
+{sources}
+}}
+_previous = sys.modules.get("qkv_runtime.nbcells")
+_modules = {{}}
+for _name, _source in SOURCES.items():
+    _module = _modules[_name] = type(sys)(_name)
+    _module.__package__ = "qkv_runtime"
+    if _name == "qkv_runtime":
+        _module.__path__ = []
+    else:
+        setattr(_modules["qkv_runtime"], _name.rpartition(".")[2], _module)
+    sys.modules[_name] = _module  # where relative imports and dataclasses look a module up
+    exec(compile(_source, "<" + _name + ">", "exec"), _module.__dict__)
+_nbcells = _modules["qkv_runtime.nbcells"]
+_nbcells.carry_over(_previous)
+CodeTests, WrittenAnswer, array = _nbcells.CodeTests, _nbcells.WrittenAnswer, _nbcells.array
+"""
 
 HELPERS = """\
 # Grading helpers for the test cells below (locked: nbgrader restores this cell when it grades).
-# qkv's portable runtime, embedded by `qkv build` from its own sources, so the test cells judge
-# outputs and answers by the rules of `qkv grade`.
-import importlib.abc as _qkv_abc
-import importlib.util as _qkv_util
-import sys as _qkv_sys
+# _QKV_RUNTIME is qkv's portable runtime, embedded by `qkv build` from its own sources, so the test
+# cells judge outputs and answers by the rules of `qkv grade`; each of them runs it afresh.
+_QKV_RUNTIME = {runtime!r}
+exec(_QKV_RUNTIME, {{}})  # here only to show at once a runtime that cannot run in this kernel
+"""
 
-
-class _QkvRuntime(_qkv_abc.MetaPathFinder, _qkv_abc.Loader):
-    def __init__(self, sources):
-        self.sources = sources
-
-    def find_spec(self, name, path=None, target=None):
-        if name in self.sources:
-            return _qkv_util.spec_from_loader(name, self, is_package=name == "qkv_runtime")
-        return None
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module):
-        exec(compile(self.sources[module.__name__], "<" + module.__name__ + ">", "exec"), module.__dict__)
-
-
-for _qkv_name in [n for n in _qkv_sys.modules if n == "qkv_runtime" or n.startswith("qkv_runtime.")]:
-    del _qkv_sys.modules[_qkv_name]
-_qkv_sys.meta_path[:] = [f for f in _qkv_sys.meta_path if type(f).__name__ != "_QkvRuntime"]
-_qkv_sys.meta_path.insert(0, _QkvRuntime({{
-{sources}
-}}))
-from qkv_runtime.nbcells import CodeTests as _QkvTests, WrittenAnswer as _QkvAnswer, array as _qkv_array
+# The first lines of every test cell. They look up nothing a student's cell can rebind (builtins come from the
+# builtins module, not from names of the notebook) and take the runtime's text only if it is, to the bit, the
+# text that was built; its classes are then new, in a namespace of this cell's own.
+FRESH = """\
+import builtins as _qkv_b, hashlib as _qkv_h  # the grading helpers afresh: an earlier cell may have changed them
+_qkv_s, _qkv_n = _qkv_b.globals().get("_QKV_RUNTIME"), {{"__builtins__": _qkv_b}}
+if _qkv_b.type(_qkv_s) is not _qkv_b.str or _qkv_h.sha256(_qkv_s.encode()).hexdigest() != {digest!r}:
+    raise _qkv_b.RuntimeError("the grading helpers cell has not run, or a cell changed it: run the notebook from the top")
+_qkv_b.exec(_qkv_b.compile(_qkv_s, "<qkv runtime>", "exec"), _qkv_n)
+_QkvTests, _QkvAnswer, _qkv_array = _qkv_n["CodeTests"], _qkv_n["WrittenAnswer"], _qkv_n["array"]
 """
 
 
-def _helpers() -> str:
+def _relative_imports(text: str) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+    return found
+
+
+def _runtime() -> str:
     folder = resources.files("qkv_runtime")
-    sources = []
+    sources, seen = [], set()
     for module in RUNTIME_MODULES:
+        text = folder.joinpath(module + ".py").read_text(encoding="utf-8")
+        # the runtime is run module by module in this order: each may import only those before it
+        needs = _relative_imports(text)
+        if not needs <= seen:
+            raise RuntimeError(f"qkv_runtime/{module}.py imports {sorted(needs - seen)} before they are run")
+        seen.add(module)
         name = "qkv_runtime" if module == "__init__" else f"qkv_runtime.{module}"
-        sources.append(f"    {name!r}: {folder.joinpath(module + '.py').read_text(encoding='utf-8')!r},")
-    source = HELPERS.format(sources="\n".join(sources))
+        sources.append(f"    {name!r}: {text!r},")
+    source = RUNTIME.format(sources="\n".join(sources))
     ast.parse(source)  # fail at build time, not in a kernel
     return source
+
+
+def _fresh(runtime: str) -> str:
+    return FRESH.format(digest=hashlib.sha256(runtime.encode()).hexdigest())
 
 
 # ---------------------------------------------------------------- notebook
@@ -170,10 +211,12 @@ def _prompt(assigned: AssignedProblem, assignment: Assignment) -> str:
 
 
 def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
+    runtime = _runtime()
+    fresh = _fresh(runtime)
     cells = [
         _cell("markdown", _intro(assignment), "qkv-intro", "intro", locked=True),
         _cell("code", _setup(assignment), "qkv-setup", "setup", locked=True),
-        _cell("code", _helpers(), "qkv-helpers", "selfcheck", locked=True),
+        _cell("code", HELPERS.format(runtime=runtime), "qkv-helpers", "selfcheck", locked=True),
     ]
     for assigned in assignment.problems:
         problem = assigned.problem
@@ -183,7 +226,7 @@ def source_notebook(assignment: Assignment, bundle: GradingBundle) -> str:
         solution = kind.nbgrader_solution(assigned, assignment)
         tests = kind.nbgrader_tests(assigned, assignment, bundle)
         cells.append(_cell("code", solution, f"{pid}-solution", "work", pid, solution=True))
-        cells.append(_cell("code", tests, f"{pid}-tests", "selfcheck", pid,
+        cells.append(_cell("code", fresh + tests, f"{pid}-tests", "selfcheck", pid,
                            grade=True, locked=True, points=float(assigned.points)))
     notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
     nbformat.validate(notebook)

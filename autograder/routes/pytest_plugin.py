@@ -7,16 +7,37 @@ same scores. Each test's points go to `user_properties` (and so to JUnit XML),
 and the total is printed at the end. Custom hidden checks are plain pytest
 functions taking the `qkv_submission` fixture (calls run in the sandbox) and
 marked `@pytest.mark.qkv_points(N)`.
+
+This process holds the answers, and pytest runs code from the folders it looks
+in before any plugin: a student's conftest.py, a pytest.ini whose addopts load a
+plugin, a module beside the submission that Python imports instead of ours. So,
+with `--qkv`, no conftest.py is loaded at all (put fixtures in the checks file),
+and the run stops with a usage error, before anything is graded, when pytest took
+its configuration from a file it found itself (name yours with `-c FILE`), when a
+plugin module not installed as a package was loaded (`-p`, `PYTEST_PLUGINS`),
+when the submission's folder is on Python's path (`python -m pytest` run there)
+or when the build lies in that folder. Code that runs before this plugin can
+undo anything it checks, so the safe way is to run the `pytest` command (not
+`python -m pytest`) from a folder of your own, never inside a student's repository:
+
+    cd GRADING && pytest -c pytest.ini --qkv=NAME --qkv-dist=dist/NAME --qkv-submission=REPO/FILE [checks.py]
+
+`-c` names your own pytest.ini (an empty one will do); each qkv option with `=`,
+because pytest reads its configuration before it knows this plugin's options, and
+takes a path standing alone for a test path, beside which it looks for one.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from _pytest.config.findpaths import load_config_dict_from_file
 
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
@@ -55,8 +76,7 @@ class QkvSession:
     """Grades the submission once per pytest session and hands out its test results."""
 
     def __init__(self, config: pytest.Config):
-        name = config.getoption("qkv")
-        dist = Path(config.getoption("qkv_dist") or Path("dist") / name)
+        dist = _dist(config.option)
         path = Path(config.getoption("qkv_submission") or "")
         if not path.is_file():
             raise pytest.UsageError(f"--qkv-submission: no such file '{path}'")
@@ -118,6 +138,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--qkv-dist", metavar="DIR", help="the build of NAME (default: dist/NAME)")
     group.addoption("--qkv-isolation", metavar="REQUEST",
                     help="require, allow-rlimits, bwrap or rlimits (default: the assignment's grading policy)")
+
+
+def _dist(options: Any) -> Path:
+    return Path(options.qkv_dist or Path("dist") / options.qkv)
+
+
+def _untrusted(config: pytest.Config) -> str | None:
+    """What pytest read or imported before this plugin that could run code here and that its caller did not
+    name, as a one-line reason naming the file; None when there is nothing."""
+    options = config.known_args_namespace
+    if (config.inipath is not None and not options.inifilename
+            and load_config_dict_from_file(config.inipath) is not None):
+        return (f"{config.inipath}: pytest took its configuration (options, plugins, paths) from this file, "
+                "which qkv did not choose: run from a folder of your own, or name your own file with -c FILE")
+    installed = {id(plugin) for plugin, _ in config.pluginmanager.list_plugin_distinfo()}
+    for plugin in config.pluginmanager.get_plugins():
+        if (isinstance(plugin, ModuleType) and id(plugin) not in installed and plugin is not sys.modules[__name__]
+                and not plugin.__name__.startswith("_pytest.")):
+            return (f"{getattr(plugin, '__file__', None) or plugin.__name__}: a pytest plugin that is not an installed "
+                    "package (-p, PYTEST_PLUGINS) would run beside the answers: install it, or leave it out")
+    if not options.qkv_submission:
+        return None  # QkvSession says what is missing
+    folder = Path(options.qkv_submission).absolute().parent.resolve()
+    if any(isinstance(entry, str) and Path(entry).absolute().resolve() == folder for entry in sys.path):
+        return (f"{folder}: the submission's folder is on Python's path (python -m pytest run there, PYTHONPATH, "
+                "pythonpath), so its files could stand in for the grader's modules: run pytest from a folder of your own")
+    dist = _dist(options).absolute().resolve()
+    if folder == dist or folder in dist.parents:
+        return f"{dist}: the build lies in the submission's folder, where a student could have written it"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # Runs after pytest has read its configuration and loaded -p plugins, before it imports any conftest.py.
+    if not early_config.known_args_namespace.qkv:
+        return
+    early_config.known_args_namespace.noconftest = True  # what pytest reads to skip every conftest.py, at any depth
+    reason = _untrusted(early_config)
+    if reason is not None:
+        raise pytest.UsageError(reason)
 
 
 def pytest_configure(config: pytest.Config) -> None:
