@@ -63,6 +63,34 @@ def test_different_seeds_keep_the_difficulty_and_spread_over_topics(bank):
     assert len(selections) > 4, "the seed should change which problems are drawn"
 
 
+def test_every_draw_holds_as_many_points_of_true_statements_as_of_false_ones(bank):
+    """All true or all false earns half of an exam's verdicts: the draw swaps problems of the same difficulty
+    until the true and false statements hold equal points, keeping the topics spread (the test above)."""
+    from autograder.bank.measures import verdict_points
+
+    statements = 0
+    for seed in range(8):
+        for spec in (ExamSpec(count=10, seed=seed), ExamSpec(count=20, seed=seed),
+                     ExamSpec(count=6, seed=seed, kinds=("true_false", "multiple_choice"))):
+            true, false = verdict_points((i.problem, i.problem.points) for i in draw_exam(bank, spec).items)
+            assert sum(true) == sum(false), (spec, true, false)
+            statements += len(true) + len(false)
+    assert statements >= 100
+
+
+def test_a_draw_whose_statements_cannot_be_balanced_is_refused_in_one_line(bank, tmp_path):
+    # complexity's three statements are all false; with hand calculations beside them, numbers take the place of
+    # all but one (one statement cannot be balanced further)
+    spec = ExamSpec(topics=("complexity",), kinds=("true_false", "numeric"), count=3, seed=0)
+    assert [kind_of(i.problem).truth(i.problem) for i in draw_exam(bank, spec).items].count(False) == 1
+    result = CliRunner().invoke(main, ["exam", "--topics", "complexity", "--kinds", "true_false", "--count", "3",
+                                       "--out", str(tmp_path / "p")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = said(result.output)
+    assert len(lines) == 1 and "--topics" in lines[0] and "answering all false earns 100%" in lines[0], lines
+    assert not (tmp_path / "p").exists()
+
+
 def test_chosen_topics_share_the_count(bank):
     exam = draw_exam(bank, ExamSpec(topics=("attention", "masking/renormalise", "multi-head"), count=7, seed=3))
     groups = Counter(i.group for i in exam.items)

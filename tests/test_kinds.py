@@ -216,3 +216,94 @@ def test_a_registered_kind_is_built_graded_examined_drilled_and_exported(tiny_ba
     assert quiz.skipped_code == 0 and "{TRUE####" in quiz.data.decode()
 
 
+
+
+# ------------------------------------- true_false: a verdict nobody can read off the page
+
+STATEMENT = """\
+id: rows-sum-to-one
+title: Does a softmax row sum to one?
+kind: true_false
+topic: tiny/softmax
+points: 2
+difficulty: 1
+source: "L08 p.20"
+statement: "Every row of softmax(S) sums to 1."
+answer: true
+reason: "Each exponential is divided by the sum of its row's exponentials."
+follow_up:
+  question: "What do the weights of one row of three finite scores add up to?"
+  number: 1
+  tolerance: {abs: 1.0e-6}
+  decimals: 0
+solution: "True: each exponential is divided by its row's sum."
+"""
+
+
+def _statement(**changes: object):
+    data = yaml.safe_load(STATEMENT)
+    data.update(changes)
+    return problem_adapter().validate_python(data)
+
+
+def test_a_statement_in_the_kinds_own_words_passes() -> None:
+    from autograder.bank.validate import check_problem
+
+    assert check_problem(_statement()) == []
+    assert check_problem(_statement(answer=False, correction="Every row sums to 1.")) == []
+
+
+def test_validate_fails_a_skeleton_whose_prompt_leaks_its_verdict(tmp_path: Path) -> None:
+    leaky = STATEMENT.replace("answer: true\n", "answer: false\ncorrection: \"It sums to 1.\"\n").replace(
+        "statement:", "prompt: Decide whether the statement is true or false; if false, correct it.\nstatement:")
+    (tmp_path / "rows-sum-to-one.yaml").write_text(leaky, encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", str(tmp_path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith(str(tmp_path))]
+    assert len(lines) == 1 and ": prompt: a true/false prompt is the kind's own" in lines[0], lines
+    problem = parse_problem(leaky, str(tmp_path / "rows-sum-to-one.yaml"))
+    # whatever the file says, nobody reads it: every route shows the kind's prompt
+    from autograder.kinds.true_false_checks import NEUTRAL_PROMPT, student_texts
+
+    for route, text in student_texts(kind_of(problem), problem).items():
+        assert "if false" not in text, route
+    assert kind_of(problem).question_markdown(problem, None).startswith(NEUTRAL_PROMPT)
+
+
+@pytest.mark.parametrize("question, words", [
+    ("Why can no weight of an unmasked key be exactly 0?", "Why"),
+    ("Then why does the same model generate text one token at a time?", "Then why"),
+    ("Which change to the statement makes it true?", "makes it true"),
+    ("What do multiple heads actually give a Transformer?", "actually"),
+    ("How many scores does one head compute for n = 300 tokens, however small most of its weights are?", "however"),
+])
+def test_a_follow_up_that_takes_the_verdict_for_granted_is_refused(question: str, words: str) -> None:
+    problem = _statement(follow_up={**yaml.safe_load(STATEMENT)["follow_up"], "question": question})
+    found = [f for f in kind_of(problem).check(problem) if f.startswith("follow_up.question:")]
+    assert len(found) == 1 and f"'{words}' takes the verdict for granted" in found[0], found
+
+
+def test_a_true_statement_without_a_follow_up_is_refused() -> None:
+    problem = _statement(follow_up=None)  # the model takes it: only a false statement must have one
+    assert any(f.startswith("follow_up: a statement without a follow-up can only be true")
+               for f in kind_of(problem).check(problem))
+
+
+@pytest.mark.parametrize("method, routes", [
+    ("question_markdown", ("release", "class text", "exam paper")),
+    ("drill_text", ("drill",)),
+    ("answer_notes", ("notebook cell",)),
+])
+def test_whatever_a_route_shows_is_rendered_with_the_verdict_flipped(method: str, routes: tuple[str, ...]) -> None:
+    from autograder.kinds.true_false import TrueFalseKind
+    from autograder.kinds.true_false_checks import verdict_findings
+
+    def leaky(self, problem, *args):
+        shown = getattr(TrueFalseKind, method)(self, problem, *args)
+        cue = "" if problem.answer else "If it is false, correct it."
+        return (*shown, cue) if isinstance(shown, tuple) else shown + cue
+
+    kind = type("LeakyTrueFalse", (TrueFalseKind,), {method: leaky})()
+    found = [f for f in verdict_findings(kind, _statement()) if "changes when the verdict is flipped" in f]
+    assert len(found) == 1 and all(route in found[0] for route in routes), found
+    assert verdict_findings(kind_of(_statement()), _statement()) == []

@@ -1,7 +1,9 @@
 """Assignment manifests: `assignments/<name>.yaml` in, a resolved `Assignment` (manifest + bank problems) out.
 
 Every error names the manifest file and the field: an unknown problem id, a
-problem the track cannot take, bad points, bad YAML.
+problem the track cannot take, bad points, bad YAML, true/false statements so
+unbalanced that answering all true or all false earns more than about half of their
+points (the rule is bank/measures.py's `paper_balance_finding`, which `qkv exam` draws by).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Annotated, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from autograder.bank import measures
 from autograder.bank.load import Bank
 from autograder.bundle import module_name
 from autograder.grading_policy import GradingPolicy
@@ -46,6 +49,13 @@ class LatePolicy(_Strict):
     last: dt.datetime | dt.date | None = Field(default=None, description="hand-ins after this get zero")
 
 
+class LmsLinks(_Strict):
+    """The assignment as the LMS knows it, so grades go back to it (`qkv export-grades`, `qkv push-grades`)."""
+
+    canvas_assignment_id: int | None = Field(
+        default=None, ge=1, description="the number at the end of the Canvas assignment's address, /assignments/ID")
+
+
 class Manifest(_Strict):
     title: str = Field(min_length=3)
     track: Track
@@ -61,6 +71,7 @@ class Manifest(_Strict):
     problems: list[Union[ProblemId, ProblemEntry]] = Field(min_length=1)
     grading: GradingPolicy = GradingPolicy()
     late: LatePolicy | None = None
+    lms: LmsLinks = LmsLinks()
 
     @model_validator(mode="after")
     def _late_needs_due(self) -> "Manifest":
@@ -137,6 +148,13 @@ def find_manifest(name_or_path: str, root: Path | None = None) -> Path:
     return path
 
 
+def lms_links(name: str, root: Path) -> LmsLinks:
+    """What assignment `name`'s manifest under `root` says of the LMS; nothing when there is no such manifest
+    (grades kept from a build of another course)."""
+    path = root / f"{name}.yaml"
+    return parse_manifest(path).lms if path.is_file() else LmsLinks()
+
+
 def _field(loc: tuple) -> str:
     out = ""
     for part in loc:
@@ -190,6 +208,9 @@ def resolve_assignment(path: Path, bank: Bank, defaults: GradingPolicy = Grading
                 str(path), f"{where}: '{entry.id}' has no {manifest.track} reference, so the {manifest.track} track cannot take it"
             )
         resolved.append(AssignedProblem(problem, entry.points if entry.points is not None else problem.points))
+    unbalanced = measures.paper_balance_finding((p.problem, p.points) for p in resolved)
+    if unbalanced:
+        raise QkvError(str(path), f"problems: {unbalanced}; add or swap statements")
     files = {p.problem.id: bank.paths[p.problem.id] for p in resolved}
     assignment = Assignment(name, manifest, tuple(resolved), path, files)
     functions = [p.problem.function for p in assignment.implement]

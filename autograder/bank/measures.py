@@ -1,12 +1,17 @@
-"""Whether the bank's scores measure knowledge: a `Bank` in, findings, warnings and per-topic figures out.
+"""Whether the bank's scores measure knowledge: a `Bank` (or what one paper asks) in, findings, warnings and
+per-topic figures out.
 
 Guessing must not earn points: the bank's true/false statements are close to half
 true (`balance`, enforced on the whole bank and on each topic once they hold enough
-statements, the topic's finding on its first file), the right choice is not
-the longest by a clear margin in more than a third of a topic's choice questions
-(`longest_right`, a warning), and no prompt, statement or choice quotes a number
-that another problem asks for (`leaks`, an error): a draw's answers, a lecture
-example's when a problem has no parameters, a follow-up's number.
+statements, the topic's finding on its first file), and so is every paper a student sits,
+an assignment or a drawn exam (`paper_balance_finding`: true and false, weighted by points,
+differ by at most one statement or a tenth of the points, so that answering all true or all
+false earns about half); the right choice sits at neither end of its set's lengths
+(`length_end`: each one that does is a warning, and a topic where more than a third of the
+right choices sit at one end is an error: the right choice's length rank must be spread, so
+that picking the longest or the shortest choice earns what chance does); and no prompt,
+statement or choice quotes a number that another problem asks for (`leaks`, an error): a
+draw's answers, a lecture example's when a problem has no parameters, a follow-up's number.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -26,7 +31,9 @@ BALANCE_FROM = 12  # true/false problems a bank needs before its balance is enfo
 TOPIC_TRUE_SHARE = (0.25, 0.75)  # of one topic's statements: looser, a topic holds few
 TOPIC_BALANCE_FROM = 4  # true/false problems a topic needs before its own balance is enforced
 CLEAR_MARGIN = 1.2  # the right choice is "clearly" the longest when it is this much longer than every other
-LONGEST_SHARE = 1 / 3  # of a topic's choice questions
+LONGEST_SHARE = 1 / 3  # of a topic's choice questions, at either end of the lengths (chance: 1/4 with 4 choices)
+TOPIC_CHOICES_FROM = 3  # choice questions a topic needs before the spread of its right choices' lengths is enforced
+PAPER_MARGIN = 0.05  # of a paper's verdict points: what answering all true or all false may earn above half
 LEAK_DECIMALS = range(0, 7)
 _TOKEN = re.compile(r"(?<![\w.])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w])")
 
@@ -63,14 +70,71 @@ def balance_findings(bank: Bank) -> list[str]:
 
 
 def topic_balance_findings(bank: Bank) -> dict[str, list[str]]:
-    """problem id (the first true/false file of the topic) -> 'field: reason' for each topic out of balance."""
-    out: dict[str, list[str]] = {}
+    """problem id -> 'field: reason' for each topic out of balance: its true and false statements (the finding on
+    the topic's first true/false file), the lengths of its right choices (on its first choice question)."""
+    out: dict[str, list[str]] = defaultdict(list)
     for topic, (true, false) in balance(bank).items():
         if _unbalanced(true, true + false, TOPIC_TRUE_SHARE, TOPIC_BALANCE_FROM):
             first = min(p.id for p in bank.problems.values() if kind_of(p).truth(p) is not None and _topic(p) == topic)
-            out[first] = [f"true_false: {true} of {true + false} statements of the topic {topic} are true; keep "
-                          f"between {TOPIC_TRUE_SHARE[0]:.0%} and {TOPIC_TRUE_SHARE[1]:.0%} of a topic true"]
-    return out
+            out[first].append(f"true_false: {true} of {true + false} statements of the topic {topic} are true; keep "
+                              f"between {TOPIC_TRUE_SHARE[0]:.0%} and {TOPIC_TRUE_SHARE[1]:.0%} of a topic true")
+    for topic, sets in ends_by_topic(bank).items():
+        if len(sets) < TOPIC_CHOICES_FROM:
+            continue
+        for end in ("longest", "shortest"):
+            at_end = [c for c, where in sets if where == end]
+            if len(at_end) > LONGEST_SHARE * len(sets):
+                out[sets[0][0].problem_id].append(
+                    f"{sets[0][0].field}: the right choice is the {end} (or ties for it) in {len(at_end)} of the "
+                    f"{len(sets)} choice questions of the topic {topic} ({', '.join(c.problem_id for c in at_end)}); "
+                    f"keep it at either end in at most {LONGEST_SHARE:.0%} of a topic's, so that picking by length "
+                    "earns what chance does")
+    return dict(out)
+
+
+# ------------------------------------------------------------ one paper
+
+
+def verdict_points(items: Iterable[tuple[Any, float]]) -> tuple[list[float], list[float]]:
+    """The points of the true and of the false statements among (problem, points) pairs."""
+    true: list[float] = []
+    false: list[float] = []
+    for problem, points in items:
+        truth = kind_of(problem).truth(problem)
+        if truth is not None:
+            (true if truth else false).append(float(points))
+    return true, false
+
+
+def verdict_gap(items: Iterable[tuple[Any, float]]) -> float:
+    """How many more points the true statements hold than the false ones, or the other way round."""
+    true, false = verdict_points(items)
+    return abs(sum(true) - sum(false))
+
+
+def paper_excess(items: Iterable[tuple[Any, float]]) -> float:
+    """How far the paper's true and false points are apart beyond what the rule allows (0: balanced): the rule is
+    at most one statement's points apart (an odd count cannot do better), or a tenth of the points."""
+    true, false = verdict_points(items)
+    allowed = max(max(true + false, default=0.0), 2 * PAPER_MARGIN * (sum(true) + sum(false)))
+    return max(0.0, abs(sum(true) - sum(false)) - allowed)
+
+
+def paper_balance_finding(items: Iterable[tuple[Any, float]]) -> str | None:
+    """What is wrong with the true/false balance of one paper (an assignment, a drawn exam), or None."""
+    items = list(items)
+    if paper_excess(items) <= 1e-9:
+        return None
+    true, false = verdict_points(items)
+    more = "true" if sum(true) > sum(false) else "false"
+    share = max(sum(true), sum(false)) / (sum(true) + sum(false))
+
+    def points(values: list[float]) -> str:
+        return f"{sum(values):g} point" + ("" if sum(values) == 1 else "s")
+
+    return (f"the true/false statements are unbalanced: {len(true)} true ({points(true)}) and {len(false)} false "
+            f"({points(false)}), so answering all {more} earns {share:.0%} of their verdicts; true and false "
+            f"may differ by one statement's points or {2 * PAPER_MARGIN:.0%} of them")
 
 
 # ------------------------------------------------------------------ choices
@@ -102,6 +166,26 @@ def longest_right(choices: ChoiceSet) -> bool:
     return right > CLEAR_MARGIN * max(others)
 
 
+def length_end(choices: ChoiceSet) -> str | None:
+    """"longest" or "shortest" when no other choice is longer (shorter) than the right one: a guesser who picks by
+    length, the first shown of equals, earns it at least sometimes; None when it sits between the ends."""
+    right = len(choices.texts[choices.answer])
+    others = [len(t) for i, t in choices.texts.items() if i != choices.answer]
+    if right >= max(others):
+        return "longest"
+    if right <= min(others):
+        return "shortest"
+    return None
+
+
+def ends_by_topic(bank: Bank) -> dict[str, list[tuple[ChoiceSet, str | None]]]:
+    """topic -> each choice question of the topic and the end of the lengths its right choice sits at."""
+    out: dict[str, list[tuple[ChoiceSet, str | None]]] = defaultdict(list)
+    for choices in choice_sets(bank):
+        out[_topic(bank.get(choices.problem_id))].append((choices, length_end(choices)))
+    return dict(sorted(out.items()))
+
+
 def longest_by_topic(bank: Bank) -> dict[str, tuple[int, int]]:
     """(choice questions whose right choice is clearly the longest, choice questions) per topic."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -113,12 +197,22 @@ def longest_by_topic(bank: Bank) -> dict[str, tuple[int, int]]:
 
 
 def length_warnings(bank: Bank) -> list[str]:
+    """One line per topic naming its choice questions whose right choice sits at an end of the lengths."""
     out = []
-    for topic, (clearly, total) in longest_by_topic(bank).items():
-        if clearly > LONGEST_SHARE * total:
-            which = [c.problem_id for c in choice_sets(bank) if _topic(bank.get(c.problem_id)) == topic and longest_right(c)]
-            out.append(f"{topic}: the right choice is the longest by a clear margin in {clearly} of {total} choice "
-                       f"questions ({', '.join(which)}); a guesser who picks the longest earns them")
+    for topic, sets in ends_by_topic(bank).items():
+        parts = []
+        clearly = [c.problem_id for c, _ in sets if longest_right(c)]
+        if clearly and len(clearly) > LONGEST_SHARE * len(sets):
+            parts.append(f"the longest by a clear margin in {len(clearly)} of {len(sets)} choice questions "
+                         f"({', '.join(clearly)})")
+        else:
+            clearly = []
+        for end in ("longest", "shortest"):
+            which = [c.problem_id for c, where in sets if where == end and c.problem_id not in clearly]
+            if which:
+                parts.append(f"the {end} (or tied for it) in {', '.join(which)}")
+        if parts:
+            out.append(f"{topic}: the right choice is {'; '.join(parts)}; a guesser who picks by length earns them")
     return out
 
 

@@ -1,10 +1,13 @@
 """Drawing an exam: the bank and the examiner's choices (topics, kinds, count, seed, student) in; numbered problems,
-balanced over topics and difficulty, each with its variant, out.
+balanced over topics, difficulty and true/false verdicts, each with its variant, out.
 
 The difficulty mix depends only on the pool and the count, never on the seed, so
 two seeds give two exams of the same difficulty. The seed picks the problems and,
 with the student id, their numbers; the problems do not depend on the student, so
-a class sits the same questions, each student with numbers of their own.
+a class sits the same questions, each student with numbers of their own. The true
+and false statements drawn are made to hold equal points where swaps of problems of
+the same difficulty can do it (in the same topic first), and a draw that cannot keep
+the rule an assignment keeps (bank/measures.py's `paper_balance_finding`) is refused.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
+from autograder.bank import measures
 from autograder.bank.load import Bank
 from autograder.bank.variants import Variant
 from autograder.errors import QkvError
@@ -124,8 +128,46 @@ def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> 
             left[topic].remove(problem)
             picked[topic] += 1
             chosen.append((topic, problem))
+    balance_verdicts(chosen, left, picked, rng)
+    unbalanced = measures.paper_balance_finding((p, p.points) for _, p in chosen)
+    if unbalanced:
+        raise QkvError("--topics", f"{unbalanced}; draw from more topics or kinds, or fewer problems")
     order = list(groups)
     return sorted(chosen, key=lambda tp: (tp[1].difficulty, order.index(tp[0]), tp[1].id))
+
+
+def _gap(chosen: list[tuple[str, Problem]]) -> float:
+    return measures.verdict_gap((p, p.points) for _, p in chosen)
+
+
+def balance_verdicts(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
+                     rng: random.Random) -> None:
+    """Swap drawn problems for undrawn ones of the same difficulty, the swap that evens the true and false points
+    most (in the same topic first), until no swap evens them further; a swap into another topic only where that
+    topic has fewer problems, so that the spread over topics stays as even as it was."""
+    while _gap(chosen) > 0:
+        current, swaps = _gap(chosen), []
+        for i, (topic, problem) in enumerate(chosen):
+            for other, pool in left.items():
+                if other != topic and picked[other] >= picked[topic]:
+                    continue
+                for candidate in pool:
+                    if candidate.difficulty != problem.difficulty or (kind_of(candidate).truth(candidate) is None
+                                                                       and kind_of(problem).truth(problem) is None):
+                        continue
+                    gap = _gap(chosen[:i] + [(other, candidate)] + chosen[i + 1:])
+                    if gap < current - 1e-9:
+                        swaps.append((other != topic, gap, i, other, candidate))
+        if not swaps:
+            return
+        best = min(swaps, key=lambda s: s[:2])[:2]
+        _, _, i, other, candidate = rng.choice(sorted((s for s in swaps if s[:2] == best), key=lambda s: (s[2], s[4].id)))
+        topic, problem = chosen[i]
+        left[topic].append(problem)
+        left[other].remove(candidate)
+        picked[topic] -= 1
+        picked[other] += 1
+        chosen[i] = (other, candidate)
 
 
 def instantiate(problem: Problem, seed: int, student: str | None) -> Variant | None:

@@ -1,7 +1,9 @@
 """`true_false`: judge a statement, then answer a follow-up about its correction or its reason.
 
 Takes a `TrueFalseProblem`; gives the statement and its follow-up shown under the
-prompt, the answer judged in two halves (the verdict, and the follow-up: a choice
+kind's one prompt (`NEUTRAL_PROMPT`: a prompt of a file's own could say which verdict
+is expected; true_false_checks.py refuses one, and whatever a student reads that
+changes with the verdict), the answer judged in two halves (the verdict, and the follow-up: a choice
 among candidate corrections or reasons, or a number or shape the corrected
 statement states), its self-check data, nbgrader cells, key (with the corrected
 statement and why), exam blanks, drill questions and one quiz question holding
@@ -28,6 +30,7 @@ from autograder.kinds.items import (
 from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, numeric_part_plan, part_answer, read_numbers
 from autograder.kinds.sealing import answer_seal, class_answer, class_mistakes
 from autograder.kinds.shape import shape_spellings
+from autograder.kinds.true_false_checks import NEUTRAL_PROMPT, verdict_findings
 from qkv_runtime import sealed
 from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_bool, parse_shape, quoted
 
@@ -73,6 +76,7 @@ class FollowUp(Strict):
 
 class TrueFalseProblem(ProblemBase):
     kind: Literal["true_false"]
+    prompt: str = Field(default=NEUTRAL_PROMPT, min_length=10, description="the kind's own; validate refuses another")
     statement: str = Field(min_length=10)
     answer: bool
     correction: str | None = None
@@ -232,7 +236,10 @@ class TrueFalseKind(WrittenKind):
         return [("follow_up.compute", problem.follow_up.compute)] if problem.follow_up and problem.follow_up.compute else []
 
     def check(self, problem: TrueFalseProblem) -> list[str]:
-        return follow_up_findings(problem) + super().check(problem)
+        return follow_up_findings(problem) + verdict_findings(self, problem) + super().check(problem)
+
+    def prompt_text(self, problem: TrueFalseProblem, variant=None) -> str:
+        return NEUTRAL_PROMPT  # whatever the file says: validate names a prompt of its own, nobody reads it
 
     def per_student(self, problem: TrueFalseProblem) -> bool:
         return problem.follow_up is not None and problem.follow_up.form == "choice"
@@ -251,7 +258,7 @@ class TrueFalseKind(WrittenKind):
         return [float(follow.number)] if follow is not None and follow.number is not None else []
 
     def texts_shown(self, problem: TrueFalseProblem) -> list[tuple[str, str]]:
-        shown = super().texts_shown(problem) + [("statement", problem.statement)]
+        shown = [("prompt", self.prompt_text(problem)), ("statement", problem.statement)]
         if problem.follow_up is not None:
             shown.append(("follow_up.question", problem.follow_up.question))
             shown += [(f"follow_up.choices[{i}].text", c.text) for i, c in enumerate(problem.follow_up.choices)]
@@ -270,14 +277,14 @@ class TrueFalseKind(WrittenKind):
 
     def question_markdown(self, problem: TrueFalseProblem, variant) -> str:
         follow = follow_up_markdown(problem, variant)
-        return f"{problem.prompt}\n\n> {problem.statement}" + (f"\n\n{follow}" if follow else "")
+        return f"{self.prompt_text(problem)}\n\n> {problem.statement}" + (f"\n\n{follow}" if follow else "")
 
     def release_prompt(self, problem: TrueFalseProblem, manifest) -> str:
         if manifest.variants != "per_student" or not self.per_student(problem):
             return super().release_prompt(problem, manifest)
         # everyone may read the choices; only their letters are each student's own
         shown = follow_up_markdown(problem, self.variant(problem, manifest.seed, "same", None), lettered=False)
-        return f"{problem.prompt}\n\n> {problem.statement}\n\n{shown}\n\n{self.per_student_note(problem)}"
+        return f"{self.prompt_text(problem)}\n\n> {problem.statement}\n\n{shown}\n\n{self.per_student_note(problem)}"
 
     def placeholder(self, problem: TrueFalseProblem) -> str:
         if problem.follow_up is None:
@@ -350,7 +357,7 @@ class TrueFalseKind(WrittenKind):
         return ProblemKey(tuple(lines), problem.solution, mistakes)
 
     def drill_text(self, problem: TrueFalseProblem, variant) -> str:
-        text = f"{problem.prompt}\n\n  \"{problem.statement}\""
+        text = f"{self.prompt_text(problem)}\n\n  \"{problem.statement}\""
         follow = problem.follow_up
         if follow is not None:
             text += f"\n\nFollow-up: {follow.question}"
@@ -401,7 +408,7 @@ class TrueFalseKind(WrittenKind):
                                                               if follow.parameters else [])
             second = Question(f"{problem.id}-follow-up", "follow-up", "shortanswer", follow.question, share, "",
                               accepted=tuple(dict.fromkeys(accepted)))
-        text = f"{problem.prompt}\n\n> {problem.statement}"
+        text = f"{self.prompt_text(problem)}\n\n> {problem.statement}"
         question = Question(problem.id, problem.title, "cloze", text, points, feedback, parts=(verdict, second))
         return [QuestionGroup(problem.id, problem.title, points, (question,))]
 

@@ -820,6 +820,7 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                                   'matrix operations over every position in parallel. Only '
                                   'autoregressive generation is step by step, because each new '
                                   'token depends on the tokens generated before it.'},
+ 'rnn-batch-parallel': {'answer': True, 'follow_up': 'D', 'correction': ''},
  'heads-reduce-cost': {'answer': False,
                        'follow_up': 'C',
                        'correction': 'The advantage of multiple heads is what they can represent: '
@@ -829,10 +830,12 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                                      'reduced: with the model width d fixed each head works in d/h '
                                      'dimensions, so h heads together still cost O(n^2 d), the '
                                      'same as one wide head.'},
+ 'training-vs-generation': {'answer': True, 'follow_up': 'D', 'correction': ''},
  'ffn-quadratic': {'answer': False,
                    'follow_up': 327680.0,
                    'correction': 'The FFN does act on each position independently, and for exactly '
                                  'that reason its cost is O(n d d_ff): linear in the sequence '
                                  'length n. The O(n^2) term of a layer comes from attention, which '
                                  'pairs every position with every other.'},
+ 'ffn-shared-weights': {'answer': True, 'follow_up': 'B', 'correction': ''},
  'mha-heads-and-parameters': 'C'}

@@ -11,14 +11,14 @@ import numpy as np
 
 
 def attention_scores(Q, K, scale=True):
-    """Implement `attention_scores(Q, K, scale=True)`.
+    r"""Implement `attention_scores(Q, K, scale=True)`.
 
-    `Q` holds one query per row, shape $(\\dots, n_q, d_k)$, and `K` one key per row,
-    shape $(\\dots, n_k, d_k)$; any leading batch axes are shared. Return the score
-    matrix $S$ of shape $(\\dots, n_q, n_k)$ whose entry $S_{ij}$ is the dot product of
+    `Q` holds one query per row, shape $(\dots, n_q, d_k)$, and `K` one key per row,
+    shape $(\dots, n_k, d_k)$; any leading batch axes are shared. Return the score
+    matrix $S$ of shape $(\dots, n_q, n_k)$ whose entry $S_{ij}$ is the dot product of
     query $i$ with key $j$:
 
-    $$S = \\frac{Q K^\\top}{\\sqrt{d_k}} \\quad\\text{when } \\texttt{scale} \\text{ is true}, \\qquad S = Q K^\\top \\quad\\text{otherwise.}$$
+    $$S = \frac{Q K^\top}{\sqrt{d_k}} \quad\text{when } \texttt{scale} \text{ is true}, \qquad S = Q K^\top \quad\text{otherwise.}$$
 
     Row $i$ must belong to query $i$ (it is later turned into that query's weights).
 
@@ -32,7 +32,7 @@ def attention_scores(Q, K, scale=True):
 
 
 def softmax_rows(S, mask=None):
-    """Implement `softmax_rows(S, mask=None)`. It turns a score matrix into attention
+    r"""Implement `softmax_rows(S, mask=None)`. It turns a score matrix into attention
     weights by applying softmax to **each row** (the last axis: one query spread over
     all keys), so every row of the result is non-negative and sums to 1.
 
@@ -52,9 +52,9 @@ def softmax_rows(S, mask=None):
 
 
 def causal_mask(n):
-    """Implement `causal_mask(n)`: the $(n, n)$ boolean mask of a decoder that may only read
+    r"""Implement `causal_mask(n)`: the $(n, n)$ boolean mask of a decoder that may only read
     the past. Entry $[i, j]$ is `True` when query $i$ may attend to key $j$, that is when
-    $j \\le i$: every token sees itself and the tokens before it, never a later one.
+    $j \le i$: every token sees itself and the tokens before it, never a later one.
 
     Returns: boolean array of shape (n, n)
 
@@ -68,12 +68,12 @@ def causal_mask(n):
 
 
 def attention_output(weights, V):
-    """Implement `attention_output(weights, V)`.
+    r"""Implement `attention_output(weights, V)`.
 
-    `weights` has shape $(\\dots, n_q, n_k)$: row $i$ holds how much query $i$ reads from
-    each key. `V` has one value per row, shape $(\\dots, n_k, d_v)$. Return
-    $Y = A V$, shape $(\\dots, n_q, d_v)$, so that output row $i$ is
-    $\\sum_j A_{ij} v_j$: a weighted mix of **all** value rows.
+    `weights` has shape $(\dots, n_q, n_k)$: row $i$ holds how much query $i$ reads from
+    each key. `V` has one value per row, shape $(\dots, n_k, d_v)$. Return
+    $Y = A V$, shape $(\dots, n_q, d_v)$, so that output row $i$ is
+    $\sum_j A_{ij} v_j$: a weighted mix of **all** value rows.
 
     When the weights of a row are non-negative and sum to 1, each output is a convex
     combination of the values; with scalar values 2 and 10 and weights 0.25, 0.75 the
@@ -89,14 +89,14 @@ def attention_output(weights, V):
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
-    """Implement `scaled_dot_product_attention(Q, K, V, mask=None, scale=True)` and return
+    r"""Implement `scaled_dot_product_attention(Q, K, V, mask=None, scale=True)` and return
     the pair `(output, weights)`:
 
-    $$A = \\operatorname{softmax}_{\\text{rows}}\\!\\Big(\\frac{QK^\\top}{\\sqrt{d_k}}\\Big), \\qquad \\text{output} = A V.$$
+    $$A = \operatorname{softmax}_{\text{rows}}\!\Big(\frac{QK^\top}{\sqrt{d_k}}\Big), \qquad \text{output} = A V.$$
 
-    Shapes: `Q` is $(\\dots, n_q, d_k)$, `K` is $(\\dots, n_k, d_k)$, `V` is
-    $(\\dots, n_k, d_v)$; `weights` is $(\\dots, n_q, n_k)$ and `output` is
-    $(\\dots, n_q, d_v)$. With `scale=False` skip the division by $\\sqrt{d_k}$.
+    Shapes: `Q` is $(\dots, n_q, d_k)$, `K` is $(\dots, n_k, d_k)$, `V` is
+    $(\dots, n_k, d_v)$; `weights` is $(\dots, n_q, n_k)$ and `output` is
+    $(\dots, n_q, d_v)$. With `scale=False` skip the division by $\sqrt{d_k}$.
 
     `mask` (optional, boolean, broadcastable to the weights; `True` = may attend) must be
     applied **before** the softmax, so masked keys get weight 0 and each row of allowed
@@ -115,8 +115,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=True):
 
 
 def split_heads(X, h):
-    """Implement `split_heads(X, h)`: turn `X` of shape $(\\dots, n, d)$ into
-    $(\\dots, h, n, d/h)$, where head $i$ holds features $i\\,d/h$ to $(i+1)\\,d/h - 1$ of
+    r"""Implement `split_heads(X, h)`: turn `X` of shape $(\dots, n, d)$ into
+    $(\dots, h, n, d/h)$, where head $i$ holds features $i\,d/h$ to $(i+1)\,d/h - 1$ of
     **every** token. Heads divide the features; each head still sees all $n$ tokens.
 
     If $h$ is not a positive divisor of $d$, raise `ValueError`.
@@ -132,8 +132,8 @@ def split_heads(X, h):
 
 
 def merge_heads(H):
-    """Implement `merge_heads(H)`, the inverse of `split_heads`: `H` has shape
-    $(\\dots, h, n, d_h)$ and the result has shape $(\\dots, n, h\\,d_h)$, where token $t$'s row
+    r"""Implement `merge_heads(H)`, the inverse of `split_heads`: `H` has shape
+    $(\dots, h, n, d_h)$ and the result has shape $(\dots, n, h\,d_h)$, where token $t$'s row
     is head 0's row $t$, then head 1's row $t$, and so on, concatenated along the features.
 
     Returns: array of shape (..., n, h*d_h)
@@ -148,15 +148,15 @@ def merge_heads(H):
 
 
 def multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask=None):
-    """Implement `multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask=None)`.
+    r"""Implement `multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask=None)`.
 
-    `X` is $(\\dots, n, d)$ and all four weight matrices are $(d, d)$ (no biases). Compute
+    `X` is $(\dots, n, d)$ and all four weight matrices are $(d, d)$ (no biases). Compute
     $Q = XW_Q$, $K = XW_K$, $V = XW_V$; split each into $h$ heads of width $d/h$ (as in
     `split_heads`); in every head compute
-    $\\operatorname{softmax}\\big(Q_i K_i^\\top / \\sqrt{d/h}\\big) V_i$; concatenate the heads
-    (as in `merge_heads`) and multiply by $W_O$. The result is $(\\dots, n, d)$.
+    $\operatorname{softmax}\big(Q_i K_i^\top / \sqrt{d/h}\big) V_i$; concatenate the heads
+    (as in `merge_heads`) and multiply by $W_O$. The result is $(\dots, n, d)$.
 
-    `mask` (optional, boolean, broadcastable to $(\\dots, n, n)$, `True` = may attend) is
+    `mask` (optional, boolean, broadcastable to $(\dots, n, n)$, `True` = may attend) is
     applied to every head before the softmax. If $h$ does not divide $d$, raise
     `ValueError`.
 
@@ -166,18 +166,18 @@ def multi_head_attention(X, Wq, Wk, Wv, Wo, h, mask=None):
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    """Implement `layer_norm(x, gamma, beta, eps=1e-5)`.
+    r"""Implement `layer_norm(x, gamma, beta, eps=1e-5)`.
 
-    `x` has shape $(\\dots, d)$: every leading index is one token, the last axis its $d$
+    `x` has shape $(\dots, d)$: every leading index is one token, the last axis its $d$
     features. Normalise **each token over its own features**:
 
-    $$\\mu = \\frac1d \\sum_k x_k, \\qquad \\sigma^2 = \\frac1d \\sum_k (x_k - \\mu)^2, \\qquad
-    y = \\frac{x - \\mu}{\\sqrt{\\sigma^2 + \\varepsilon}} \\odot \\gamma + \\beta,$$
+    $$\mu = \frac1d \sum_k x_k, \qquad \sigma^2 = \frac1d \sum_k (x_k - \mu)^2, \qquad
+    y = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \odot \gamma + \beta,$$
 
     where `gamma` and `beta` have shape $(d,)$. Note the variance divides by $d$ (the
-    biased variance) and $\\varepsilon$ goes under the square root. With $x = (2, 4)$,
-    $\\gamma = (1, 1)$, $\\beta = (0, 0)$ and $\\varepsilon = 0$ the result is $(-1, 1)$; with the
-    default $\\varepsilon = 10^{-5}$ it is $(-0.999995, 0.999995)$.
+    biased variance) and $\varepsilon$ goes under the square root. With $x = (2, 4)$,
+    $\gamma = (1, 1)$, $\beta = (0, 0)$ and $\varepsilon = 0$ the result is $(-1, 1)$; with the
+    default $\varepsilon = 10^{-5}$ it is $(-0.999995, 0.999995)$.
 
     Returns: array of the same shape as x
 
@@ -189,12 +189,12 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
 
 def feed_forward(x, W1, b1, W2, b2):
-    """Implement `feed_forward(x, W1, b1, W2, b2)`, the feed-forward sublayer applied to every
+    r"""Implement `feed_forward(x, W1, b1, W2, b2)`, the feed-forward sublayer applied to every
     token separately and with the same weights:
 
-    $$\\operatorname{FFN}(x) = \\operatorname{ReLU}(x W_1 + b_1)\\, W_2 + b_2 .$$
+    $$\operatorname{FFN}(x) = \operatorname{ReLU}(x W_1 + b_1)\, W_2 + b_2 .$$
 
-    `x` is $(\\dots, d)$ (one token per row, any leading axes), `W1` is $(d, d_{ff})$, `b1`
+    `x` is $(\dots, d)$ (one token per row, any leading axes), `W1` is $(d, d_{ff})$, `b1`
     is $(d_{ff},)$, `W2` is $(d_{ff}, d)$ and `b2` is $(d,)$. The result has the shape of
     `x`. No token may influence another.
 
@@ -208,13 +208,13 @@ def feed_forward(x, W1, b1, W2, b2):
 
 
 def add_and_norm(x, sublayer_out, gamma, beta, eps=1e-5):
-    """Implement `add_and_norm(x, sublayer_out, gamma, beta, eps=1e-5)`, the post-norm
+    r"""Implement `add_and_norm(x, sublayer_out, gamma, beta, eps=1e-5)`, the post-norm
     residual step of the original Transformer:
 
-    $$\\operatorname{AddNorm}(x) = \\operatorname{LayerNorm}\\big(x + \\operatorname{sublayer}(x)\\big).$$
+    $$\operatorname{AddNorm}(x) = \operatorname{LayerNorm}\big(x + \operatorname{sublayer}(x)\big).$$
 
-    `x` and `sublayer_out` have the same shape $(\\dots, d)$; `gamma`, `beta` are $(d,)$.
-    LayerNorm is per token over the last axis with the biased variance and $\\varepsilon$
+    `x` and `sublayer_out` have the same shape $(\dots, d)$; `gamma`, `beta` are $(d,)$.
+    LayerNorm is per token over the last axis with the biased variance and $\varepsilon$
     under the square root (as in `layer_norm`).
 
     Returns: array of the same shape as x
@@ -227,11 +227,11 @@ def add_and_norm(x, sublayer_out, gamma, beta, eps=1e-5):
 
 
 def sinusoidal_positional_encoding(n, d):
-    """Implement `sinusoidal_positional_encoding(n, d)`: the $(n, d)$ table whose row $p$ is
-    added to the embedding of the token at position $p = 0, \\dots, n-1$:
+    r"""Implement `sinusoidal_positional_encoding(n, d)`: the $(n, d)$ table whose row $p$ is
+    added to the embedding of the token at position $p = 0, \dots, n-1$:
 
-    $$PE[p, 2i] = \\sin\\!\\Big(\\frac{p}{10000^{2i/d}}\\Big), \\qquad
-    PE[p, 2i+1] = \\cos\\!\\Big(\\frac{p}{10000^{2i/d}}\\Big).$$
+    $$PE[p, 2i] = \sin\!\Big(\frac{p}{10000^{2i/d}}\Big), \qquad
+    PE[p, 2i+1] = \cos\!\Big(\frac{p}{10000^{2i/d}}\Big).$$
 
     Columns $2i$ and $2i+1$ share one angle. If $d$ is odd, the last column is a sine.
     Return a float64 array.
@@ -247,13 +247,13 @@ def sinusoidal_positional_encoding(n, d):
 
 
 def padding_mask(lengths, n):
-    """Sentences of different lengths are batched by padding them to a common length $n$.
+    r"""Sentences of different lengths are batched by padding them to a common length $n$.
     Implement `padding_mask(lengths, n)`.
 
-    `lengths` is an integer array of shape $(b,)$ (or any shape $(\\dots)$): the number of
+    `lengths` is an integer array of shape $(b,)$ (or any shape $(\dots)$): the number of
     real tokens of each sequence. Positions are counted **from 0**, so a sequence of length
-    $L$ has its real tokens at positions $0, \\dots, L-1$ and padding at $L, \\dots, n-1$.
-    Return a boolean array of shape $(\\dots, n)$ that is `True` at the real tokens (the
+    $L$ has its real tokens at positions $0, \dots, L-1$ and padding at $L, \dots, n-1$.
+    Return a boolean array of shape $(\dots, n)$ that is `True` at the real tokens (the
     keys a query may attend to) and `False` on the padding.
 
     A length below 0 or above $n$ is an error: raise `ValueError`.
@@ -269,7 +269,7 @@ def padding_mask(lengths, n):
 
 
 def encoder_decoder_masks(src_lengths, tgt_lengths, n_src, n_tgt):
-    """The same attention block becomes an encoder, a decoder or the bridge between them
+    r"""The same attention block becomes an encoder, a decoder or the bridge between them
     depending only on its mask. For a padded batch of $b$ source sentences (padded to
     $n_{src}$) and $b$ target sentences (padded to $n_{tgt}$), implement
     `encoder_decoder_masks(src_lengths, tgt_lengths, n_src, n_tgt)` and return the triple
@@ -279,12 +279,12 @@ def encoder_decoder_masks(src_lengths, tgt_lengths, n_src, n_tgt):
       the whole source in both directions, so query $i$ may attend to key $j$ whenever
       source position $j$ is a real token;
     - `decoder`, shape $(b, n_{tgt}, n_{tgt})$, for the decoder's self-attention: key $j$ must
-      be a real target token **and** not in the future ($j \\le i$);
+      be a real target token **and** not in the future ($j \le i$);
     - `cross`, shape $(b, n_{tgt}, n_{src})$, for cross-attention (queries from the decoder,
       keys from the encoder): every target position may attend to every real source token.
 
     `src_lengths` and `tgt_lengths` are integer arrays of shape $(b,)$; positions count from
-    0, so a sequence of length $L$ is real at $0, \\dots, L-1$. Padding hides **keys**
+    0, so a sequence of length $L$ is real at $0, \dots, L-1$. Padding hides **keys**
     (columns) only: rows of padding queries follow the same rules (their outputs are ignored
     later). A length outside $[0, n]$ raises `ValueError`. An encoder-only model (BERT) uses
     just the first mask, a decoder-only model (GPT) just the second, without padding.
@@ -306,19 +306,19 @@ def encoder_decoder_masks(src_lengths, tgt_lengths, n_src, n_tgt):
 
 
 def cross_attention(X_dec, X_enc, Wq, Wk, Wv, mask=None):
-    """In an encoder-decoder Transformer, each decoder layer reads the source sentence through
+    r"""In an encoder-decoder Transformer, each decoder layer reads the source sentence through
     **cross-attention**: the queries come from the decoder, the keys and values from the
     encoder's output. Implement `cross_attention(X_dec, X_enc, Wq, Wk, Wv, mask=None)` and
     return the pair `(output, weights)`:
 
-    $$Q = X_{dec} W_Q,\\quad K = X_{enc} W_K,\\quad V = X_{enc} W_V,\\qquad
-    \\text{weights} = \\operatorname{softmax}_{\\text{rows}}\\!\\Big(\\frac{QK^\\top}{\\sqrt{d_k}}\\Big),\\quad
-    \\text{output} = \\text{weights}\\, V.$$
+    $$Q = X_{dec} W_Q,\quad K = X_{enc} W_K,\quad V = X_{enc} W_V,\qquad
+    \text{weights} = \operatorname{softmax}_{\text{rows}}\!\Big(\frac{QK^\top}{\sqrt{d_k}}\Big),\quad
+    \text{output} = \text{weights}\, V.$$
 
-    Shapes: `X_dec` is $(\\dots, n_{dec}, d_{dec})$ and `X_enc` is $(\\dots, n_{enc}, d_{enc})$
+    Shapes: `X_dec` is $(\dots, n_{dec}, d_{dec})$ and `X_enc` is $(\dots, n_{enc}, d_{enc})$
     (the two lengths and widths may differ); `Wq` is $(d_{dec}, d_k)$, `Wk` is
-    $(d_{enc}, d_k)$, `Wv` is $(d_{enc}, d_v)$. `weights` is $(\\dots, n_{dec}, n_{enc})$, one row
-    per decoder position, and `output` is $(\\dots, n_{dec}, d_v)$. `mask` (optional, boolean,
+    $(d_{enc}, d_k)$, `Wv` is $(d_{enc}, d_v)$. `weights` is $(\dots, n_{dec}, n_{enc})$, one row
+    per decoder position, and `output` is $(\dots, n_{dec}, d_v)$. `mask` (optional, boolean,
     broadcastable to the weights, `True` = may attend; typically the source padding mask of
     shape $(b, 1, n_{enc})$) applies before the softmax; a row with no allowed key gives zero
     weights and a zero output. No causal mask: the whole source is known.
@@ -334,12 +334,12 @@ def cross_attention(X_dec, X_enc, Wq, Wk, Wv, mask=None):
 
 
 def pool_tokens(H, mask=None, method="mean"):
-    """A classifier on top of an encoder needs one vector per sentence. Implement
+    r"""A classifier on top of an encoder needs one vector per sentence. Implement
     `pool_tokens(H, mask=None, method="mean")`.
 
-    `H` is the encoder output, shape $(\\dots, n, d)$: $n$ token vectors of width $d$ per
-    sequence. `mask` (shape $(\\dots, n)$, boolean) is `True` at real tokens and `False` on
-    padding; `None` means every position is real. Return an array of shape $(\\dots, d)$:
+    `H` is the encoder output, shape $(\dots, n, d)$: $n$ token vectors of width $d$ per
+    sequence. `mask` (shape $(\dots, n)$, boolean) is `True` at real tokens and `False` on
+    padding; `None` means every position is real. Return an array of shape $(\dots, d)$:
 
     - `method="mean"`: the average of the **real** token vectors of each sequence (padding
       must neither be added nor counted). A sequence with no real token gives a zero vector,
@@ -361,19 +361,19 @@ def pool_tokens(H, mask=None, method="mean"):
 
 
 def encoder_layer(X, Wq, Wk, Wv, Wo, h, W1, b1, W2, b2, gamma1, beta1, gamma2, beta2, mask=None):
-    """Implement `encoder_layer(X, Wq, Wk, Wv, Wo, h, W1, b1, W2, b2, gamma1, beta1, gamma2, beta2, mask=None)`,
+    r"""Implement `encoder_layer(X, Wq, Wk, Wv, Wo, h, W1, b1, W2, b2, gamma1, beta1, gamma2, beta2, mask=None)`,
     the post-norm encoder layer of the original Transformer:
 
-    $$Y = \\operatorname{LN}_1\\big(X + \\operatorname{MHA}(X)\\big), \\qquad
-    Z = \\operatorname{LN}_2\\big(Y + \\operatorname{FFN}(Y)\\big).$$
+    $$Y = \operatorname{LN}_1\big(X + \operatorname{MHA}(X)\big), \qquad
+    Z = \operatorname{LN}_2\big(Y + \operatorname{FFN}(Y)\big).$$
 
-    `X` is $(\\dots, n, d)$. $\\operatorname{MHA}$ is multi-head self-attention with the
+    `X` is $(\dots, n, d)$. $\operatorname{MHA}$ is multi-head self-attention with the
     $(d, d)$ matrices `Wq`, `Wk`, `Wv`, `Wo` and `h` heads (as in `multi_head_attention`,
-    `mask` applied to every head, `True` = may attend). $\\operatorname{FFN}(y) =
-    \\operatorname{ReLU}(yW_1 + b_1)W_2 + b_2$ with `W1` $(d, d_{ff})$, `b1` $(d_{ff},)$,
-    `W2` $(d_{ff}, d)$, `b2` $(d,)$. $\\operatorname{LN}_1$ uses `gamma1`, `beta1` and
-    $\\operatorname{LN}_2$ uses `gamma2`, `beta2` (each $(d,)$), both over the last axis with the
-    biased variance and $\\varepsilon = 10^{-5}$. Return $Z$, shape $(\\dots, n, d)$. If $h$
+    `mask` applied to every head, `True` = may attend). $\operatorname{FFN}(y) =
+    \operatorname{ReLU}(yW_1 + b_1)W_2 + b_2$ with `W1` $(d, d_{ff})$, `b1` $(d_{ff},)$,
+    `W2` $(d_{ff}, d)$, `b2` $(d,)$. $\operatorname{LN}_1$ uses `gamma1`, `beta1` and
+    $\operatorname{LN}_2$ uses `gamma2`, `beta2` (each $(d,)$), both over the last axis with the
+    biased variance and $\varepsilon = 10^{-5}$. Return $Z$, shape $(\dots, n, d)$. If $h$
     does not divide $d$, raise `ValueError`.
 
     Returns: array of shape (..., n, d)
@@ -382,20 +382,20 @@ def encoder_layer(X, Wq, Wk, Wv, Wo, h, W1, b1, W2, b2, gamma1, beta1, gamma2, b
 
 
 def grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None):
-    """Implement `grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None)`:
+    r"""Implement `grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None)`:
     self-attention with $h$ query heads but only `kv_heads` key/value heads.
 
-    `X` is $(\\dots, n, d)$; `Wq` and `Wo` are $(d, d)$; `Wk` and `Wv` are
-    $(d, \\text{kv\\_heads} \\cdot d/h)$ (no biases). Split $Q = XW_Q$ into $h$ heads and
+    `X` is $(\dots, n, d)$; `Wq` and `Wo` are $(d, d)$; `Wk` and `Wv` are
+    $(d, \text{kv\_heads} \cdot d/h)$ (no biases). Split $Q = XW_Q$ into $h$ heads and
     $K = XW_K$, $V = XW_V$ into `kv_heads` heads, all of width $d/h$ (features split in
     contiguous blocks, as in `split_heads`). The query heads form `kv_heads` groups of
-    $g = h / \\text{kv\\_heads}$ **consecutive** heads: query head $i$ (counting from 0) uses
-    key/value head $\\lfloor i / g \\rfloor$. Each head computes
-    $\\operatorname{softmax}(Q_i K_{\\lfloor i/g \\rfloor}^\\top / \\sqrt{d/h})\\, V_{\\lfloor i/g \\rfloor}$;
-    concatenate the $h$ heads and multiply by $W_O$. The result is $(\\dots, n, d)$.
+    $g = h / \text{kv\_heads}$ **consecutive** heads: query head $i$ (counting from 0) uses
+    key/value head $\lfloor i / g \rfloor$. Each head computes
+    $\operatorname{softmax}(Q_i K_{\lfloor i/g \rfloor}^\top / \sqrt{d/h})\, V_{\lfloor i/g \rfloor}$;
+    concatenate the $h$ heads and multiply by $W_O$. The result is $(\dots, n, d)$.
 
     `kv_heads = h` is ordinary multi-head attention and `kv_heads = 1` is multi-query
-    attention. `mask` (optional, boolean, broadcastable to $(\\dots, n, n)$, `True` = may
+    attention. `mask` (optional, boolean, broadcastable to $(\dots, n, n)$, `True` = may
     attend) applies to every head. Raise `ValueError` if $h$ does not divide $d$ or
     `kv_heads` does not divide $h$.
 
@@ -405,7 +405,7 @@ def grouped_query_attention(X, Wq, Wk, Wv, Wo, h, kv_heads, mask=None):
 
 
 def kv_cache_bytes(n, d, h, kv_heads, layers=1, batch=1, bytes_per_value=2):
-    """While generating, a decoder keeps the key and value vectors of every earlier token of
+    r"""While generating, a decoder keeps the key and value vectors of every earlier token of
     every layer (the **KV cache**), so each new token only computes its own. Implement
     `kv_cache_bytes(n, d, h, kv_heads, layers=1, batch=1, bytes_per_value=2)`: the memory
     in bytes that the cache of `batch` sequences of `n` tokens takes.
@@ -427,24 +427,24 @@ def kv_cache_bytes(n, d, h, kv_heads, layers=1, batch=1, bytes_per_value=2):
 
 
 def decoder_step(x, K_cache, V_cache, Wq, Wk, Wv):
-    """In training, a decoder processes a whole sequence at once under a causal mask. When it
+    r"""In training, a decoder processes a whole sequence at once under a causal mask. When it
     **generates**, tokens arrive one at a time, and recomputing every key and value at each
     step would be wasted work: the keys and values of earlier tokens never change, so they
     are kept in a **KV cache**. Implement one step of single-head causal self-attention,
     `decoder_step(x, K_cache, V_cache, Wq, Wk, Wv)`, and return the triple
     `(output, K, V)`.
 
-    - `x`, shape $(\\dots, 1, d)$: the new token (a sequence of length 1), at position $t$
+    - `x`, shape $(\dots, 1, d)$: the new token (a sequence of length 1), at position $t$
       when $t$ tokens came before it (positions count from 0);
-    - `K_cache`, shape $(\\dots, t, d_k)$, and `V_cache`, shape $(\\dots, t, d_v)$: the keys and
+    - `K_cache`, shape $(\dots, t, d_k)$, and `V_cache`, shape $(\dots, t, d_v)$: the keys and
       values of the $t$ earlier tokens, oldest first ($t$ may be 0: an empty cache);
     - `Wq`, `Wk` are $(d, d_k)$, `Wv` is $(d, d_v)$.
 
     Compute the new token's query, key and value, append the key and value at the **end**
-    of the caches, and let the query attend (scaled by $\\sqrt{d_k}$) to all $t + 1$ keys.
-    `output` is $(\\dots, 1, d_v)$ and must equal row $t$ of the full causal pass over the
-    $t + 1$ tokens; `K` and `V` are the updated caches, $(\\dots, t+1, d_k)$ and
-    $(\\dots, t+1, d_v)$.
+    of the caches, and let the query attend (scaled by $\sqrt{d_k}$) to all $t + 1$ keys.
+    `output` is $(\dots, 1, d_v)$ and must equal row $t$ of the full causal pass over the
+    $t + 1$ tokens; `K` and `V` are the updated caches, $(\dots, t+1, d_k)$ and
+    $(\dots, t+1, d_v)$.
 
     Returns: (output (..., 1, d_v), K (..., t+1, d_k), V (..., t+1, d_v))
 
@@ -458,15 +458,15 @@ def decoder_step(x, K_cache, V_cache, Wq, Wk, Wv):
 
 
 def softmax_jacobian(S):
-    """Implement `softmax_jacobian(S)`. `S` holds score vectors along its last axis, shape
-    $(\\dots, n)$; with $a = \\operatorname{softmax}(s)$ for each vector, return the Jacobian of
-    every vector, shape $(\\dots, n, n)$:
+    r"""Implement `softmax_jacobian(S)`. `S` holds score vectors along its last axis, shape
+    $(\dots, n)$; with $a = \operatorname{softmax}(s)$ for each vector, return the Jacobian of
+    every vector, shape $(\dots, n, n)$:
 
-    $$J_{ij} = \\frac{\\partial a_i}{\\partial s_j} = a_i\\,(\\delta_{ij} - a_j), \\qquad
-    J = \\operatorname{diag}(a) - a\\,a^\\top,$$
+    $$J_{ij} = \frac{\partial a_i}{\partial s_j} = a_i\,(\delta_{ij} - a_j), \qquad
+    J = \operatorname{diag}(a) - a\,a^\top,$$
 
-    where $\\delta_{ij}$ is 1 if $i = j$ and 0 otherwise (row $i$ is the output, column $j$
-    the score). Leading axes are batch axes: each vector gets its own $n \\times n$ matrix.
+    where $\delta_{ij}$ is 1 if $i = j$ and 0 otherwise (row $i$ is the output, column $j$
+    the score). Leading axes are batch axes: each vector gets its own $n \times n$ matrix.
     Scores as large as $10^3$ must not overflow.
 
     Returns: array of shape (..., n, n)
@@ -480,19 +480,19 @@ def softmax_jacobian(S):
 
 
 def softmax_backward(S, dA, mask=None):
-    """Implement `softmax_backward(S, dA, mask=None)`, the backward pass of
+    r"""Implement `softmax_backward(S, dA, mask=None)`, the backward pass of
     `A = softmax_rows(S, mask)`.
 
-    `S` is a score matrix of shape $(\\dots, n_q, n_k)$, `mask` an optional boolean mask
-    broadcastable to it (`True` = may attend; masked scores become $-\\infty$ before the
+    `S` is a score matrix of shape $(\dots, n_q, n_k)$, `mask` an optional boolean mask
+    broadcastable to it (`True` = may attend; masked scores become $-\infty$ before the
     softmax), and `dA` (same shape as `S`) is the gradient of some loss with respect to the
     weights $A$. Return the gradient with respect to the scores, shape of `S`. Each row is a
-    separate softmax, and by the softmax Jacobian $\\operatorname{diag}(a) - a a^\\top$:
+    separate softmax, and by the softmax Jacobian $\operatorname{diag}(a) - a a^\top$:
 
-    $$\\frac{\\partial L}{\\partial s_{j}} = a_j \\Big(\\frac{\\partial L}{\\partial a_j} - \\sum_k \\frac{\\partial L}{\\partial a_k}\\, a_k\\Big)
-    \\quad\\text{within each row.}$$
+    $$\frac{\partial L}{\partial s_{j}} = a_j \Big(\frac{\partial L}{\partial a_j} - \sum_k \frac{\partial L}{\partial a_k}\, a_k\Big)
+    \quad\text{within each row.}$$
 
-    Do not build the $n_k \\times n_k$ Jacobians. Masked scores and fully masked rows get
+    Do not build the $n_k \times n_k$ Jacobians. Masked scores and fully masked rows get
     gradient 0 (and never `nan`).
 
     Returns: array of the same shape as S
@@ -537,10 +537,16 @@ ANSWERS = {
     "concat-shape": None,
     # rnn-sequential (2 points): Does a Transformer read one word at a time?
     "rnn-sequential": {"answer": None, "follow_up": None, "correction": ""},
+    # rnn-batch-parallel (2 points): What can an RNN compute in parallel?
+    "rnn-batch-parallel": {"answer": None, "follow_up": None, "correction": ""},
     # heads-reduce-cost (2 points): Do more heads make attention cheaper?
     "heads-reduce-cost": {"answer": None, "follow_up": None, "correction": ""},
+    # training-vs-generation (2 points): Does a decoder compute a training sequence in one pass?
+    "training-vs-generation": {"answer": None, "follow_up": None, "correction": ""},
     # ffn-quadratic (2 points): Is the FFN quadratic in the length?
     "ffn-quadratic": {"answer": None, "follow_up": None, "correction": ""},
+    # ffn-shared-weights (2 points): Does every position get its own feed-forward network?
+    "ffn-shared-weights": {"answer": None, "follow_up": None, "correction": ""},
     # mha-heads-and-parameters (2 points): Heads and the parameter count
     "mha-heads-and-parameters": None,
 }

@@ -1,0 +1,210 @@
+"""Scores that only understanding earns (issue 24, items 1 and 2): the guessing strategies, played through the
+grader's own judging on the whole bank, on each shipped assignment and on drawn exams, earn what chance does.
+
+A student who knows nothing reads the prompt for a cue, answers all true or all false, and picks the longest
+or the shortest choice. None may earn more than chance plus 5 points (of 100) on the verdicts or on the
+choices, and the cue no more than one verdict for everything. Then what enforces it: `qkv build` refuses an
+assignment whose verdicts are unbalanced, `qkv validate` a topic whose right choices sit at one end of the
+lengths, and no student text shows a statement's correction or reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from autograder.assemble.manifest import find_manifest, resolve_assignment
+from autograder.bank import guessing, measures
+from autograder.bank.guessing import Sitting
+from autograder.bank.load import Bank, load_bank
+from autograder.bank.validate import bank_warnings, validate_bank
+from autograder.cli import main
+from autograder.errors import QkvError
+from autograder.exam.select import ExamSpec, draw_exam, instantiate
+from autograder.kinds import kind_of
+from autograder.kinds.true_false_checks import student_texts
+from conftest import said
+
+STUDENTS = [f"s{n:04d}" for n in range(200)]
+MARGIN = 0.05  # above chance, of the part's points
+ASSIGNMENTS = ("attention-numpy", "attention-torch", "exam-prep")
+EXAMS = {  # drawn exams that hold both statements and choice questions
+    "default count 20 seed 0": ExamSpec(count=20, seed=0),
+    "default count 20 seed 1": ExamSpec(count=20, seed=1),
+    "statements and choices, 8, seed 3": ExamSpec(count=8, seed=3, kinds=("true_false", "multiple_choice")),
+    "statements and choices, 12, seed 4": ExamSpec(count=12, seed=4, kinds=("true_false", "multiple_choice")),
+}
+
+
+def _bank_paper(bank: Bank) -> list[list[Sitting]]:
+    written = [p for _, p in sorted(bank.problems.items()) if not kind_of(p).code]
+    return [[Sitting(p, p.points, kind_of(p).variant(p, 0, "per_student", s)) for p in written] for s in STUDENTS]
+
+
+def _assignment_paper(bank: Bank, name: str) -> list[list[Sitting]]:
+    assignment = resolve_assignment(find_manifest(name), bank)
+    seed, mode = assignment.manifest.seed, assignment.manifest.variants
+    return [[Sitting(a.problem, a.points, kind_of(a.problem).variant(a.problem, seed, mode, s))
+             for a in assignment.written] for s in STUDENTS]
+
+
+def _exam_paper(bank: Bank, spec: ExamSpec) -> list[list[Sitting]]:
+    problems = [item.problem for item in draw_exam(bank, spec).items]  # the same problems for every student
+    return [[Sitting(p, p.points, instantiate(p, spec.seed, s)) for p in problems] for s in STUDENTS]
+
+
+@pytest.fixture(scope="module")
+def papers(bank: Bank) -> dict[str, list[list[Sitting]]]:
+    out = {"the whole bank": _bank_paper(bank)}
+    out.update({name: _assignment_paper(bank, name) for name in ASSIGNMENTS})
+    out.update({f"exam: {name}": _exam_paper(bank, spec) for name, spec in EXAMS.items()})
+    return out
+
+
+@pytest.mark.parametrize("scope", ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)])
+def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank, papers, scope: str) -> None:
+    paper = papers[scope]
+    verdicts = {"all true": guessing.always(True), "all false": guessing.always(False),
+                "the cue": guessing.cue_guess(bank)}
+    scores = {name: guessing.verdict_score(paper, guess) for name, guess in verdicts.items()}
+    assert scores["all true"].total > 0, f"{scope} holds no true/false statement to guess"
+    for name, score in scores.items():
+        assert score.share <= 0.5 + MARGIN, f"{scope}: answering {name} earns {score.share:.1%} of the verdicts"
+    best_single = max(scores["all true"].earned, scores["all false"].earned)
+    assert scores["the cue"].earned <= best_single + 1e-9, f"{scope}: the wording tells the verdict"
+    for name, pick in (("the longest", guessing.longest), ("the shortest", guessing.shortest)):
+        score = guessing.choice_score(paper, pick)
+        assert score.total > 0, f"{scope} holds no choice question to guess"
+        assert score.share <= score.chance_share + MARGIN, \
+            f"{scope}: picking {name} choice earns {score.share:.1%} against {score.chance_share:.1%} by chance"
+
+
+def test_the_guessers_are_scored_by_the_grader(bank: Bank) -> None:
+    """The scores are real points: a statement's verdict alone earns half of it, a follow-up's letter the other
+    half; and a prompt of a file's own, such as the bank's "if false, correct it", is not what students read."""
+    statement = bank.get("ffn-quadratic")  # false, 2 points
+    paper = [[Sitting(statement, 2.0, None)]]
+    assert guessing.verdict_score(paper, guessing.always(False)).earned == 1.0
+    assert guessing.verdict_score(paper, guessing.always(True)).earned == 0.0
+    right = bank.get("heads-reduce-cost")
+    order = kind_of(right).variant(right, 0, "same", None)
+    score = guessing.choice_score([[Sitting(right, 2.0, order)]], lambda shown: right.follow_up.answer)
+    assert (score.earned, score.total, score.chance) == (1.0, 1.0, 0.25)
+    leaky = {pid: p.model_copy(update={"prompt": "If it is false, correct it." if not p.answer else "Say why."})
+             for pid, p in bank.problems.items() if kind_of(p).truth(p) is not None}
+    cue = guessing.cue_guess(Bank(leaky, {pid: bank.paths[pid] for pid in leaky}, bank.root))
+    old_paper = [[Sitting(p, p.points, None) for p in leaky.values()]]
+    assert guessing.verdict_score(old_paper, cue).earned == max(
+        guessing.verdict_score(old_paper, guessing.always(v)).earned for v in (True, False))
+
+
+def test_no_student_text_shows_a_correction_or_a_reason(bank: Bank) -> None:
+    """`correction` and `reason` are the key's: the release, the notebook, papers, the drill and quizzes never
+    show them before the answer is in."""
+    checked = 0
+    for problem in bank.problems.values():
+        if kind_of(problem).truth(problem) is None:
+            continue
+        for route, text in student_texts(kind_of(problem), problem).items():
+            for key_only in (problem.correction, problem.reason):
+                assert not key_only or key_only not in text, (problem.id, route)
+            checked += 1
+    assert checked >= 28 * 8
+
+
+def test_the_built_release_holds_no_correction_or_reason(bank: Bank, built_numpy) -> None:
+    student = built_numpy.out / "student"
+    texts = {p: p.read_text(encoding="utf-8", errors="replace") for p in student.rglob("*") if p.is_file()}
+    statements = [a.problem for a in built_numpy.assignment.written if kind_of(a.problem).truth(a.problem) is not None]
+    assert len(statements) >= 6
+    for problem in statements:
+        for key_only in filter(None, (problem.correction, problem.reason)):
+            leaked = [str(p.relative_to(student)) for p, text in texts.items() if key_only in text]
+            assert leaked == [], (problem.id, leaked)
+        assert any(problem.statement in text for text in texts.values()), problem.id  # the statement is there
+
+
+# ----------------------------------------------------------- the rules that keep it so
+
+
+THREE_FALSE = "title: All false\ntrack: numpy\nseed: 1\nproblems: [rnn-sequential, heads-reduce-cost, ffn-quadratic]\n"
+
+
+def test_build_refuses_an_assignment_whose_statements_are_all_false(bank: Bank, tmp_path: Path) -> None:
+    manifest = tmp_path / "all-false.yaml"
+    manifest.write_text(THREE_FALSE)
+    with pytest.raises(QkvError) as err:
+        resolve_assignment(manifest, bank)
+    assert err.value.where == str(manifest) and "\n" not in str(err.value)
+    assert "0 true (0 points) and 3 false (6 points), so answering all false earns 100%" in str(err.value)
+    result = CliRunner().invoke(main, ["build", str(manifest), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = said(result.stderr)
+    assert len(lines) == 1 and str(manifest) in lines[0] and "unbalanced" in lines[0], lines
+    assert not (tmp_path / "out").exists()
+    # one more true statement than false ones is as near half as three can be
+    manifest.write_text(THREE_FALSE.replace("heads-reduce-cost, ffn-quadratic", "rnn-batch-parallel, head-roles"))
+    assert resolve_assignment(manifest, bank).max_points == 5
+
+
+@pytest.mark.parametrize("true, false, balanced", [
+    ([2.0], [], True),  # one statement cannot be balanced further
+    ([2.0], [2.0, 2.0], True),
+    ([], [2.0, 2.0], False),
+    ([1.0] * 11, [1.0] * 9, True),  # 55% true
+    ([1.0] * 12, [1.0] * 8, False),  # 60% true
+    ([2.0, 2.0], [1.0, 1.0], True),  # one statement's points apart
+    ([2.0, 2.0, 2.0], [1.0, 1.0], False),  # true holds three quarters of the points
+])
+def test_the_paper_rule_weighs_statements_by_their_points(bank: Bank, true, false, balanced) -> None:
+    yes, no = bank.get("rnn-batch-parallel"), bank.get("rnn-sequential")
+    items = [(yes, p) for p in true] + [(no, p) for p in false]
+    assert (measures.paper_balance_finding(items) is None) == balanced
+
+
+def _choice_problem(pid: str, topic: str, right: str, others: list[str]) -> str:
+    choices = "\n".join([f"  - {{id: idea-{pid}, text: \"{right}\"}}"] +
+                        [f"  - {{id: other-{i}, text: \"{t}\", misconception: \"not it\"}}" for i, t in enumerate(others)])
+    return (f"id: {pid}\ntitle: Lengths {pid}\nkind: multiple_choice\ntopic: {topic}\npoints: 1\ndifficulty: 1\n"
+            f"source: \"test\"\nprompt: \"Which of these is the one?\"\nchoices:\n{choices}\nanswer: idea-{pid}\n"
+            "solution: \"The one is the one.\"\n")
+
+
+@pytest.mark.parametrize("end, right", [("shortest", "Short."), ("longest", "The right one, far longer than the rest.")])
+def test_validate_refuses_a_topic_whose_right_choices_sit_at_one_end(tmp_path: Path, end: str, right: str) -> None:
+    for n in range(3):
+        (tmp_path / f"pick-{n}.yaml").write_text(_choice_problem(f"pick-{n}", "lengths/ends", right,
+                                                                 ["A wrong one of middle size.", "Another wrong one."]))
+    report = load_bank(tmp_path)
+    assert report.errors == []
+    found = [str(f) for f in validate_bank(report.bank)]
+    assert len(found) == 1 and f"the right choice is the {end} (or ties for it) in 3 of the 3 choice questions" \
+        in found[0] and found[0].startswith(str(tmp_path / "pick-0.yaml")), found
+    warned = [str(w) for w in bank_warnings(report.bank)]
+    assert any(f"the {end}" in w and "pick-2" in w for w in warned), warned
+    # one of three at an end is what chance gives: warned about, not refused
+    for n in (1, 2):
+        (tmp_path / f"pick-{n}.yaml").write_text(_choice_problem(
+            f"pick-{n}", "lengths/ends", "A right one of middle size.", ["Wrong, short.", "A wrong one, the longest of all."]))
+    assert validate_bank(load_bank(tmp_path).bank) == []
+
+
+@pytest.mark.parametrize("texts, end", [
+    ({"renormalised": "40/3", "zeroed-after": "20/3", "unmasked": "170/3", "undefined": "undefined (0/0)"}, "shortest"),
+    ({"renormalised": "40/3", "zeroed-after": "20/3", "unmasked": "170/3", "undefined": "0/0"}, None),
+    ({"renormalised": "40/3 (13.3)", "zeroed-after": "20/3", "unmasked": "170/3", "undefined": "0/0"}, "longest"),
+])
+def test_a_right_choice_at_either_end_of_the_lengths_is_found_ties_included(texts, end) -> None:
+    """Both ends, ties included: mask-before-softmax's right choice tied for the shortest, which the old check
+    (the longest by a clear margin) never named."""
+    assert measures.length_end(measures.ChoiceSet("mask-before-softmax", "choices", texts, "renormalised")) == end
+
+
+def test_every_choice_set_of_the_bank_has_its_right_choice_between_the_ends(bank: Bank) -> None:
+    sets = list(measures.choice_sets(bank))
+    assert len(sets) >= 29
+    at_ends = [(c.problem_id, measures.length_end(c)) for c in sets if measures.length_end(c)]
+    assert at_ends == []
+    assert measures.length_warnings(bank) == []
