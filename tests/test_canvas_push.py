@@ -91,7 +91,7 @@ def grades(tmp_path):
             test = TestResult("P", "t", "hidden", score, 4.0, score == 4.0, "")
             book.record(SubmissionResult(student, "x", "graded", "", score, 4.0,
                                          (ProblemResult("P", "implement", score, 4.0, "", (test,)),)), "bwrap")
-        store_class(book.db, roster, {}, "Tiny")
+        store_class(book, roster, {}, "Tiny")
     return tmp_path
 
 

@@ -326,3 +326,28 @@ def test_a_classmates_claim_neither_costs_her_points_nor_passes_strict(built_num
     assert run.late["s002"].rule == "on time (with the extension)"
     with pytest.raises(QkvError, match=r"--strict: 1 hand-in\(s\) to resolve first .*libob_1002_503_extra"):
         grade_class(built_numpy.out / "autograder", subs, tmp_path / "strict", jobs=1, roster=roster, strict=True)
+
+
+# ------------------------------------------------------------------ history after the late penalty (issue 25)
+
+
+def test_the_lms_late_marker_is_kept_with_each_grading(canvas_class):
+    _, out = canvas_class
+    with sqlite3.connect(out / GRADEBOOK_FILE) as db:
+        marked = {student: (source, late) for student, source, late in
+                  db.execute("SELECT student, source, late_marked FROM gradings")}
+    # Canvas writes LATE into the names of the files it marks late (okaforben_LATE_1002_...)
+    assert {student for student, (source, late) in marked.items() if late} == \
+        {student for student, (source, _) in marked.items() if "_LATE_" in source}
+    assert marked["s2026002"][1] == 1 and marked["s2026001"][1] == 0
+
+
+def test_qkv_history_shows_the_final_score_after_the_late_penalty(canvas_class):
+    run, out = canvas_class
+    ben, full = run.late["s2026002"], run.bundle.max_points
+    shown = subprocess.run([str(QKV), "history", "attention-numpy", "s2026002", "--grades", str(out)],
+                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "400"})
+    assert shown.returncode == 0, shown.stderr
+    final = f"{ben.final:.2f}".rstrip("0").rstrip(".")
+    raw = f"{ben.raw:.2f}".rstrip("0").rstrip(".")
+    assert f"{final}/{full:g} (raw {raw}; 2 days late: -20% of {full:g} points)" in shown.stdout, shown.stdout

@@ -214,7 +214,7 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
         (["attention-numpy", str(subs), *dist, "--out", str(a_file)], f"{a_file}: exists and is not a folder", None),
         (["attention-numpy", str(subs), *dist, "--out", str(damaged_gradebook)], "not a gradebook qkv can use", None),
         (["attention-numpy", str(subs), *dist, "--out", str(earlier_gradebook)],
-         "a gradebook of format 0, this qkv writes format 2", None),
+         "a gradebook of format 0, this qkv writes format 3", None),
         (["attention-numpy", str(subs), "--dist", str(damaged_bundle)], "damaged grading bundle", None),
         (["attention-numpy", str(subs), *dist, "--out", str(tmp_path / "new"), "--isolation", "bwrap"],
          "--isolation: bwrap isolation was requested but is not usable here", no_bwrap),

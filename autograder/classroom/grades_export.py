@@ -2,8 +2,9 @@
 
 - `canvas`: Canvas's gradebook import CSV. Columns `Student, ID, SIS User ID, SIS Login ID, Section`, then
   the assignment's column (`Name (assignment id)` matches an existing Canvas assignment; a bare name
-  makes a new one), and a `Points Possible` row. ID is the roster's `lms_id` (the Canvas user id), SIS
-  User ID its `id`, SIS Login ID its `email`. A blank cell leaves Canvas's grade as it is.
+  makes a new one, which `export_notes` warns of), and a `Points Possible` row. ID is the roster's
+  `lms_id` (the Canvas user id), SIS User ID its `id`, SIS Login ID its `email`. A blank cell leaves
+  Canvas's grade as it is. Canvas's CSV import takes no comments: push-grades posts them.
 - `moodle`: Moodle's "Import grades from CSV": `Full name, Email address, ID number, Section`, the grade
   column and a `Feedback` column; match users by email address or ID number (the roster's `id`),
   map the grade column to the assignment's grade item and Feedback to its feedback.
@@ -15,14 +16,14 @@ The final score (after the late penalty) is what is exported.
 
 from __future__ import annotations
 
-import json
-import sqlite3
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from autograder.classroom.classbook import stored_late, stored_roster
 from autograder.classroom.roster import Roster
+from autograder.grade.gradebook import Gradebook
 from autograder.report.lessons import summarise
 from autograder.report.spreadsheet import csv_text
 from autograder.report.summary import points
@@ -30,6 +31,7 @@ from autograder.results import SubmissionResult
 
 FORMATS = ("canvas", "moodle", "csv")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+_CANVAS_ASSIGNMENT = re.compile(r".*\(\d+\)\s*", re.S)  # "Title (12345)": the header Canvas matches to assignment 12345
 
 
 @dataclass(frozen=True)
@@ -67,15 +69,15 @@ def _comment(result: dict, penalty: float, final: float, rule: str) -> str:
     return "; ".join(parts)
 
 
-def grade_lines(db: sqlite3.Connection, roster: Optional[Roster] = None) -> tuple[list[GradeLine], float]:
+def grade_lines(book: Gradebook, roster: Optional[Roster] = None) -> tuple[list[GradeLine], float]:
     """One line per roster student (and per graded student not on it), and the assignment's points."""
-    roster = roster or stored_roster(db)
-    late = stored_late(db)
+    roster = roster or stored_roster(book)
+    late = stored_late(book)
     lines: dict[str, GradeLine] = {}
     max_points = 0.0
-    for student, status, score, max_score, result in db.execute(
-            "SELECT student, status, score, max_score, result FROM submissions ORDER BY student"):
-        data = json.loads(result)
+    for stored in book.latest_submissions():
+        student, status, score, max_score, data = (stored.student, stored.status, stored.score, stored.max_score,
+                                                   stored.result)
         max_points = max(max_points, max_score)
         outcome = late.get(student)
         penalty = outcome.penalty if outcome else 0.0
@@ -142,10 +144,42 @@ def comments_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}-comments.csv")
 
 
-def export_files(db: sqlite3.Connection, fmt: str, out: Path, column: str,
+def export_files(book: Gradebook, fmt: str, out: Path, column: str,
                  roster: Optional[Roster] = None) -> tuple[dict[Path, bytes], list[GradeLine]]:
     """{path: bytes} of the import file and its comment file (written by the caller, atomically), and the lines."""
-    lines, max_points = grade_lines(db, roster)
+    lines, max_points = grade_lines(book, roster)
     files = {out: render(fmt, lines, column, max_points).encode("utf-8"),
              comments_path(out): comments_csv(lines).encode("utf-8")}
     return files, lines
+
+
+def grade_column(fmt: str, title: str, canvas_assignment_id: Optional[int]) -> str:
+    """The grade column's default header: for Canvas, `Title (id)` when the assignment is known (the manifest's
+    lms.canvas_assignment_id), so that Canvas updates it; else the bare title."""
+    return f"{title} ({canvas_assignment_id})" if fmt == "canvas" and canvas_assignment_id else title
+
+
+def export_notes(fmt: str, name: str, lines: list[GradeLine], column: str, comments: Path) -> list[tuple[str, str]]:
+    """(warning or note, text): what to know before importing the files into the LMS."""
+    notes: list[tuple[str, str]] = []
+    if fmt == "canvas" and not _CANVAS_ASSIGNMENT.fullmatch(column):
+        notes.append(("warning", f"the column {column!r} names no Canvas assignment id, so Canvas's import makes a NEW "
+                                 f"assignment of it; to update the existing one, export again with "
+                                 f"--column \"{column} (ID)\", ID being the number at the end of the assignment's "
+                                 "address in Canvas (/assignments/ID), or set `lms: {canvas_assignment_id: ID}` in "
+                                 "its manifest"))
+    graded = [line for line in lines if line.final is not None]
+    blank = [line.student for line in graded if not line.lms_id]
+    if fmt == "canvas" and blank:
+        notes.append(("note", f"{len(blank)} of {len(graded)} graded students have no lms_id in the roster "
+                              f"({', '.join(blank[:5])}{' ...' if len(blank) > 5 else ''}), so Canvas's ID column is "
+                              "blank for them and Canvas can match them only by SIS User ID (the roster's id) or SIS "
+                              "Login ID (its email); where those are not Canvas's, fill lms_id with each student's "
+                              "Canvas user id (the ID column of a gradebook Canvas exports, or /users/ID in their "
+                              "profile's address) and export again with --roster FILE"))
+    use = {"canvas": "Canvas's CSV import takes no comments: `qkv push-grades "
+                     f"{name} --canvas URL --course C --assignment A` posts the grades with these comments",
+           "moodle": "the same comments as the Feedback column of the import file",
+           "csv": "for mail or another LMS, matched by id, lms_id or email"}[fmt]
+    notes.append(("note", f"{comments.name}: one feedback comment per graded student; {use}"))
+    return notes

@@ -1,36 +1,22 @@
 """History: the gradebook's `gradings` in; each student's trail, and who gained or lost points between their
 last two gradings (after a hidden test is fixed and the class regraded), out.
 
-Every grading is kept by `Gradebook.record` (digest of the file, time, bundle fingerprint, per-test
-scores); nothing here writes to the gradebook. `changes_csv` is the table `qkv grade` writes as
-changes.csv when a run regraded someone.
+Every grading is kept by `Gradebook.record` (digest of the file, time, LATE marker, bundle fingerprint,
+per-test scores); `late_outcomes` gives each grading's score after the late penalty; nothing here writes
+to the gradebook. `changes_csv` is the table `qkv grade` writes as changes.csv when a run regraded someone.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable
 
+from autograder.classroom.classbook import extension_of, stored_roster
+from autograder.classroom.deadlines import LateOutcome, apply_policy, policy_from
+from autograder.grade.gradebook import Gradebook, Grading
 from autograder.report.spreadsheet import csv_text
 
-TestKey = tuple[str, str]  # (problem id, test name)
-
-
-@dataclass(frozen=True)
-class Grading:
-    id: int
-    student: str
-    digest: str
-    graded_at: float
-    bundle: str
-    status: str
-    score: float
-    max_score: float
-    source: str
-    submitted_at: Optional[str]
-    time_source: str
-    tests: dict[TestKey, tuple[float, float, bool]]  # (score, max, passed)
+__all__ = ["Change", "Grading", "changes", "changes_csv", "diff", "late_outcomes", "trail"]
 
 
 @dataclass(frozen=True)
@@ -48,28 +34,19 @@ class Change:
         return round(self.after - self.before, 4)
 
 
-_COLUMNS = "id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at, time_source"
-
-
-def _gradings(db: sqlite3.Connection, where: str, args: tuple) -> list[Grading]:
-    rows = db.execute(f"SELECT {_COLUMNS} FROM gradings WHERE {where} ORDER BY id", args).fetchall()
-    if not rows:
-        return []
-    ids = [r[0] for r in rows]
-    tests: dict[int, dict[TestKey, tuple[float, float, bool]]] = {i: {} for i in ids}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        for grading, problem, test, score, max_score, passed in db.execute(
-                f"SELECT grading, problem, test, score, max_score, passed FROM grading_tests WHERE grading IN ({marks})",
-                chunk):
-            tests[grading][(problem, test)] = (score, max_score, bool(passed))
-    return [Grading(*row, tests=tests[row[0]]) for row in rows]
-
-
-def trail(db: sqlite3.Connection, student: str) -> list[Grading]:
+def trail(book: Gradebook, student: str) -> list[Grading]:
     """Every grading of one student, oldest first."""
-    return _gradings(db, "student = ?", (student,))
+    return book.gradings_of(student)
+
+
+def late_outcomes(book: Gradebook, gradings: Iterable[Grading]) -> list[LateOutcome]:
+    """Each grading's score after the late penalty: from its own hand-in time and LATE marker, under the late
+    policy and the extensions of the last `qkv grade` (so the latest grading's is what the exports read)."""
+    rules = book.late_rules()
+    policy = policy_from(rules.due, rules.late)
+    roster = stored_roster(book)
+    return [apply_policy(policy, g.score, g.max_score, g.handed_in, extension_of(roster, g.student), g.time_source,
+                         g.late_marked) for g in gradings]
 
 
 def diff(before: Grading, after: Grading) -> Change:
@@ -83,27 +60,10 @@ def diff(before: Grading, after: Grading) -> Change:
                   before.bundle != after.bundle, before.digest != after.digest)
 
 
-def changes(db: sqlite3.Connection, students: Iterable[str]) -> list[Change]:
+def changes(book: Gradebook, students: Iterable[str]) -> list[Change]:
     """For each student with two gradings or more: the last one against the one before."""
-    out = []
-    wanted = sorted(set(students))
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start:start + 500]
-        marks = ",".join("?" * len(chunk))
-        last_two = db.execute(
-            f"SELECT id FROM (SELECT id, student, ROW_NUMBER() OVER (PARTITION BY student ORDER BY id DESC) AS n "
-            f"FROM gradings WHERE student IN ({marks})) WHERE n <= 2", chunk).fetchall()
-        by_student: dict[str, list[Grading]] = {}
-        ids = [r[0] for r in last_two]
-        if not ids:
-            continue
-        for grading in _gradings(db, f"id IN ({','.join('?' * len(ids))})", tuple(ids)):
-            by_student.setdefault(grading.student, []).append(grading)
-        for student in chunk:
-            pair = by_student.get(student, [])
-            if len(pair) == 2:
-                out.append(diff(pair[0], pair[1]))
-    return out
+    last_two = book.last_two_gradings(students)
+    return [diff(*pair) for pair in (last_two.get(s, []) for s in sorted(set(students))) if len(pair) == 2]
 
 
 def changes_csv(found: list[Change]) -> str:

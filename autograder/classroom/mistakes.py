@@ -3,7 +3,7 @@
 A mistake is counted where it starts: a column softmax that also breaks the
 attention functions built on softmax_rows is one mistake of softmax-rows, with
 the points it costs in every problem it touches (the gradebook stores such a
-test's misconception as "softmax-rows/column-softmax", grade/gradebook.py).
+test's misconception as "softmax-rows/column-softmax", grade/gradebook/writes.py).
 Each comes with one anonymised example, a failed test it explains (a public one
 when there is one): the test, what was expected and what came back, and the
 message students read, never who handed it in. Read with the item analysis
@@ -12,13 +12,10 @@ message students read, never who handed it in. Read with the item analysis
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Optional
 
-LATEST_GRADED = ("SELECT id FROM gradings WHERE status = 'graded' AND id IN "
-                 "(SELECT MAX(id) FROM gradings GROUP BY student)")
+from autograder.grade.gradebook import Gradebook
 
 
 @dataclass(frozen=True)
@@ -52,14 +49,9 @@ def _origin(problem: str, stored: str) -> tuple[str, str]:
     return (upstream, mistake) if upstream else (problem, stored)
 
 
-def _example(db: sqlite3.Connection, grading: int, problem: str, mistake: str) -> Optional[Example]:
-    row = db.execute("SELECT s.result FROM submissions s JOIN gradings g ON g.student = s.student AND "
-                     "g.digest = s.digest WHERE g.id = ?", (grading,)).fetchone()
-    if row is None:
-        return None
-    try:
-        result = json.loads(row[0])
-    except ValueError:
+def _example(book: Gradebook, grading: int, problem: str, mistake: str) -> Optional[Example]:
+    result = book.stored_result(grading)
+    if result is None:
         return None
     found = [(p["problem_id"], t) for p in result.get("problems", []) for t in p.get("tests", [])
              if t.get("misconception") == mistake and (t.get("cause") or p["problem_id"]) == problem]
@@ -70,16 +62,14 @@ def _example(db: sqlite3.Connection, grading: int, problem: str, mistake: str) -
                    test.get("got_excerpt", ""), test.get("message", ""))
 
 
-def class_mistakes(db: sqlite3.Connection, messages: dict[tuple[str, str], str],
+def class_mistakes(book: Gradebook, messages: dict[tuple[str, str], str],
                    order: tuple[str, ...] = ()) -> tuple[ClassMistake, ...]:
     """Every named mistake of the latest gradings, most students first; `messages` by (problem, mistake) id."""
-    analysed = db.execute(f"SELECT COUNT(*) FROM ({LATEST_GRADED})").fetchone()[0]
+    analysed = book.latest_graded_count()
     who: dict[tuple[str, str], set[int]] = {}
     lost: dict[tuple[str, str], float] = {}
     touched: dict[tuple[str, str], dict[str, None]] = {}
-    for grading, problem, stored, points in db.execute(
-            f"SELECT grading, problem, misconception, max_score - score FROM grading_tests "
-            f"WHERE misconception IS NOT NULL AND grading IN ({LATEST_GRADED}) ORDER BY grading"):
+    for grading, problem, stored, points in book.latest_mistakes():
         key = _origin(problem, stored)
         who.setdefault(key, set()).add(grading)
         lost[key] = lost.get(key, 0.0) + points
@@ -91,5 +81,5 @@ def class_mistakes(db: sqlite3.Connection, messages: dict[tuple[str, str], str],
         touches = tuple(sorted(touched[key], key=lambda p: (p != problem, place.get(p, len(place)), p)))
         out.append(ClassMistake(problem, mistake, messages.get(key, mistake), len(gradings),
                                 len(gradings) / analysed if analysed else 0.0, round(lost[key], 4), touches,
-                                _example(db, min(gradings), problem, mistake)))
+                                _example(book, min(gradings), problem, mistake)))
     return tuple(sorted(out, key=lambda m: (-m.students, -m.points, m.problem, m.mistake)))

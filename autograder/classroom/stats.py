@@ -1,5 +1,6 @@
 """Item analysis: the gradebook's latest grading of each student (and the bundle, for choice texts) in,
-an `ItemAnalysis` out. `load_scores` does the reading; `analyse` is pure numpy.
+an `ItemAnalysis` out. `load_scores` does the reading (through the gradebook's `latest_scores`); `analyse` is
+pure numpy.
 
 Students whose file could not be run at all (status other than `graded`) are left out: they tell
 nothing about the items. For each item (a problem, and each hidden test of a code problem), over the
@@ -19,14 +20,13 @@ and in the upper and lower groups. Each named misconception is counted once per 
 from __future__ import annotations
 
 import functools
-import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
+from autograder.grade.gradebook import Gradebook
 from autograder.kinds import KINDS, kind_of
 from autograder.kinds.implement import IMPLEMENT
 from qkv_runtime.answers import AnswerFormatError, parse_choice
@@ -119,70 +119,18 @@ class ItemAnalysis:
 # ------------------------------------------------------------------ reading
 
 
-def load_scores(db: sqlite3.Connection) -> Scores:
-    """The latest grading of each student whose file ran. When they were all graded with one bundle (the usual
-    case: the same tests for everyone), the scores are read as one column in the table's order and reshaped;
-    otherwise each test's scores come packed per test (grading id, score, ...). Either way, no Python loop
-    runs per test row."""
-    latest = "SELECT MAX(id) FROM gradings GROUP BY student"
-    rows = db.execute(f"SELECT id, student, status, answers, bundle FROM gradings WHERE id IN ({latest}) ORDER BY id"
-                      ).fetchall()
-    graded = [(gid, student, answers, bundle) for gid, student, status, answers, bundle in rows if status == "graded"]
-    ids = np.array([g[0] for g in graded], dtype=np.int64)  # ascending: rows come ORDER BY id
-    students = [g[1] for g in graded]
-    chosen = f"SELECT id FROM gradings WHERE status = 'graded' AND id IN ({latest})"
-
-    def positions(found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Row indices of those grading ids that belong to analysed students, and which of `found` they are."""
-        at = np.clip(np.searchsorted(ids, found), 0, max(len(ids) - 1, 0))
-        keep = (ids[at] == found) if len(ids) else np.zeros(len(found), dtype=bool)
-        return at[keep], keep
-
-    columns: list[tuple[str, str, str]] = []
-    maxima: list[float] = []
-    matrix = np.zeros((len(graded), 0))
-    if graded:
-        keys = db.execute("SELECT problem, test, visibility, max_score FROM grading_tests WHERE grading = ? "
-                          "ORDER BY problem, test", (int(ids[0]),)).fetchall()
-        if len({g[3] for g in graded}) == 1 and keys:
-            flat = np.fromiter((r[0] for r in db.execute(
-                f"SELECT score FROM grading_tests WHERE grading IN ({chosen}) ORDER BY grading, problem, test")), float)
-            if flat.size == len(graded) * len(keys):
-                columns = [(p, t, v) for p, t, v, _ in keys]
-                maxima = [m for *_, m in keys]
-                matrix = flat.reshape(len(graded), len(keys))
-        if not columns:  # gradings of several bundles: tests differ between students
-            cells = []
-            for problem, test, visibility, max_score, packed in db.execute(
-                    f"SELECT problem, test, MAX(visibility), MAX(max_score), group_concat(grading || ' ' || score, ' ') "
-                    f"FROM grading_tests WHERE grading IN ({chosen}) GROUP BY problem, test"):
-                columns.append((problem, test, visibility))
-                maxima.append(max_score)
-                cells.append(np.array(packed.split(), dtype=float).reshape(-1, 2))
-            matrix = np.zeros((len(graded), len(columns)))
-            for col, pairs in enumerate(cells):
-                at, keep = positions(pairs[:, 0].astype(np.int64))
-                matrix[at, col] = pairs[keep, 1]
+def load_scores(book: Gradebook) -> Scores:
+    """The latest grading of each student whose file ran, by student id."""
+    table = book.latest_scores()
+    students = [g.student for g in table.gradings]
+    student_of = {g.id: g.student for g in table.gradings}
     misconceptions: dict[tuple[str, str], set[str]] = {}
-    student_of = dict(zip(ids.tolist(), students))
-    for gid, problem, misconception in db.execute(
-            f"SELECT grading, problem, misconception FROM grading_tests "
-            f"WHERE misconception IS NOT NULL AND grading IN ({chosen})"):
-        misconceptions.setdefault((problem, misconception), set()).add(student_of[gid])
-    answers = {}
-    for _, student, text, _ in graded:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = {}
-        answers[student] = value if isinstance(value, dict) else {}
-    kinds: dict[str, str] = {}
-    sample = db.execute("SELECT result FROM submissions WHERE status = 'graded' LIMIT 1").fetchone()
-    if sample:  # each problem's kind, from one stored result
-        kinds = {p["problem_id"]: p["kind"] for p in json.loads(sample[0]).get("problems", [])}
+    for grading, problem, misconception, _ in book.latest_mistakes():
+        misconceptions.setdefault((problem, misconception), set()).add(student_of[grading])
+    answers = {g.student: g.answers for g in table.gradings}
     order = sorted(range(len(students)), key=students.__getitem__)  # by student id, as every report lists them
-    return Scores(tuple(students[i] for i in order), tuple(columns), matrix[order], np.array(maxima, dtype=float),
-                  misconceptions, answers, excluded=len(rows) - len(graded), problem_kinds=kinds)
+    return Scores(tuple(students[i] for i in order), table.columns, table.scores[order], table.maxima,
+                  misconceptions, answers, excluded=table.excluded, problem_kinds=book.problem_kinds())
 
 
 # ---------------------------------------------------------------- the numbers

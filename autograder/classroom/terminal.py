@@ -9,6 +9,7 @@ import datetime as dt
 from collections import Counter
 from typing import Iterable, Sequence
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -88,13 +89,21 @@ def changes_table(changes: Iterable[Change], limit: int = 40) -> Table:
     return table
 
 
-def history_table(student: str, trail: Sequence[Grading]) -> Table:
-    table = Table(title=f"History of {terminal_safe(student)}: {len(trail)} grading(s)")
+def _score(g: Grading, late: LateOutcome | None) -> str:
+    if late is None or not late.penalty:
+        return f"{points(g.score)}/{points(g.max_score)}"
+    return f"{points(late.final)}/{points(g.max_score)} (raw {points(g.score)}; {late.rule})"
+
+
+def history_table(student: str, trail: Sequence[Grading], late: Sequence[LateOutcome] = ()) -> Table:
+    """`late`: each grading's outcome under the late policy (classroom/history.py); a penalty shows the final score."""
+    table = Table(title=f"History of {escape(terminal_safe(student))}: {len(trail)} grading(s)")
     for column, justify in (("#", "right"), ("graded at", "left"), ("file", "left"), ("handed in", "left"),
                             ("bundle", "left"), ("status", "left"), ("score", "right"), ("changed since the one before", "left")):
         table.add_column(column, justify=justify, overflow="fold")
     previous = None
-    for n, g in enumerate(trail, 1):
+    outcomes = list(late) or [None] * len(trail)
+    for n, (g, outcome) in enumerate(zip(trail, outcomes), 1):
         when = dt.datetime.fromtimestamp(g.graded_at, dt.timezone.utc).isoformat(timespec="seconds")
         change = "-"
         if previous is not None:
@@ -103,6 +112,6 @@ def history_table(student: str, trail: Sequence[Grading]) -> Table:
                                            *list(d.gained + d.lost)[:6]) if x) or "nothing"
         table.add_row(str(n), when, _t(f"{g.source or '-'} ({g.digest[:10]})"),
                       _t(f"{g.submitted_at} ({g.time_source})" if g.submitted_at else "-"), g.bundle[:10], _t(g.status),
-                      f"{points(g.score)}/{points(g.max_score)}", _t(change))
+                      _t(_score(g, outcome)), _t(change))
         previous = g
     return table

@@ -11,6 +11,11 @@ The class around it (autograder/classroom/): SUBMISSIONS may be an LMS's whole-c
 roster, each hand-in is matched to a roster id and everything else is an intake row (intake.csv,
 `strict` refuses to grade past them); the late policy gives each student's penalty; every
 grading is kept in the gradebook's history, and changes.csv says who gained or lost points.
+
+A run, in steps: `check_intake` (refusals before any gradebook exists), `select_work` (bind the
+gradebook to the build, choose what to grade), `grade_submissions` (the route; each result recorded
+and its pages written as it comes back), `after_grading` (late outcomes, the class stored beside the
+grades, changes), then the class's files.
 """
 
 from __future__ import annotations
@@ -21,21 +26,22 @@ import hashlib
 import shutil
 import tempfile
 import zipfile
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Optional
+from typing import Callable, Collection, Optional
 
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.classroom import classbook, history
 from autograder.classroom.collect import ClassIntake, IntakeRow, collect
-from autograder.classroom.deadlines import LateOutcome, apply_policy, policy_from
+from autograder.classroom.deadlines import LateOutcome, LatePolicy, apply_policy, policy_from
 from autograder.classroom.roster import Roster
 from autograder.course.find import find_course
 from autograder.errors import QkvError
 from autograder.grade.cluster_security import TlsFiles
-from autograder.grade.gradebook import Gradebook, GradingContext
+from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook, GradingContext
 from autograder.grade.intake import IntakeNote, Submission
-from autograder.grade.route import open_route
+from autograder.grade.route import Route, open_route
 from autograder.grade.score import grade_submission
 from autograder.report.csv import write_gradebook_csv
 from autograder.report.feedback import write_feedback
@@ -44,8 +50,6 @@ from autograder.report.results_json import write_results_json
 from autograder.report.spreadsheet import csv_text
 from autograder.results import SubmissionResult
 from autograder.sandbox import SandboxError
-
-GRADEBOOK_FILE = "gradebook.sqlite"
 
 
 @dataclass(frozen=True)
@@ -99,17 +103,22 @@ def intake_csv(rows: tuple[IntakeRow, ...]) -> str:
                                         row.message] for row in rows)])
 
 
+def late_outcome(policy: LatePolicy, roster: Optional[Roster], result: SubmissionResult,
+                 when: Optional[dt.datetime], source: str, late_marked: bool) -> LateOutcome:
+    """A graded student's penalty under the late policy, with the roster's extension of them."""
+    return apply_policy(policy, result.score, result.max_score, when, classbook.extension_of(roster, result.student),
+                        source, late_marked)
+
+
 def _late_outcomes(bundle: GradingBundle, rows: list[tuple[SubmissionResult, str]], handed: ClassIntake,
-                   roster: Optional[Roster], stored_times: dict[str, tuple[Any, str]]) -> dict[str, LateOutcome]:
+                   roster: Optional[Roster], stored_times: dict[str, tuple[Optional[dt.datetime], str]]
+                   ) -> dict[str, LateOutcome]:
     """Each graded student's penalty under the late policy, from this hand-in's time (or the last grading's)."""
     policy = policy_from(bundle.due, bundle.late)
     out = {}
     for result, _ in rows:
         when, source = handed.times.get(result.student) or stored_times.get(result.student, (None, ""))
-        student = roster.by_id(result.student) if roster else None
-        out[result.student] = apply_policy(policy, result.score, result.max_score, when,
-                                           student.extension if student and student.id == result.student else None,
-                                           source, result.student in handed.late_marked)
+        out[result.student] = late_outcome(policy, roster, result, when, source, result.student in handed.late_marked)
     return out
 
 
@@ -165,10 +174,53 @@ def grade_class(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: Path, routing, handed: ClassIntake,
-           regrade: bool, progress: Optional[Callable[[int, int, str], None]], strict: bool,
+@dataclass(frozen=True)
+class Work:
+    """What this run grades: the submissions to grade (new, changed, or asked for) and how many were left as graded."""
+
+    todo: list[Submission]
+    skipped: int
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Graded:
+    """What this run graded, by student (their pages are written already), and the isolation it ran under."""
+
+    results: dict[str, SubmissionResult]
+    isolation: str
+
+
+@dataclass(frozen=True)
+class Settled:
+    """After grading: every stored result with its isolation, each student's late outcome, who gained or lost."""
+
+    rows: list[tuple[SubmissionResult, str]]
+    late: dict[str, LateOutcome]
+    changes: list[history.Change]
+
+
+def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: Path,
+           routing: AbstractContextManager[Route], handed: ClassIntake, regrade: bool,
+           progress: Optional[Callable[[int, int, str], None]], strict: bool,
            only: Optional[Collection[str]]) -> GradeRun:
-    roster = handed.roster
+    check_intake(handed, submissions_dir, out, strict, only)
+    with Gradebook(out / GRADEBOOK_FILE) as gradebook:
+        work = select_work(gradebook, bundle, bundle_dir, out, handed, regrade, only)
+        graded = grade_submissions(gradebook, bundle, out, routing, handed, work.todo, progress)
+        settled = after_grading(gradebook, bundle, handed, graded)
+    if settled.changes:
+        write_atomic(out / "changes.csv", history.changes_csv(settled.changes).encode())
+    export_reports(out, bundle, settled.rows, set(graded.results), settled.late)
+    notes_of_intake = tuple(IntakeNote(r.entry, r.message) for r in handed.rows if r.status == "skipped")
+    return GradeRun(bundle, out, [r for r, _ in settled.rows], graded.isolation, len(work.todo), work.skipped,
+                    work.notes, notes_of_intake, handed.rows, settled.late, settled.changes)
+
+
+def check_intake(handed: ClassIntake, submissions_dir: Path, out: Path, strict: bool,
+                 only: Optional[Collection[str]]) -> None:
+    """Refuse, before any gradebook exists, a class with nothing to grade, `strict` with hand-ins to resolve
+    (intake.csv says which), and `only` naming a student who handed nothing in."""
     if not handed.submissions:
         first = next((f"{r.entry}: {r.message}" for r in handed.rows if r.status != "missing"), "")
         raise QkvError(str(submissions_dir), "no .py or .ipynb submission found to grade"
@@ -182,66 +234,68 @@ def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: 
         unknown = sorted(set(only) - {s.student for s in handed.submissions})
         if unknown:
             raise QkvError("--regrade", f"no submission of {', '.join(unknown[:5])} in {submissions_dir}")
+
+
+def select_work(gradebook: Gradebook, bundle: GradingBundle, bundle_dir: Path, out: Path, handed: ClassIntake,
+                regrade: bool, only: Optional[Collection[str]]) -> Work:
+    """Bind the gradebook to this build (a rebuilt one grades everyone again), write intake.csv, and choose
+    the submissions to grade: `only` those students, everyone with `regrade`, else the new and changed."""
     notes: list[str] = []
-    with Gradebook(out / GRADEBOOK_FILE) as gradebook:
-        mismatch = gradebook.check_assignment(bundle.name, bundle_fingerprint(bundle_dir))
-        if mismatch and "belongs to" in mismatch:
-            raise QkvError(str(out), f"{mismatch}; choose another --out")
-        if mismatch:
-            notes.append(f"{mismatch}: every submission is graded again")
-            gradebook.rebind(bundle_fingerprint(bundle_dir))
-            regrade, only = True, None
-        write_atomic(out / "intake.csv", intake_csv(handed.rows).encode())
-        done = gradebook.graded_digests()
-        if only is not None:
-            todo = [s for s in handed.submissions if s.student in set(only)]
-        else:
-            todo = [s for s in handed.submissions if regrade or done.get(s.student) != s.digest]
-        skipped = len(handed.submissions) - len(todo)
-        policy = policy_from(bundle.due, bundle.late)
-        runnable = [s for s in todo if s.program is not None]
-        total = len(todo)
-
-        graded_now: dict[str, SubmissionResult] = {}  # their pages are written already
-
-        def record(submission: Submission, result: SubmissionResult, iso: str) -> None:
-            when, source = handed.times.get(submission.student, (None, ""))
-            gradebook.record(result, iso, GradingContext(handed.sources.get(submission.student, ""),
-                                                         when.isoformat() if when else None, source))
-            student = roster.by_id(result.student) if roster else None
-            late = apply_policy(policy, result.score, result.max_score, when, student.extension if student else None,
-                                source, result.student in handed.late_marked) if bundle.due else None
-            # pages are written while the sandbox workers grade the next submissions, not after
-            write_student_reports(out, bundle, result, iso, late)
-            graded_now[result.student] = result
-            if progress:
-                progress(len(graded_now), total, submission.student)
-
-        try:
-            with routing as route:
-                for submission in todo:
-                    if submission.program is None:
-                        record(submission, grade_submission(bundle, submission, None), route.isolation)
-                for submission, result, iso in route.grade(runnable):
-                    record(submission, result, iso)
-                used_isolation = route.isolation
-        except SandboxError as err:
-            raise QkvError("sandbox", f"{err}; {len(graded_now)} submission(s) graded before it are kept, "
-                                      "and running the same command again grades the rest") from None
-        rows = gradebook.results(known=graded_now)
-        stored_times = {student: (_moment(at), source) for student, at, source in gradebook.db.execute(
-            "SELECT student, submitted_at, time_source FROM gradings WHERE id IN "
-            "(SELECT MAX(id) FROM gradings GROUP BY student)")}
-        late = _late_outcomes(bundle, rows, handed, roster, stored_times)
-        classbook.store_class(gradebook.db, roster, late, bundle.title)
-        changed = history.changes(gradebook.db, graded_now)
-    if changed:
-        write_atomic(out / "changes.csv", history.changes_csv(changed).encode())
-    export_reports(out, bundle, rows, set(graded_now), late)
-    notes_of_intake = tuple(IntakeNote(r.entry, r.message) for r in handed.rows if r.status == "skipped")
-    return GradeRun(bundle, out, [r for r, _ in rows], used_isolation, total, skipped, notes, notes_of_intake,
-                    handed.rows, late, changed)
+    fingerprint = bundle_fingerprint(bundle_dir)
+    mismatch = gradebook.check_assignment(bundle.name, fingerprint)
+    if mismatch and "belongs to" in mismatch:
+        raise QkvError(str(out), f"{mismatch}; choose another --out")
+    if mismatch:
+        notes.append(f"{mismatch}: every submission is graded again")
+        gradebook.rebind(fingerprint)
+        regrade, only = True, None
+    write_atomic(out / "intake.csv", intake_csv(handed.rows).encode())
+    done = gradebook.graded_digests()
+    if only is not None:
+        todo = [s for s in handed.submissions if s.student in set(only)]
+    else:
+        todo = [s for s in handed.submissions if regrade or done.get(s.student) != s.digest]
+    return Work(todo, len(handed.submissions) - len(todo), notes)
 
 
-def _moment(text: Optional[str]) -> Optional[dt.datetime]:
-    return dt.datetime.fromisoformat(text) if text else None
+def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, routing: AbstractContextManager[Route],
+                      handed: ClassIntake, todo: list[Submission],
+                      progress: Optional[Callable[[int, int, str], None]]) -> Graded:
+    """Grade `todo` on the route, recording each result and writing its pages as it comes back."""
+    policy = policy_from(bundle.due, bundle.late)
+    runnable = [s for s in todo if s.program is not None]
+    graded: dict[str, SubmissionResult] = {}
+
+    def record(submission: Submission, result: SubmissionResult, iso: str) -> None:
+        when, source = handed.times.get(submission.student, (None, ""))
+        marked = result.student in handed.late_marked
+        gradebook.record(result, iso, GradingContext(handed.sources.get(submission.student, ""),
+                                                     when.isoformat() if when else None, source, marked))
+        late = late_outcome(policy, handed.roster, result, when, source, marked) if bundle.due else None
+        # pages are written while the sandbox workers grade the next submissions, not after
+        write_student_reports(out, bundle, result, iso, late)
+        graded[result.student] = result
+        if progress:
+            progress(len(graded), len(todo), submission.student)
+
+    try:
+        with routing as route:
+            for submission in todo:
+                if submission.program is None:
+                    record(submission, grade_submission(bundle, submission, None), route.isolation)
+            for submission, result, iso in route.grade(runnable):
+                record(submission, result, iso)
+            return Graded(graded, route.isolation)
+    except SandboxError as err:
+        raise QkvError("sandbox", f"{err}; {len(graded)} submission(s) graded before it are kept, "
+                                  "and running the same command again grades the rest") from None
+
+
+def after_grading(gradebook: Gradebook, bundle: GradingBundle, handed: ClassIntake, graded: Graded) -> Settled:
+    """Every student's late outcome (this hand-in's time, else the last grading's), the class stored beside the
+    grades, and who gained or lost points against their grading before."""
+    rows = gradebook.results(known=graded.results)
+    stored_times = {student: (h.submitted_at, h.time_source) for student, h in gradebook.latest_hand_ins().items()}
+    late = _late_outcomes(bundle, rows, handed, handed.roster, stored_times)
+    classbook.store_class(gradebook, handed.roster, late, bundle.title, bundle.due, bundle.late)
+    return Settled(rows, late, history.changes(gradebook, graded.results))

@@ -1,0 +1,117 @@
+"""The gradebook's reads for grading, the history, the exports and the class beside the grades.
+
+grading_tests is clustered by grading, so one grading's tests, or a whole class's in order, are read
+without a sort. Lists of ids or students go in chunks of 500, under SQLite's limit on parameters.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from typing import Optional
+
+from autograder.grade.gradebook.records import (Grading, HandIn, LateEntry, LateRules, RosterEntry, StoredSubmission,
+                                                TestKey, moment)
+from autograder.results import SubmissionResult
+
+LATEST = "SELECT MAX(id) FROM gradings GROUP BY student"  # each student's latest grading
+CHUNK = 500
+_GRADING = "id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at, time_source"
+
+
+def _marks(values: list) -> str:
+    return ",".join("?" * len(values))
+
+
+class Reads:
+    _db: sqlite3.Connection
+
+    # ------------------------------------------------------------------ grading
+
+    def graded_digests(self) -> dict[str, str]:
+        return dict(self._db.execute("SELECT student, digest FROM submissions").fetchall())
+
+    def results(self, known: Mapping[str, SubmissionResult] = {}) -> list[tuple[SubmissionResult, str]]:
+        """Every stored result with its isolation, by student; those in `known` (just recorded) are not decoded
+        again."""
+        rows = self._db.execute("SELECT student, isolation, result FROM submissions ORDER BY student").fetchall()
+        return [(known[student] if student in known else SubmissionResult.from_json(json.loads(result)), isolation)
+                for student, isolation, result in rows]
+
+    def latest_hand_ins(self) -> dict[str, HandIn]:
+        """When each student's latest grading was handed in, by student."""
+        return {student: HandIn(moment(at), source, bool(marked)) for student, at, source, marked in self._db.execute(
+            f"SELECT student, submitted_at, time_source, late_marked FROM gradings WHERE id IN ({LATEST})")}
+
+    # ------------------------------------------------------------------ history
+
+    def _gradings(self, where: str, args: tuple) -> list[Grading]:
+        rows = self._db.execute(f"SELECT {_GRADING}, late_marked FROM gradings WHERE {where} ORDER BY id",
+                                args).fetchall()
+        if not rows:
+            return []
+        ids = [r[0] for r in rows]
+        tests: dict[int, dict[TestKey, tuple[float, float, bool]]] = {i: {} for i in ids}
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start:start + CHUNK]
+            for grading, problem, test, score, max_score, passed in self._db.execute(
+                    "SELECT grading, problem, test, score, max_score, passed FROM grading_tests "
+                    f"WHERE grading IN ({_marks(chunk)})", chunk):
+                tests[grading][(problem, test)] = (score, max_score, bool(passed))
+        return [Grading(*row[:-1], late_marked=bool(row[-1]), tests=tests[row[0]]) for row in rows]
+
+    def gradings_of(self, student: str) -> list[Grading]:
+        """Every grading of one student, oldest first."""
+        return self._gradings("student = ?", (student,))
+
+    def last_two_gradings(self, students: Iterable[str]) -> dict[str, list[Grading]]:
+        """Each student's last two gradings (one, for a student graded once), oldest first."""
+        out: dict[str, list[Grading]] = {}
+        wanted = sorted(set(students))
+        for start in range(0, len(wanted), CHUNK):
+            chunk = wanted[start:start + CHUNK]
+            ids = [r[0] for r in self._db.execute(
+                "SELECT id FROM (SELECT id, student, ROW_NUMBER() OVER (PARTITION BY student ORDER BY id DESC) AS n "
+                f"FROM gradings WHERE student IN ({_marks(chunk)})) WHERE n <= 2", chunk).fetchall()]
+            if ids:
+                for grading in self._gradings(f"id IN ({_marks(ids)})", tuple(ids)):
+                    out.setdefault(grading.student, []).append(grading)
+        return out
+
+    # ------------------------------------------------------------------ exports
+
+    def latest_submissions(self) -> list[StoredSubmission]:
+        """Each student's latest grading, by student."""
+        return [StoredSubmission(student, status, score, max_score, json.loads(result))
+                for student, status, score, max_score, result in self._db.execute(
+                    "SELECT student, status, score, max_score, result FROM submissions ORDER BY student")]
+
+    # ------------------------------------------------------------------ the class
+
+    def assignment(self) -> Optional[str]:
+        """The assignment this gradebook is bound to (None before the first grading)."""
+        return dict(self._db.execute("SELECT key, value FROM meta").fetchall()).get("assignment")
+
+    def class_title(self) -> str:
+        row = self._db.execute("SELECT value FROM class_meta WHERE key = 'title'").fetchone()
+        return row[0] if row else ""
+
+    def late_rules(self) -> LateRules:
+        row = self._db.execute("SELECT value FROM class_meta WHERE key = 'late_rules'").fetchone()
+        data = json.loads(row[0]) if row else {}
+        return LateRules(data.get("due"), data.get("late"))
+
+    def class_roster(self) -> list[RosterEntry]:
+        """The roster the last run that had one used, in its order; [] when none had."""
+        return [RosterEntry(i, n, e, lms, sec, ext, tuple(tuple(x) for x in json.loads(extra)))
+                for i, n, e, lms, sec, ext, extra in self._db.execute(
+                    "SELECT id, name, email, lms_id, section, extension, extra FROM class_roster ORDER BY position")]
+
+    def class_late(self) -> list[LateEntry]:
+        """Each student's late outcome as the last run worked it out."""
+        return [LateEntry(student, moment(due), moment(submitted), source, late, raw, penalty, final, max_score, rule,
+                          ext)
+                for student, due, submitted, source, late, raw, penalty, final, max_score, rule, ext
+                in self._db.execute("SELECT student, due, submitted_at, time_source, late_seconds, raw, penalty, final,"
+                                    " max_score, rule, extension FROM class_late")]

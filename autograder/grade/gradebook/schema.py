@@ -1,0 +1,69 @@
+"""The gradebook's tables and its format, the number in `PRAGMA user_version`.
+
+A gradebook of another format is refused, never migrated in place: grading the class again into a
+new folder makes one of this format, and `make demo` grades afresh each time.
+"""
+
+from __future__ import annotations
+
+# 1 kept each latest grading's tests a second time; 2 kept no LMS LATE marker with a grading and no late
+# policy beside the class, so `qkv history` could not say a grading's final score
+FORMAT = 3
+GRADEBOOK_FILE = "gradebook.sqlite"
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gradings (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    student      TEXT NOT NULL,
+    digest       TEXT NOT NULL,
+    graded_at    REAL NOT NULL,
+    bundle       TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    score        REAL NOT NULL,
+    max_score    REAL NOT NULL,
+    isolation    TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    submitted_at TEXT,
+    time_source  TEXT NOT NULL,
+    late_marked  INTEGER NOT NULL,
+    answers      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gradings_by_student ON gradings (student, id);
+CREATE TABLE IF NOT EXISTS grading_tests (
+    grading       INTEGER NOT NULL REFERENCES gradings(id) ON DELETE CASCADE,
+    problem       TEXT NOT NULL,
+    test          TEXT NOT NULL,
+    visibility    TEXT NOT NULL,
+    score         REAL NOT NULL,
+    max_score     REAL NOT NULL,
+    passed        INTEGER NOT NULL,
+    misconception TEXT,
+    PRIMARY KEY (grading, problem, test)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS submissions (
+    student    TEXT PRIMARY KEY,
+    digest     TEXT NOT NULL,
+    graded_at  REAL NOT NULL,
+    status     TEXT NOT NULL,
+    score      REAL NOT NULL,
+    max_score  REAL NOT NULL,
+    isolation  TEXT NOT NULL,
+    result     TEXT NOT NULL,
+    grading    INTEGER NOT NULL REFERENCES gradings(id)
+);
+CREATE VIEW IF NOT EXISTS test_scores (student, problem, test, score, max_score) AS
+    SELECT s.student, t.problem, t.test, t.score, t.max_score
+    FROM submissions AS s JOIN grading_tests AS t ON t.grading = s.grading;
+CREATE TABLE IF NOT EXISTS class_roster (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, lms_id TEXT NOT NULL, section TEXT NOT NULL,
+    extension TEXT NOT NULL, extra TEXT NOT NULL, position INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS class_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS class_late (
+    student TEXT PRIMARY KEY, due TEXT, submitted_at TEXT, time_source TEXT NOT NULL, late_seconds REAL NOT NULL,
+    raw REAL NOT NULL, penalty REAL NOT NULL, final REAL NOT NULL, max_score REAL NOT NULL, rule TEXT NOT NULL,
+    extension TEXT NOT NULL
+);
+PRAGMA user_version = {FORMAT};
+"""
