@@ -70,7 +70,7 @@ def current_course():
 @click.option("--title", default="My Transformers course", show_default=True, help="the course's title")
 @click.option("--term", default="", help="e.g. 2027 spring")
 def init(folder: Path, title: str, term: str) -> None:
-    """Start a course of your own in FOLDER: course.yaml, a bank, an assignment that builds, a roster."""
+    """Start a course of your own in FOLDER: course.yaml, a bank, an assignment that builds, an example roster."""
     from autograder.course.scaffold import init_course
 
     written = init_course(folder, title, term)
@@ -111,7 +111,7 @@ def validate(path: Path | None) -> None:
                           f"{escape(problem_id)} ({escape(str(replaced))})", highlight=False, soft_wrap=True)
     for finding in findings:
         err_console.print(f"[red]{escape(str(finding))}[/]", highlight=False, soft_wrap=True)
-    table = Table(title=f"Question bank: {bank.root}")
+    table = Table(title=f"Question bank: {escape(str(bank.root))}")
     table.add_column("topic")
     for kind in KINDS:
         table.add_column(kind, justify="right")
@@ -133,7 +133,8 @@ def validate(path: Path | None) -> None:
     from autograder import extras
 
     if not extras.available("torch"):
-        err_console.print(f"[yellow]note:[/] torch references were not checked ({extras.install_hint('torch')})")
+        err_console.print(f"[yellow]note:[/] torch references were not checked ({escape(extras.install_hint('torch'))})",
+                          highlight=False, soft_wrap=True)
     console.print(f"[green]{len(bank.problems)} problems valid[/]")
 
 
@@ -160,7 +161,7 @@ def _print_measures(bank) -> None:
         for column in ("problem", "distinct", "by hand", "spread"):
             hand.add_column(column, justify="right" if column == "distinct" else "left")
         for found in summaries:
-            hand.add_row(found.problem_id, str(found.distinct), found.rules, found.spread)
+            hand.add_row(found.problem_id, str(found.distinct), escape(found.rules), escape(found.spread))
         console.print(hand)
 
 
@@ -169,10 +170,10 @@ def _print_measures(bank) -> None:
 @click.option("--out", type=click.Path(path_type=Path), help="output folder (default: dist/NAME)")
 def build(name: str, out: Path | None) -> None:
     """Build assignment NAME (assignments/NAME.yaml): student release, nbgrader source, grading bundle."""
-    from autograder.assemble import build as build_assignment
+    from autograder.assemble import PRIVATE, build as build_assignment
 
     result = build_assignment(name, out)
-    table = Table(title=f"{result.assignment.manifest.title}: {result.out}/")
+    table = Table(title=f"{escape(terminal_safe(result.assignment.manifest.title))}: {escape(str(result.out))}/")
     table.add_column("part")
     table.add_column("files", justify="right")
     table.add_column("bytes", justify="right")
@@ -183,7 +184,8 @@ def build(name: str, out: Path | None) -> None:
         table.add_row(part, str(len(sizes)), f"{sum(sizes):,}")
     console.print(table)
     out = escape(str(result.out))
-    console.print(f"students get [bold]{out}/student/[/]; keep [bold]{out}/autograder/[/] private")
+    console.print(f"students get [bold]{out}/student/[/]; the rest holds the answers and is readable by you only "
+                  f"({', '.join(PRIVATE)}): keep it so")
 
 
 @main.command()
@@ -235,12 +237,13 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
             shown(message, category, filename, lineno, file, line)
 
     course = current_course()
-    roster = roster or (course.roster if course.roster is not None and course.roster.is_file() else None)
+    roster, which_roster = course.grading_roster(roster)
     class_roster = load_roster(roster) if roster else None
     dist = dist or course.output("dist", name)
     if not (dist / "autograder").is_dir():
         find_manifest(name, course.assignments)  # an unknown assignment is the clearer error
         raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
+    console.print(escape(terminal_safe(which_roster)), highlight=False, soft_wrap=True)  # what intake matched against
     out = out or course.output("grades", name)
     only = None if regrade in (None, "*") else [s.strip() for s in regrade.split(",") if s.strip()]
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -253,7 +256,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                           isolation=isolation, cluster=cluster, tls=TlsFiles(tls_ca, tls_cert, tls_key),
                           roster=class_roster, strict=strict, only=only,
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
-                                                                          description=student))
+                                                                          description=escape(terminal_safe(student))))
     for note in run.notes:
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
     if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows
@@ -378,8 +381,7 @@ def export(name: str, fmt: str, variants: int, seed: int | None, out: Path | Non
 
     result = export_quiz(name, fmt, variants, seed)
     path = write_export(result, out)
-    questions = sum(len(g.questions) for g in result.quiz.groups)
-    console.print(f"{len(result.quiz.groups)} question groups, {questions} questions: [bold]{escape(str(path))}[/] ({len(result.data):,} bytes)")
+    console.print(f"[bold]{escape(str(path))}[/] ({len(result.data):,} bytes): {escape(result.summary)}")
     if result.skipped_code:
         console.print(f"left out {result.skipped_code} code problem(s): platforms cannot grade them (use `qkv build`)")
 
@@ -394,17 +396,19 @@ def _grades_folder(name: str, grades: Path | None) -> Path:
 @click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
               help="the grading folder (qkv grade's --out; default: grades/NAME)")
 def history(name: str, student: str, grades: Path | None) -> None:
-    """Every grading of STUDENT for assignment NAME: file, time, bundle, score, and what changed each time."""
+    """Every grading of STUDENT for assignment NAME: file, time, bundle, score (the final one, after a late
+    penalty), and what changed each time."""
     from autograder.classroom.classbook import open_gradebook
-    from autograder.classroom.history import trail
+    from autograder.classroom.history import late_outcomes, trail
     from autograder.classroom.terminal import history_table
 
     folder = _grades_folder(name, grades)
     with open_gradebook(folder, name) as db:
         found = trail(db, student)
+        late = late_outcomes(db, found)
     if not found:
         raise QkvError(student, f"no grading of this student in {folder / 'gradebook.sqlite'}")
-    console.print(history_table(student, found))
+    console.print(history_table(student, found, late))
 
 
 @main.command("export-grades")
@@ -418,12 +422,13 @@ def history(name: str, student: str, grades: Path | None) -> None:
               help="roster CSV (default: the one the last qkv grade used)")
 @click.option("--column", metavar="TEXT",
               help="the grade column's header (Canvas: 'Name (assignment id)' updates that assignment; "
-                   "default: the assignment's title)")
+                   "default: the assignment's title, for Canvas with the manifest's lms.canvas_assignment_id)")
 def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, roster: Path | None,
                   column: str | None) -> None:
     """Write NAME's final grades (after late penalties) as an LMS import file, and a file of feedback comments."""
+    from autograder.assemble.manifest import lms_links
     from autograder.classroom.classbook import open_gradebook, stored_title
-    from autograder.classroom.grades_export import FORMATS, export_files
+    from autograder.classroom.grades_export import FORMATS, comments_path, export_files, export_notes, grade_column
     from autograder.classroom.roster import load_roster
     from autograder.report.files import write_atomic
 
@@ -433,14 +438,16 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     class_roster = load_roster(roster) if roster else None
     out = out or folder / f"{name}-{fmt}.csv"
     with open_gradebook(folder, name) as db:
-        files, lines = export_files(db, fmt, out, column or stored_title(db) or name, class_roster)
+        column = column or grade_column(fmt, stored_title(db) or name,
+                                        lms_links(name, current_course().assignments).canvas_assignment_id)
+        files, lines = export_files(db, fmt, out, column, class_roster)
     for path, data in files.items():
         write_atomic(path, data)
     graded = sum(1 for line in lines if line.final is not None)
     console.print(f"{graded} grade(s), {len(lines) - graded} left blank (nothing graded): "
                   + ", ".join(f"[bold]{escape(str(p))}[/]" for p in files))
-    if fmt == "canvas" and not any(line.lms_id for line in lines):
-        err_console.print("[yellow]note:[/] no lms_id in the roster: Canvas matches these rows by SIS User ID only")
+    for level, note in export_notes(fmt, name, lines, column, comments_path(out)):
+        err_console.print(f"[yellow]{level}:[/] {escape(terminal_safe(note))}", highlight=False, soft_wrap=True)
 
 
 @main.command()
@@ -511,7 +518,7 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
         table.add_column(column, overflow="fold")
     for f in flags:
         table.add_row("numbers", Text(terminal_safe(f"{f.student} has {f.other}'s")),
-                      f"{f.fits_other} part(s) fit {terminal_safe(f.other)}'s numbers only, {f.fits_own} their own only")
+                      f"{f.fits_other} part(s) fit {escape(terminal_safe(f.other))}'s numbers only, {f.fits_own} their own only")
     for p in report.pairs:
         table.add_row("code", Text(terminal_safe(f"{p.a} and {p.b}")), f"similarity {p.similarity:.3f}")
     for c in report.containers:
@@ -528,26 +535,32 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
 @click.argument("name")
 @click.option("--canvas", "url", required=True, metavar="URL", help="your Canvas, e.g. https://canvas.example.edu")
 @click.option("--course", "course_id", type=click.IntRange(1), required=True, help="the Canvas course id")
-@click.option("--assignment", "assignment_id", type=click.IntRange(1), required=True, help="the Canvas assignment id")
+@click.option("--assignment", "assignment_id", type=click.IntRange(1),
+              help="the Canvas assignment id (default: the manifest's lms.canvas_assignment_id)")
 @click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
               help="the grading folder (qkv grade's --out; default: grades/NAME)")
 @click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
               help="roster CSV (default: the one the last qkv grade used); lms_id is the Canvas user id")
 @click.option("--dry-run", is_flag=True, help="show what would change in Canvas, change nothing")
 @click.option("--no-comments", is_flag=True, help="post the grades without the feedback comments")
-def push_grades(name: str, url: str, course_id: int, assignment_id: int, grades: Path | None, roster: Path | None,
+def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, grades: Path | None, roster: Path | None,
                 dry_run: bool, no_comments: bool) -> None:
     """Post NAME's final grades (and comments) to a Canvas assignment through its API; the token is read from
     the environment variable CANVAS_API_TOKEN."""
     import os
 
     from autograder import extras
+    from autograder.assemble.manifest import lms_links
     from autograder.classroom.canvas_push import push
     from autograder.classroom.classbook import open_gradebook
     from autograder.classroom.grades_export import grade_lines
     from autograder.classroom.roster import load_roster
 
     extras.require("canvas", "qkv push-grades")
+    assignment_id = assignment_id or lms_links(name, current_course().assignments).canvas_assignment_id
+    if assignment_id is None:
+        raise QkvError("--assignment", f"which Canvas assignment? give --assignment ID, or set "
+                                       f"lms: {{canvas_assignment_id: ID}} in {name}'s manifest")
 
     token = os.environ.get("CANVAS_API_TOKEN", "")
     if not token:
@@ -567,6 +580,6 @@ def push_grades(name: str, url: str, course_id: int, assignment_id: int, grades:
                       "-" if change.before is None else f"{change.before:g}", f"{change.after:g}")
     console.print(table)
     console.print(f"{result.unchanged} already right in Canvas"
-                  + (f"; not in this Canvas assignment (no lms_id, or not listed): {', '.join(result.not_in_canvas[:10])}"
+                  + (f"; not in this Canvas assignment (no lms_id, or not listed): {escape(terminal_safe(', '.join(result.not_in_canvas[:10])))}"
                      if result.not_in_canvas else "")
                   + (f"; Canvas job {result.progress}" if result.progress else ""))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 from autograder.errors import QkvError
+from autograder.install_line import install_line
 
 EXTRAS = {
     "torch": ("torch", "the torch track needs PyTorch"),
@@ -26,7 +27,7 @@ def available(extra: str) -> bool:
 
 
 def install_hint(extra: str) -> str:
-    return f"{EXTRAS[extra][1]}: pip install 'qkv[{extra}]'"
+    return f"{EXTRAS[extra][1]}: {install_line(extra)}"
 
 
 def require(extra: str, where: str) -> None:

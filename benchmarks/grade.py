@@ -14,7 +14,9 @@ attention-numpy problems (so both do the same work), alternating, `--rounds` tim
 to say what this version costs over that one, in wall seconds and in CPU seconds of the
 trusted grader process. qkv is started through the console script's own entry point
 (`autograder.cli.main`) under `python -c`, so that process can report its CPU time as it exits.
-Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N] [--baseline REV [--rounds K]]`.
+Run: `.venv/bin/python benchmarks/grade.py [--class-size N] [--nbgrader N] [--baseline REV [--rounds K]]
+[--results FILE]`; `--nbgrader 0` leaves nbgrader out, and `--results` writes the figures elsewhere than
+benchmarks/results/grade.json (a trial run's figures are no benchmark).
 """
 
 from __future__ import annotations
@@ -190,13 +192,74 @@ def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict
             "runs": runs, "medians": medians, "ratios": ratios}
 
 
-def main() -> None:
+def at_least(low: int):
+    def number(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"at least {low}")
+        return value
+    return number
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--class-size", type=int, default=1000)
-    parser.add_argument("--nbgrader", type=int, default=100)
+    parser.add_argument("--class-size", type=at_least(1), default=1000)
+    parser.add_argument("--nbgrader", type=at_least(0), default=100, help="notebooks for the nbgrader comparison (0: none)")
     parser.add_argument("--baseline", metavar="REV", help="also time qkv at this git revision, on its problems")
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--rounds", type=at_least(1), default=3)
+    parser.add_argument("--results", type=Path, default=RESULTS / "grade.json", metavar="FILE")
+    return parser.parse_args(argv)
+
+
+def nbgrader_figures(dist: Path, count: int, work: Path) -> dict:
+    """`qkv grade` and `nbgrader autograde` on the same `count` notebooks of nbgrader's source, and the ratio; none
+    for 0, which is no comparison (and qkv grade refuses a folder with nothing to grade)."""
+    if not count:
+        return {}
+    name = "attention-numpy"
+    source = (dist / "nbgrader" / "source" / name / f"{name}.ipynb").read_text()
+    nbformat.reads(source, as_version=4)
+    same = work / "same"
+    same.mkdir()
+    for i in range(count):
+        (same / f"s{i:03d}.ipynb").write_text(source)
+    qkv = timed_grade(dist, same, work / "out-same")
+    nbgrader = nbgrader_autograde(dist / "nbgrader", name, source, count, work)
+    return {"qkv_same_notebooks": qkv, "nbgrader_autograde": nbgrader,
+            "nbgrader_over_qkv": round(nbgrader["wall_s"] / qkv["wall_s"], 1)}
+
+
+def report(figures: dict) -> str:
+    """The Markdown table for the README, and the sentences under it, of the figures measured."""
+    rows = [
+        ("qkv grade, .py files", "qkv_py"),
+        ("qkv grade, .py files, mixed class", "qkv_py_mixed"),
+        ("qkv grade, notebooks", "qkv_notebooks"),
+        ("qkv grade, nbgrader notebooks", "qkv_same_notebooks"),
+        ("nbgrader autograde, same notebooks", "nbgrader_autograde"),
+    ]
+    lines = ["| what | submissions | wall s | per second | peak memory MB |", "|---|---|---|---|---|"]
+    for label, key in rows:
+        if key in figures:
+            f = figures[key]
+            lines.append(f"| {label} | {f['submissions']} | {f['wall_s']} | {f['per_second']} | "
+                         f"{f.get('peak_memory_mb', '-')} |")
+    if "nbgrader_over_qkv" in figures:
+        lines.append(f"\nnbgrader autograde takes {figures['nbgrader_over_qkv']}x as long as qkv grade on the same "
+                     "notebooks.")
+    if "baseline" in figures:
+        b = figures["baseline"]
+        lines.append(f"\nOn the {b['problems']} problems of {b['rev']}'s attention-numpy, medians of {b['rounds']} "
+                     "(then -> now, ratio):")
+        for measure, what in (("wall_s", "wall s"), ("grader_cpu_s", "CPU s, the grader process")):
+            m, r = b["medians"][measure], b["ratios"][measure]
+            lines.append(f"  {what}: .py {m['baseline_py']} -> {m['this_py']} ({r['py']}x); "
+                         f"notebooks {m['baseline_nb']} -> {m['this_nb']} ({r['nb']}x)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     figures: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores", "python": platform.python_version()}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -221,40 +284,13 @@ def main() -> None:
             (mixed / f"s{i:04d}.py").write_text(f"{samples[i % len(samples)]}\n# student {i}\n")
         figures["qkv_py_mixed"] = timed_grade(dist, mixed, work / "out-mixed")
         figures["qkv_notebooks"] = timed_grade(dist, nb, work / "out-nb")
-
-        name = "attention-numpy"
-        source = (dist / "nbgrader" / "source" / name / f"{name}.ipynb").read_text()
-        nbformat.reads(source, as_version=4)
-        same = work / "same"
-        same.mkdir()
-        for i in range(args.nbgrader):
-            (same / f"s{i:03d}.ipynb").write_text(source)
-        figures["qkv_same_notebooks"] = timed_grade(dist, same, work / "out-same")
-        figures["nbgrader_autograde"] = nbgrader_autograde(dist / "nbgrader", name, source, args.nbgrader, work)
-        figures["nbgrader_over_qkv"] = round(figures["nbgrader_autograde"]["wall_s"] / figures["qkv_same_notebooks"]["wall_s"], 1)
+        figures.update(nbgrader_figures(dist, args.nbgrader, work))
         if args.baseline:
             figures["baseline"] = against_baseline(args.baseline, args.rounds, args.class_size, work)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "grade.json").write_text(json.dumps(figures, indent=1) + "\n")
-    rows = [
-        ("qkv grade, .py files", figures["qkv_py"]),
-        ("qkv grade, .py files, mixed class", figures["qkv_py_mixed"]),
-        ("qkv grade, notebooks", figures["qkv_notebooks"]),
-        ("qkv grade, nbgrader notebooks", figures["qkv_same_notebooks"]),
-        ("nbgrader autograde, same notebooks", figures["nbgrader_autograde"]),
-    ]
-    print("| what | submissions | wall s | per second | peak memory MB |\n|---|---|---|---|---|")
-    for label, f in rows:
-        print(f"| {label} | {f['submissions']} | {f['wall_s']} | {f['per_second']} | {f.get('peak_memory_mb', '-')} |")
-    print(f"\nnbgrader autograde takes {figures['nbgrader_over_qkv']}x as long as qkv grade on the same notebooks.")
-    if args.baseline:
-        b = figures["baseline"]
-        print(f"\nOn the {b['problems']} problems of {b['rev']}'s attention-numpy, medians of {b['rounds']} "
-              "(then -> now, ratio):")
-        for measure, what in (("wall_s", "wall s"), ("grader_cpu_s", "CPU s, the grader process")):
-            m, r = b["medians"][measure], b["ratios"][measure]
-            print(f"  {what}: .py {m['baseline_py']} -> {m['this_py']} ({r['py']}x); "
-                  f"notebooks {m['baseline_nb']} -> {m['this_nb']} ({r['nb']}x)")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(figures, indent=1) + "\n")
+    print(report(figures))
+
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -241,3 +242,87 @@ def test_an_unwritable_output_folder_is_one_line(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert f"{blocker / 'release'}: cannot write the release" in run.stderr
+
+
+def modes(folder: Path) -> dict[str, int]:
+    """Every path under `folder` (and `folder` itself, as "."), with its permission bits."""
+    import os
+    import stat
+
+    found = {".": stat.S_IMODE(os.lstat(folder).st_mode)}
+    for path in folder.rglob("*"):
+        found[path.relative_to(folder).as_posix()] = stat.S_IMODE(os.lstat(path).st_mode)
+    return found
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_what_gives_answers_away_is_its_owners_only_whatever_the_umask(tmp_path, umask):
+    import os
+
+    out = tmp_path / "dist" / "attention-numpy"
+    out.mkdir(parents=True)
+    (out / "key").mkdir()
+    (out / "key" / "stale.py").write_text("an older build")  # a rebuild replaces it all, old modes with it
+    done = subprocess.run([str(QKV), "build", "attention-numpy", "--out", str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, preexec_fn=lambda: os.umask(umask))
+    assert done.returncode == 0, done.stderr
+    found = modes(out)
+    assert "key/stale.py" not in found
+    private = {p: m for p, m in found.items() if p.split("/")[0] in ("autograder", "nbgrader", "key", "gradescope.zip")}
+    assert {"key/attention_numpy.py", "autograder/arrays.npz", "gradescope.zip"} <= set(private)
+    assert any(p.startswith("nbgrader/source/") for p in private)
+    wrong = {p: oct(m) for p, m in private.items() if m != (0o700 if (out / p).is_dir() else 0o600)}
+    assert wrong == {}, wrong
+    # students' part, and the folder holding it, stay as readable as the umask makes any new file
+    public = {p: m for p, m in found.items() if p not in private}
+    assert "student/attention_numpy.py" in public and "." in public
+    for path, mode in public.items():
+        expected = (0o777 if (out / path).is_dir() else 0o666) & ~umask
+        assert mode == expected, (path, oct(mode))
+
+
+def test_an_exams_answer_key_is_its_owners_only(tmp_path):
+    import os
+
+    out = tmp_path / "exam"
+    out.mkdir()
+    (out / "answer-key.md").write_text("an older key")
+    (out / "answer-key.md").chmod(0o644)
+    done = subprocess.run([str(QKV), "exam", "--count", "3", "--out", str(out)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, preexec_fn=lambda: os.umask(0o022))
+    assert done.returncode == 0, done.stderr
+    found = modes(out)
+    assert found["answer-key.md"] == 0o600 and found["exam.md"] == 0o644
+    assert (out / "answer-key.md").read_text() != "an older key"
+
+
+def test_stub_docstrings_are_raw_strings_that_show_the_tex_as_written(built):
+    """An editor shows the stub's source: `$(\\dots, n_q)$` must read there as in the problem file."""
+    module = built.assignment.module_name
+    stub = (built.out / "student" / f"{module}.py").read_text()
+    notebook = nbformat.read(built.out / "student" / f"{module}.ipynb", as_version=4)
+    cells = {c.metadata["qkv"].get("problem"): c.source for c in notebook.cells if c.metadata["qkv"]["role"] == "work"}
+    functions = {n.name: n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef)}
+    checked = 0
+    for assigned in built.assignment.implement:
+        problem = assigned.problem
+        node = functions[problem.function]
+        assert stub.splitlines()[node.body[0].lineno - 1].strip().startswith('r"""'), problem.id
+        assert ast.get_docstring(node).startswith(problem.prompt.strip().replace('"""', "'''"))
+        for line in (line.strip() for line in problem.prompt.splitlines() if "\\" in line):
+            assert line in stub and line in cells[problem.id], (problem.id, line)
+            checked += 1
+    assert checked or not any("\\" in p.problem.prompt for p in built.assignment.implement)
+
+
+def test_a_stub_compiles_whatever_quotes_and_backslashes_its_texts_hold(bank):
+    from autograder.kinds.implement import stub_function
+
+    problem = bank.get("softmax-rows").model_copy(update={
+        "prompt": 'a backslash at the end \\\nthen """quotes""", \\N{nothing} and $\\dots$',
+        "returns": "\\u00zz, not an escape", "example": ">>> softmax_rows('\\\\')"})
+    space: dict = {}
+    exec(compile(stub_function(problem), "stub", "exec"), space)
+    doc = space["softmax_rows"].__doc__
+    assert "a backslash at the end \\\n" in doc and "'''quotes'''" in doc and "\\N{nothing} and $\\dots$" in doc
+    assert "Returns: \\u00zz, not an escape" in doc and ">>> softmax_rows('\\\\')" in doc

@@ -4,6 +4,7 @@ the drill prints read back (verdicts, misconceptions, worked solutions, score, t
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pexpect
@@ -117,6 +118,36 @@ def test_end_of_input_gives_the_summary_so_far(bank):
     summary = run_drill(list(drill.items), ask, say)
     assert summary.stopped_early and len(summary.scores) == 1
     assert "Stopped early." in said[-1] and "over 1 problem(s)" in said[-1]
+
+
+def test_the_whole_bank_reads_without_tex_commands(bank):
+    """Every drillable problem, skipped so its worked solution shows too: the terminal gets γ, β, ε, not TeX."""
+    pool = [p for p in bank.problems.values() if p.kind in DEFAULT_KINDS]
+    drill = draw_exam(bank, ExamSpec(count=len(pool), seed=5))
+    assert len(drill.items) == len(pool)
+    ask, say, said = scripted(["skip"] * 1000)
+    run_drill(list(drill.items), ask, say)
+    text = "\n".join(said)
+    assert re.findall(r"\\[A-Za-z]+|\\[,;:! ]", text) == []
+    for letter in "γβεμσ":  # LayerNorm's and its statistics' letters, which the bank writes as TeX
+        assert letter in text
+
+
+@pytest.mark.parametrize("tex, shown", [
+    (r"\gamma = 1, \beta = 0, \varepsilon > 0", "γ = 1, β = 0, ε > 0"),
+    (r"0.0634\,v_1 + 0.4683\,v_2", "0.0634 v₁ + 0.4683 v₂"),  # a thin space before a letter, digit subscripts
+    (r"\sigma^2 = \frac12 \sum_k x_k", "σ² = 1/2 Σ_k x_k"),  # \frac12 without braces; no subscript k exists
+    (r"\frac{QK^\top}{\sqrt{d_k}}", "QKᵀ/√d_k"),
+    (r"(x - \mu)/\sqrt{\sigma^2 + \varepsilon}", "(x - μ)/√(σ² + ε)"),
+    (r"\frac{d}{dx}\big(x + F(x)\big)", "(d/dx)(x + F(x))"),
+    (r"10^{-4},\ 2^{d/h},\ x_{i+1}", "10⁻⁴, 2^(d/h), x_(i+1)"),
+    (r"J_{ij} = \partial a_i / \partial s_j,\ i \ne j,\ \pm 1", "J_ij = ∂ a_i / ∂ s_j, i ≠ j, ± 1"),  # spaces kept as typed
+    (r"\infty \in \mathbb{R}, \Delta", "∞ ∈ ℝ, Δ"),
+])
+def test_tex_reads_as_unicode_in_a_terminal(tex, shown):
+    from autograder.exam.markup import tex_text
+
+    assert tex_text(tex) == shown
 
 
 # ------------------------------------------------------------------ as a person

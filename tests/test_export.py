@@ -322,3 +322,25 @@ def test_a_topic_of_code_problems_only_is_refused(bank):
     assert code_only, "the bank should have a topic of code problems only"
     with pytest.raises(QkvError, match="only code problems"):
         export(f"topic:{code_only[0]}", "moodle", bank=bank)
+
+
+@pytest.mark.parametrize("variants", [3, 1])
+def test_qti_export_says_what_the_zip_holds_its_quizzes(tmp_path, variants):
+    out = tmp_path / "quiz.zip"
+    result = CliRunner().invoke(main, ["export", "exam-prep", "--format", "qti", "--variants", str(variants),
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())  # the terminal wraps long lines
+    quizzes = qti_assessments(out.read_bytes())
+    first = quizzes[0].find(f"{QTI}assessment")
+    sections = first.find(f"{QTI}section").findall(f"{QTI}section")
+    graded = [i for s in sections for i in s.findall(f"{QTI}item") if qti_field(i, "question_type") != "text_only_question"]
+    points = sum(float(qti_field(i, "points_possible")) for i in graded)
+    each = f"{len(sections)} problems as {len(graded)} graded questions, {points:g} points"
+    if variants == 1:
+        assert len(quizzes) == 1 and f': 1 quiz, "{first.get("title")}": {each}' in text
+    else:
+        assert len(quizzes) == variants
+        assert (f': {variants} quizzes, one per variant ("{first.get("title")}" to variant {variants}), each {each}; '
+                "import the zip once, then assign each quiz to its own section or group of students") in text
+    assert "question groups" not in text  # the quiz's inner groups are not what Canvas shows

@@ -8,13 +8,19 @@ field and the reason, and never a Python traceback.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from autograder.cli import main
+from autograder.course.find import find_course
+from autograder.course.scaffold import init_course, new_problem
+from autograder.kinds import KINDS
 from conftest import QKV, ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bank"
@@ -147,3 +153,48 @@ def test_a_bank_mostly_false_fails_even_when_no_topic_has_enough_statements(tmp_
     assert len(lines) == 1 and lines[0].endswith(
         "true_false: 0 of 12 statements are true; keep between 35% and 65% true, so that answering all true "
         "or all false earns little"), lines
+
+
+def _todo_fields(value, field: str = "") -> set[str]:
+    """The fields of a skeleton's YAML that hold its TODO text, read from the file itself."""
+    if isinstance(value, str):
+        return {field} if value.startswith("TODO:") else set()
+    if isinstance(value, dict):
+        return set().union(*(_todo_fields(v, f"{field}.{k}" if field else k) for k, v in value.items()))
+    if isinstance(value, list):
+        return set().union(*(_todo_fields(v, f"{field}.{v['id']}" if isinstance(v, dict) and "id" in v else f"{field}[{i}]")
+                             for i, v in enumerate(value)))
+    return set()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_untouched_skeleton_fails_naming_every_todo_field(kind: str, tmp_path: Path) -> None:
+    init_course(tmp_path / "c", "Course 101")
+    written = new_problem(find_course(tmp_path / "c"), "untouched", kind)
+    problem = written[0].parent / "problem.yaml"
+    wanted = _todo_fields(yaml.safe_load(problem.read_text()))
+    assert {"title", "source"} <= wanted
+    result = CliRunner().invoke(main, ["validate", str(problem.parent)])
+    assert result.exit_code == 1, result.output
+    lines = _error_lines(result.stderr)
+    assert all(line.startswith(f"{problem}: ") for line in lines), lines
+    named = {line.removeprefix(f"{problem}: ").split(": ")[0] for line in lines}
+    assert named == wanted
+    assert all("still the skeleton's text ('TODO:" in line for line in lines)
+
+
+def test_messages_keep_their_brackets_through_the_terminal_markup(tmp_path: Path) -> None:
+    """rich reads [word] as markup: a folder named bank[v2], and the torch note's install line with its [torch],
+    must reach the terminal as they are."""
+    bank = tmp_path / "bank[v2]"
+    bank.mkdir()
+    shutil.copy(FIXTURES.parent / "warnings" / "longest-choice" / "longest-is-right.yaml", bank)
+    without_torch = "import sys; sys.modules['torch'] = None; from autograder.cli import main; main()"  # as in the core
+    run = subprocess.run([sys.executable, "-c", without_torch, "validate", str(bank)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert f"Questionbank:{bank}" in "".join(run.stdout.split())  # the title, however rich wrapped it
+    from autograder import extras
+
+    assert "[torch]" in extras.install_hint("torch")
+    assert f"torch references were not checked ({extras.install_hint('torch')})" in run.stderr

@@ -8,6 +8,8 @@ for real nbgrader), `autograder/` (the grading bundle) and `key/` (the answer ke
 as a submission), both for instructors only, and `gradescope.zip`. Writers are pure functions returning {path: bytes}; this
 module does the only I/O, writing to a temporary folder that replaces the
 output folder in one rename, so a failed build leaves nothing half-written.
+What holds references, expected outputs or answers (`PRIVATE`) is its owner's only,
+folders 0700 and files 0600 whatever the umask; `dist/NAME/` and `student/` follow the umask.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ from autograder.bundle import bundle_files, written_problem_files
 from autograder.errors import QkvError
 
 
+# the parts of dist/NAME/ that give answers away: the bundle, the nbgrader source (solution cells), the key, and
+# the Gradescope zip (the bundle again)
+PRIVATE = ("autograder", "nbgrader", "key", "gradescope.zip")
+EXECUTABLE = ("run_autograder", "setup.sh")
+
+
 @dataclass(frozen=True)
 class BuildResult:
     assignment: Assignment
@@ -53,16 +61,30 @@ def release_files(assignment: Assignment) -> dict[str, bytes]:
     return files
 
 
+def _mode(rel: str, folder: bool) -> int | None:
+    """The mode a path of the release gets, or None for the umask's."""
+    executable = folder or rel.endswith(EXECUTABLE)
+    if rel.split("/")[0] in PRIVATE:
+        return 0o700 if executable else 0o600
+    return 0o755 if executable and not folder else None
+
+
 def write_atomically(out: Path, files: dict[str, bytes]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    # the release is written inside mkdtemp's 0700 folder, so nothing of it can be read before its modes are set;
+    # made by mkdir, dist/NAME/ itself gets the umask's mode, as any folder does
+    hidden = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = hidden / "release"
     try:
+        staging.mkdir()
         for rel, data in files.items():
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            if rel.endswith(("run_autograder", "setup.sh")):
-                target.chmod(0o755)
+        for path in staging.rglob("*"):
+            mode = _mode(path.relative_to(staging).as_posix(), path.is_dir())
+            if mode is not None:
+                path.chmod(mode)
         if out.exists():
             old = out.with_name(f".{out.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -71,9 +93,8 @@ def write_atomically(out: Path, files: dict[str, bytes]) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    finally:
+        shutil.rmtree(hidden, ignore_errors=True)
 
 
 def build(name: str, out: Path | None = None, bank: Bank | None = None, assignments_root: Path | None = None,

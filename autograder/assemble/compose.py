@@ -9,10 +9,11 @@ comparison of plain arrays, and student code never sees a reference.
 
 What a problem builds on is its `builds_on:` list, or, when the problem file has
 none, the other problems of the assignment whose reference functions its
-reference calls, directly or through functions of the same module. The
-references call each other by module-level name (solutions/numpy_ref.py), so a
-copy of the module's namespace with one name rebound composes the mistake in.
-Trusted process, build time only.
+reference calls, directly or through functions of the same module, by their
+module-level name (solutions/numpy_ref.py) or by a name it imported them as (a
+course's `from solutions.numpy_ref import softmax_rows`: the very function, see
+bank/resolve.py). A copy of the module's namespace with those names rebound
+composes the mistake in. Trusted process, build time only.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def numpy_reference(problem: ImplementProblem) -> Callable[..., Any] | None:
     return resolve(ref) if ref else None
 
 
+def names_of(function: Callable[..., Any], other: Callable[..., Any]) -> set[str]:
+    """The module-level names under which `function`, or a function of its module that it calls, reads `other`."""
+    space = function.__globals__
+    read = _read_names(function.__code__).union(*(_read_names(space[n].__code__) for n in calls(function)))
+    return {name for name in read if space.get(name) is other}
+
+
 def builds_on(problem: ImplementProblem, others: list[ImplementProblem]) -> tuple[str, ...]:
     """The ids, in the assignment's order, of the problems of `others` that `problem` builds on."""
     if problem.builds_on is not None:
@@ -60,18 +68,19 @@ def builds_on(problem: ImplementProblem, others: list[ImplementProblem]) -> tupl
     reference = numpy_reference(problem)
     if reference is None:
         return ()
-    called = calls(reference)
     found = []
     for other in others:
         other_ref = numpy_reference(other) if other.id != problem.id else None
-        if other_ref is not None and other_ref.__name__ in called and other_ref.__globals__ is reference.__globals__:
+        if other_ref is not None and names_of(reference, other_ref):
             found.append(other.id)
     return tuple(found)
 
 
-def with_replaced(function: Callable[..., Any], name: str, replacement: Callable[..., Any]) -> Callable[..., Any]:
-    """`function` running in a copy of its module's namespace where `name` is `replacement`: every function of
-    that module it calls is rebound to the copy too, so the replacement is reached however deep the call."""
+def with_replaced(function: Callable[..., Any], name: str | set[str], replacement: Callable[..., Any]
+                  ) -> Callable[..., Any]:
+    """`function` running in a copy of its module's namespace where `name` (or each of a set of names) is
+    `replacement`: every function of that module it calls is rebound to the copy too, so the replacement is
+    reached however deep the call."""
     original = function.__globals__
     space = dict(original)
 
@@ -83,7 +92,7 @@ def with_replaced(function: Callable[..., Any], name: str, replacement: Callable
     for key, value in original.items():
         if isinstance(value, types.FunctionType) and value.__globals__ is original:
             space[key] = rebound(value)
-    space[name] = replacement
+    space.update(dict.fromkeys({name} if isinstance(name, str) else name, replacement))
     return rebound(function)
 
 
@@ -98,7 +107,8 @@ def composed_functions(problem: ImplementProblem, upstream: list[ImplementProble
         other_ref = numpy_reference(other)
         if other_ref is None:
             continue
-        mistakes = {m.id: with_replaced(reference, other_ref.__name__, resolve(m.implementation))
+        names = names_of(reference, other_ref) | {other_ref.__name__}  # builds_on may name what it reads otherwise
+        mistakes = {m.id: with_replaced(reference, names, resolve(m.implementation))
                     for m in other.misconceptions if m.implementation}
         if mistakes:
             out[other.id] = mistakes

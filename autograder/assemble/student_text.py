@@ -11,7 +11,7 @@ import jinja2
 from autograder.assemble.manifest import AssignedProblem, Assignment
 from autograder.kinds import kind_of
 from autograder.kinds.base import CLASS
-from autograder.kinds.implement import docstring
+from autograder.kinds.implement import stub_function
 
 TRACK_IMPORTS = {
     "numpy": "import numpy as np",
@@ -34,8 +34,7 @@ def stub_module(assignment: Assignment) -> str:
     return TEMPLATES.get_template("stub_module.py.j2").render(
         title=assignment.manifest.title, track=assignment.track, module=assignment.module_name,
         per_student=assignment.manifest.variants == "per_student", imports=TRACK_IMPORTS[assignment.track],
-        code=[{"signature": p.problem.signature, "docstring": docstring(p.problem), "function": p.problem.function}
-              for p in assignment.implement],
+        stubs=[stub_function(p.problem) for p in assignment.implement],  # the notebook's cells say the same
         written=[{"id": p.problem.id, "title": p.problem.title, "points": p.points,
                   "placeholder": kind_of(p.problem).placeholder(p.problem)}
                  for p in assignment.written],

@@ -2,7 +2,7 @@
 
 Used for nbgrader's solution regions and the answer key's functions (kinds/implement.py),
 which must be self-contained: the function, the helpers and constants it names
-(transitively), and the module's imports.
+(transitively), the functions it imports from reference code, and the module's imports.
 """
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ import ast
 import functools
 import inspect
 import sys
+import types
 from typing import Callable
+
+from autograder.bank import folders
+from autograder.bank.resolve import BUNDLED_PACKAGE
 
 
 @functools.lru_cache(maxsize=None)
@@ -30,15 +34,33 @@ def _names_used(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def reference_source(function: Callable, include_self: bool = True) -> tuple[str, str]:
-    """(imports, definitions) needed to define `function` on its own (without it: its helpers only)."""
+def _inlined(function: Callable) -> bool:
+    """A function a release cannot import, so its source goes into the key: reference code that qkv loads
+    (the bundled references, a course's problem folders)."""
+    module = getattr(function, "__module__", None) or ""
+    return isinstance(function, types.FunctionType) and module.startswith((BUNDLED_PACKAGE,
+                                                                            folders.ROOT_PACKAGE + "."))
+
+
+def _parts(function: Callable, include_self: bool, seen: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The import statements and the definitions of reference_source, each as its own text."""
     text, tree = _module_syntax(function.__module__)
+    space = vars(sys.modules[function.__module__])
     definitions: dict[str, ast.stmt] = {}
+    imported: dict[str, Callable] = {}
     imports: list[str] = []
     for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            if not (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
-                imports.append(ast.get_source_segment(text, stmt))
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            continue
+        if isinstance(stmt, ast.ImportFrom):
+            inline = {a.asname or a.name for a in stmt.names if _inlined(space.get(a.asname or a.name))}
+            imported.update({name: space[name] for name in inline})
+            kept = [a for a in stmt.names if (a.asname or a.name) not in inline]
+            if kept:
+                imports.append(ast.unparse(ast.ImportFrom(stmt.module, kept, stmt.level)) if inline
+                               else ast.get_source_segment(text, stmt))
+        elif isinstance(stmt, ast.Import):
+            imports.append(ast.get_source_segment(text, stmt))
         elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
             definitions[stmt.name] = stmt
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -54,11 +76,31 @@ def reference_source(function: Callable, include_self: bool = True) -> tuple[str
             continue
         needed.append(name)
         pending.extend(sorted(_names_used(definitions[name]) - set(needed)))
+    used = set().union(*(_names_used(definitions[n]) for n in needed))
     if not include_self:
         needed.remove(function.__name__)
+    blocks = []
+    for name in sorted(used & set(imported)):
+        other = imported[name]
+        key = f"{other.__module__}.{other.__qualname__}"
+        if key in seen:
+            continue
+        other_imports, other_blocks = _parts(other, True, seen | {key})
+        imports += [line for line in other_imports if line not in imports]
+        blocks += [block for block in other_blocks if block not in blocks]
+        if name != other.__name__:
+            blocks.append(f"{name} = {other.__name__}")
     ordered = sorted({id(definitions[n]): definitions[n] for n in needed}.values(), key=lambda s: s.lineno)
-    body = "\n\n\n".join(ast.get_source_segment(text, s) for s in ordered)
-    return "\n".join(imports), body
+    return imports, blocks + [ast.get_source_segment(text, s) for s in ordered]
+
+
+def reference_source(function: Callable, include_self: bool = True) -> tuple[str, str]:
+    """(imports, definitions) needed to define `function` on its own (without it: its helpers only).
+
+    A function it imports from reference code (`from solutions.numpy_ref import softmax_rows`) is defined
+    instead of imported, with its own imports and helpers, before the module's own definitions."""
+    imports, blocks = _parts(function, include_self, frozenset())
+    return "\n".join(imports), "\n\n\n".join(blocks)
 
 
 def solution_body(function: Callable) -> str:

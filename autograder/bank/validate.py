@@ -1,11 +1,12 @@
 """Check a bank deeply: a folder of problem files in, a list of one-line findings out (empty = valid).
 
-Beyond the schema (load.py) it proves each problem can be graded: every dotted
-reference resolves, then its kind's own checks pass (`Kind.check`): a lecture
-example reproduces the lecture's figures; drawn variants are feasible; templates
-render; and for each `implement` problem the reference passes every test on
-every track, the stub fails every test, and each misconception fails at least
-one hidden test (the hidden tests can catch it); what an `implement` problem
+Beyond the schema (load.py) it proves each problem can be graded: no field still
+holds the TODO text of `qkv new`'s skeleton, every dotted reference resolves, then
+its kind's own checks pass (`Kind.check`): a lecture example reproduces the
+lecture's figures; drawn variants are feasible; templates render; and for each
+`implement` problem the reference passes every test on every track, the stub
+fails every test, and each misconception fails at least one hidden test (the
+hidden tests can catch it); what an `implement` problem
 `builds_on` must be other implement problems of the bank. Then what only the whole
 bank shows (bank/measures.py): the balance of true and false statements, and numbers
 that one problem's text quotes from another's answers; `bank_warnings` adds the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from autograder import extras
 from autograder.bank.load import Bank, LoadReport, load_bank
@@ -32,8 +34,29 @@ class Finding:
         return f"{self.where}: {self.what}"
 
 
+# what `qkv new`'s skeletons (course/templates/problems/) put in every field the instructor must write
+TODO_MARKER = "TODO:"
+
+
+def left_todo(value: Any, field: str = "") -> list[str]:
+    """The fields of a problem's data (model_dump) that still hold a skeleton's TODO text, as findings."""
+    if isinstance(value, str):
+        return [f"{field}: still the skeleton's text ({value.strip()[:60]!r}): write it"] \
+            if value.lstrip().startswith(TODO_MARKER) else []
+    if isinstance(value, dict):
+        return [f for key, item in value.items() for f in left_todo(item, f"{field}.{key}" if field else str(key))]
+    if isinstance(value, (list, tuple)):
+        return [f for i, item in enumerate(value) for f in left_todo(
+            item, f"{field}.{item['id']}" if isinstance(item, dict) and isinstance(item.get("id"), str)
+            else f"{field}[{i}]")]
+    return []
+
+
 def check_problem(problem: Problem) -> list[str]:
     """Everything wrong with one loaded problem, as 'field: reason' strings."""
+    todo = left_todo(problem.model_dump())
+    if todo:  # a skeleton's placeholders are not worth proving yet (its reference raises too)
+        return todo
     kind = kind_of(problem)
     unresolved = []
     for field, ref in kind.refs(problem):

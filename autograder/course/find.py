@@ -74,6 +74,20 @@ class Course:
     def roster(self) -> Optional[Path]:
         return self.root / self.config.roster if self.config.roster else None
 
+    def grading_roster(self, given: Optional[Path] = None) -> tuple[Optional[Path], str]:
+        """The roster `qkv grade` uses, and the line saying which and why: `--roster`, else the one course.yaml
+        names (which must exist: a roster that silently went missing would grade hand-ins under file names),
+        else none. Nothing else is picked up, so `qkv init`'s roster.example.csv never grades a class."""
+        if given is not None:
+            return given, f"roster: {given} (--roster)"
+        if self.roster is None:
+            return None, ("roster: none, so each hand-in is graded under the student id its file name gives "
+                          f"(name one with --roster FILE, or `roster: FILE` in {COURSE_FILE})")
+        if not self.roster.is_file():
+            raise QkvError(str(self.root / COURSE_FILE), f"roster: {self.config.roster}: no such file "
+                                                          "(write your class list there, or remove the line)")
+        return self.roster, f"roster: {self.roster} (from {COURSE_FILE})"
+
     def output(self, kind: Literal["dist", "grades"], name: str) -> Path:
         """Where a build or a grading goes by default: the course's own folder, or the current one for the
         bundled course (which lies inside the installed package)."""

@@ -1,7 +1,7 @@
 """New courses and new problems: a folder and a title (or a name and a kind) in, files written out.
 
 `init_course` writes a working course (course.yaml, an example problem folder of the
-course's own, a sample assignment that builds, a roster, .gitignore, README);
+course's own, a sample assignment that builds, an example roster, .gitignore, README);
 `new_problem` writes a problem folder skeleton of one kind, with comments that say
 what each field does, which `qkv validate` accepts once its TODOs are filled in.
 The templates are files under course/templates/, one folder per kind.

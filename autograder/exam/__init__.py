@@ -5,11 +5,13 @@ documents: each problem's question, blanks and key come from its kind),
 markup.py (Markdown + LaTeX for pages, platforms, terminals), katex.py (offline
 formula rendering), pdf.py (printing through headless Chromium), drill.py
 (`qkv practice`), lms/ (`qkv export`: QTI, Moodle XML, GIFT).
-This module writes `exam.EXT` and `answer-key.EXT`; pdf.py's Chromium works in a temporary folder.
+This module writes `exam.EXT` and `answer-key.EXT` (the key its owner's only, 0600); pdf.py's Chromium works in a
+temporary folder.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,7 @@ from autograder.errors import QkvError
 from autograder.exam.select import Exam, ExamSpec, draw_exam
 
 FORMATS = ("md", "html", "pdf")
+KEY = "answer-key"
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -39,7 +42,7 @@ def exam_files(exam: Exam, fmt: str) -> dict[str, bytes]:
     """{file name: bytes} of the exam and its answer key in one format."""
     from autograder.exam.paper import exam_paper, key_paper, paper_html, paper_markdown
 
-    papers = {"exam": exam_paper(exam), "answer-key": key_paper(exam)}
+    papers = {"exam": exam_paper(exam), KEY: key_paper(exam)}
     if fmt == "md":
         return {f"{name}.md": paper_markdown(paper).encode() for name, paper in papers.items()}
     from autograder.exam.katex import load_katex
@@ -66,7 +69,14 @@ def write_exam(spec: ExamSpec, fmt: str = "md", out: Path | None = None, bank: B
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
-            (out / name).write_bytes(data)
+            if name.startswith(KEY):
+                # created 0600, and made so if an older key was readable: os.open's mode only applies to new files
+                with open(os.open(out / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
+                          "wb") as handle:
+                    os.fchmod(handle.fileno(), 0o600)
+                    handle.write(data)
+            else:
+                (out / name).write_bytes(data)
     except OSError as err:
         raise QkvError(str(out), f"cannot write: {err.strerror}") from None
     return ExamResult(exam, out, {name: len(data) for name, data in files.items()})

@@ -60,12 +60,34 @@ def lms_html(text: str) -> str:
 
 # --------------------------------------------------------------- terminal text
 
+_GREEK = dict(zip(
+    "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi pi rho sigma tau "
+    "upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Phi Psi Omega".split(),
+    "αβγδεεζηθθικλμνξπρστυφφχψωΓΔΘΛΞΠΣΦΨΩ"))
 _TEX_WORDS = {
-    r"\cdot": "·", r"\times": "×", r"\infty": "∞", r"\top": "ᵀ", r"\sum": "Σ", r"\ln": "ln", r"\exp": "exp",
-    r"\sin": "sin", r"\cos": "cos", r"\dots": "...", r"\ldots": "...", r"\qquad": "    ", r"\quad": "  ",
-    r"\le": "≤", r"\ge": "≥", r"\in": "∈", r"\to": "→", r"\approx": "≈", r"\neq": "≠", r"\mathbb{R}": "R",
-    r"\,": " ", r"\ ": " ", r"\;": " ", r"\!": "", r"\{": "{", r"\}": "}", r"\left": "", r"\right": "",
+    **{f"\\{name}": letter for name, letter in _GREEK.items()},
+    r"\cdot": "·", r"\times": "×", r"\infty": "∞", r"\top": "ᵀ", r"\sum": "Σ", r"\prod": "∏", r"\ln": "ln",
+    r"\log": "log", r"\exp": "exp", r"\sin": "sin", r"\cos": "cos", r"\tanh": "tanh", r"\min": "min",
+    r"\max": "max", r"\arg": "arg", r"\dots": "...", r"\ldots": "...", r"\cdots": "⋯", r"\vdots": "⋮",
+    r"\qquad": "    ", r"\quad": "  ", r"\le": "≤", r"\leq": "≤", r"\ge": "≥", r"\geq": "≥", r"\ne": "≠",
+    r"\neq": "≠", r"\in": "∈", r"\to": "→", r"\rightarrow": "→", r"\Rightarrow": "⇒", r"\mapsto": "↦",
+    r"\approx": "≈", r"\sim": "~", r"\propto": "∝", r"\equiv": "≡", r"\pm": "±", r"\mp": "∓", r"\partial": "∂",
+    r"\nabla": "∇", r"\odot": "⊙", r"\otimes": "⊗", r"\circ": "∘", r"\ell": "ℓ", r"\mid": "|", r"\lvert": "|",
+    r"\rvert": "|", r"\lVert": "‖", r"\rVert": "‖", r"\langle": "⟨", r"\rangle": "⟩", r"\lfloor": "⌊",
+    r"\rfloor": "⌋", r"\lceil": "⌈", r"\rceil": "⌉", r"\forall": "∀", r"\exists": "∃", r"\cap": "∩",
+    r"\cup": "∪", r"\emptyset": "∅", r"\mathbb{R}": "ℝ", r"\left": "", r"\right": "", r"\displaystyle": "",
+    **{f"\\{size}": "" for size in ("big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr")},
+    r"\,": " ", r"\ ": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\{": "{", r"\}": "}", r"\|": "‖",
 }
+# a command made of letters ends where the letters do (\in is not \infty); one of a sign ends at once (\,x)
+_WORD = re.compile("|".join(re.escape(w) + (r"(?![A-Za-z])" if w[-1].isalpha() else "")
+                            for w in sorted(_TEX_WORDS, key=len, reverse=True)))
+_SUPERSCRIPTS = dict(zip("0123456789+-=()Tᵀ", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ᵀᵀ"))
+_SUBSCRIPTS = dict(zip("0123456789+-=()", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎"))
+_SCRIPT = re.compile(r"([_^])(?:\{([^{}]*)\}|([0-9A-Za-zᵀ]))")
+_FRAC = re.compile(r"\\[td]?frac(?:\{([^{}]*)\}|([0-9A-Za-z]))(?:\{([^{}]*)\}|([0-9A-Za-z]))")
+_SQRT = re.compile(r"\\sqrt\{([^{}]*)\}")
+_UNWRAPPED = re.compile(r"\\(?:text|texttt|textbf|textit|mathrm|mathbf|mathit|operatorname)\{([^{}]*)\}")
 _MATRIX = re.compile(r"\\begin\{[pb]matrix\}(.*?)\\end\{[pb]matrix\}", re.S)
 
 
@@ -75,15 +97,38 @@ def _matrix_text(match: re.Match) -> str:
     return "[" + "; ".join(cells) + "]"
 
 
+def _grouped(text: str) -> str:
+    """`text` as one factor: bare when it is a single term (d_k, 2, √d), else in parentheses."""
+    return text if re.fullmatch(r"[^\s+\-*/·×=<>≤≥,]+", text) else f"({text})"
+
+
+def _script(match: re.Match) -> str:
+    mark, body = match.group(1), match.group(2) if match.group(2) is not None else match.group(3)
+    table = _SUPERSCRIPTS if mark == "^" else _SUBSCRIPTS
+    if body and all(c in table for c in body):  # 10^{-4}, x_1, Q^\top: the characters a terminal has
+        return "".join(table[c] for c in body)
+    return mark + (_grouped(body) if body else "")
+
+
+def _fraction(match: re.Match) -> str:
+    text = f"{_grouped(match.group(1) or match.group(2))}/{_grouped(match.group(3) or match.group(4))}"
+    after = match.string[match.end():match.end() + 1]
+    return text if after in ("", " ", ",", ".", ";", ":", ")", "]", "=", "+", "-") else f"({text})"  # (1/d)Σ
+
+
 def tex_text(tex: str) -> str:
-    """A formula as a terminal can show it: matrices as [1 2; 3 4], common symbols as Unicode."""
-    text = _MATRIX.sub(_matrix_text, tex)
-    text = re.sub(r"\\sqrt\{([^{}]*)\}", r"√\1", text).replace(r"\sqrt", "√")
-    for word in sorted(_TEX_WORDS, key=len, reverse=True):
-        text = re.sub(re.escape(word) + r"(?![A-Za-z])", _TEX_WORDS[word], text)
-    text = re.sub(r"\\(?:text|texttt|mathrm|mathbf|operatorname)\{([^{}]*)\}", r"\1", text)
-    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
-    return re.sub(r"(?<=[_^])\{([^{}]*)\}", r"\1", text)
+    """A formula as a terminal can show it: matrices as [1 2; 3 4], Greek letters and common symbols as Unicode,
+    digits and signs raised or lowered, fractions on one line (1/√d_k, (a+b)/2)."""
+    text = _WORD.sub(lambda m: _TEX_WORDS[m.group(0)], _MATRIX.sub(_matrix_text, tex))
+    for _ in range(tex.count("{") + 1):  # innermost braces first: each round removes a level
+        before = text
+        text = _UNWRAPPED.sub(r"\1", text)
+        text = _SCRIPT.sub(_script, text)
+        text = _SQRT.sub(lambda m: "√" + _grouped(m.group(1)), text)
+        text = _FRAC.sub(_fraction, text)
+        if text == before:
+            break
+    return text.replace(r"\sqrt", "√")
 
 
 def terminal_text(text: str) -> str:

@@ -140,15 +140,16 @@ def check_implement(problem: ImplementProblem) -> list[str]:
 
 
 def docstring(problem: ImplementProblem) -> str:
-    text = problem.prompt.strip().replace('"""', "'''").replace("\\", "\\\\")
-    parts = [text, f"Returns: {problem.returns}"]
+    """The text of the stub's docstring, which is a raw string (r\"\"\"): its TeX reads in an editor as in the
+    problem file, one backslash each."""
+    parts = [problem.prompt.strip(), f"Returns: {problem.returns}"]
     if problem.example.strip():
-        parts.append("Example:\n" + textwrap.indent(problem.example.strip().replace("\\", "\\\\"), "    "))
-    return textwrap.indent("\n\n".join(parts), "    ").lstrip()
+        parts.append("Example:\n" + textwrap.indent(problem.example.strip(), "    "))
+    return textwrap.indent("\n\n".join(parts).replace('"""', "'''"), "    ").lstrip()
 
 
 def stub_function(problem: ImplementProblem) -> str:
-    return f'def {problem.signature}:\n    """{docstring(problem)}\n    """\n    raise NotImplementedError("{problem.function}")\n'
+    return f'def {problem.signature}:\n    r"""{docstring(problem)}\n    """\n    raise NotImplementedError("{problem.function}")\n'
 
 
 def key_function(problem: ImplementProblem, track: str) -> str:
@@ -160,7 +161,7 @@ def key_function(problem: ImplementProblem, track: str) -> str:
 def _solution_cell_source(problem: ImplementProblem, track: str) -> str:
     body = reference_body(problem.signature, resolve(problem.references[track]))
     return (
-        f'def {problem.signature}:\n    """{docstring(problem)}\n    """\n'
+        f'def {problem.signature}:\n    r"""{docstring(problem)}\n    """\n'
         "    ### BEGIN SOLUTION\n"
         f"{textwrap.indent(body, '    ')}\n"
         "    ### END SOLUTION\n"

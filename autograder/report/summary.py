@@ -13,6 +13,7 @@ import statistics
 from collections import Counter
 from typing import Sequence
 
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -37,7 +38,8 @@ def summary_table(results: Sequence[SubmissionResult], title: str, isolation: st
     scores = [r.score for r in results]
     max_score = results[0].max_score if results else 0.0
     statuses = Counter(r.status for r in results)
-    table = Table(title=f"{title}: {len(results)} submissions ({isolation})", show_header=False)
+    # a title is the manifest's text: brackets in it are not rich markup
+    table = Table(title=f"{escape(terminal_safe(title))}: {len(results)} submissions ({isolation})", show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
     table.add_row("graded", str(len(results)))

@@ -28,6 +28,7 @@ class Export:
     data: bytes
     default_name: str  # file name when --out is not given
     skipped_code: int  # implement problems left out
+    summary: str  # what the file holds, in the platform's terms
 
 
 def export_problems(name: str, bank: Bank, seed: int | None) -> tuple[str, str, list[tuple[Problem, float]], int]:
@@ -57,10 +58,11 @@ def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank
     if code == len(problems):
         raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
     quiz = build_quiz(ident, title, problems, seed, variants)
+    summary = f"{len(quiz.groups)} question groups, {sum(len(g.questions) for g in quiz.groups)} questions"
     if fmt == "qti":
-        from autograder.exam.lms.qti import qti_zip
+        from autograder.exam.lms.qti import qti_summary, qti_zip
 
-        data = qti_zip(quiz)
+        data, summary = qti_zip(quiz), qti_summary(quiz)
     elif fmt == "moodle":
         from autograder.exam.lms.moodle import moodle_xml
 
@@ -69,7 +71,7 @@ def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank
         from autograder.exam.lms.gift import gift_text
 
         data = gift_text(quiz).encode()
-    return Export(quiz, data, f"{ident}-{fmt}{FORMATS[fmt]}", code)
+    return Export(quiz, data, f"{ident}-{fmt}{FORMATS[fmt]}", code, summary)
 
 
 def write_export(result: Export, out: Path | None) -> Path:

@@ -211,3 +211,13 @@ def qti_zip(quiz: Quiz) -> bytes:
         files[f"{ident}/{ident}.xml"] = assessment_xml(quiz, n)
         files[f"{ident}/assessment_meta.xml"] = assessment_meta_xml(quiz, n)
     return zip_bytes(files)
+
+
+def qti_summary(quiz: Quiz) -> str:
+    """What the zip holds, in Canvas's terms: its quizzes, which are not the quiz's groups."""
+    items = sum(len(answerables(question_of_variant(g, 1))) for g in quiz.groups)
+    each = f"{len(quiz.groups)} problems as {items} graded questions, {sum(g.points for g in quiz.groups):g} points"
+    if quiz.variants == 1:
+        return f"1 quiz, \"{variant_title(quiz, 1)}\": {each}"
+    return (f"{quiz.variants} quizzes, one per variant (\"{variant_title(quiz, 1)}\" to variant {quiz.variants}), "
+            f"each {each}; import the zip once, then assign each quiz to its own section or group of students")
