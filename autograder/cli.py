@@ -444,7 +444,7 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     for path, data in files.items():
         write_atomic(path, data)
     graded = sum(1 for line in lines if line.final is not None)
-    console.print(f"{graded} grade(s), {len(lines) - graded} left blank (nothing graded): "
+    console.print(f"{graded} grade(s), {len(lines) - graded} left blank (nothing graded); wrote "
                   + ", ".join(f"[bold]{escape(str(p))}[/]" for p in files))
     for level, note in export_notes(fmt, name, lines, column, comments_path(out)):
         err_console.print(f"[yellow]{level}:[/] {escape(terminal_safe(note))}", highlight=False, soft_wrap=True)
