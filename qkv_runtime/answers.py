@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .judge import letters
+
 # CPython 3.11 keeps the ast module's recursion counter per interpreter: threads that parse at
 # once (a Dask worker scoring several submissions) can corrupt it, so parsing takes turns.
 _AST_LOCK = threading.Lock()
@@ -163,6 +165,11 @@ def not_the_shape(typed: Any) -> str:
     return f"{quoted(typed)} is not the shape"
 
 
+def not_the_choice(typed: Any) -> str:
+    """The verdict on a letter that was read but names a wrong choice with no mistake of its own."""
+    return f"{quoted(typed)} is not the answer"
+
+
 def _unreadable_shape(value: Any) -> AnswerFormatError:
     # one sentence for every way a shape cannot be read, so that it never looks like a wrong shape
     got = quoted(value) if not isinstance(value, str) or value.strip() else "an empty answer"
@@ -303,9 +310,9 @@ def parse_bool(value: Any) -> bool:
 
 
 def parse_choice(value: Any, n_choices: int) -> str:
-    letters = "ABCDEFGH"[:n_choices]
+    shown = letters(n_choices)
     if isinstance(value, str):
         letter = value.strip().strip("().").upper()
-        if len(letter) == 1 and letter in letters:
+        if len(letter) == 1 and letter in shown:
             return letter
-    raise AnswerFormatError(f"expected one letter from {', '.join(letters)}")
+    raise AnswerFormatError(f"expected one letter from {', '.join(shown)}")

@@ -12,6 +12,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .judge import within
+
 OUTPUT_CHOICES = ("all", "first", "second")
 
 
@@ -31,7 +33,7 @@ def select(outputs: Sequence[np.ndarray], which: str) -> Tuple[np.ndarray, ...]:
 
 
 def compare(got: Sequence[np.ndarray], want: Sequence[np.ndarray], tol_abs: float, tol_rel: float) -> Optional[Mismatch]:
-    """None when every output matches, entry by entry: |got - want| <= abs + rel * |want|."""
+    """None when every output matches, entry by entry, by the tolerance rule (judge.within)."""
     if len(got) != len(want):
         return Mismatch(f"returned {len(got)} value(s), expected {len(want)}")
     for i, (g, w) in enumerate(zip(got, want)):
@@ -45,16 +47,14 @@ def compare(got: Sequence[np.ndarray], want: Sequence[np.ndarray], tol_abs: floa
         g64, w64 = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
         if (g64 == w64).all():
             continue  # equal to the bit, as a right answer computed the reference's way usually is: no error needed
-        # An infinite expected entry (a fully masked score) must be met exactly: its window would
-        # be infinite. inf - inf and 0 * inf are NaN, which never compares true.
-        with np.errstate(invalid="ignore", over="ignore"):
-            err = np.abs(g64 - w64)
-            ok = (g64 == w64) | ((err <= tol_abs + tol_rel * np.abs(w64)) & np.isfinite(w64))
+        ok = within(g64, w64, tol_abs, tol_rel)
         if ok.all():
             continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.abs(g64 - w64)
         if np.isnan(g64).any() and not np.isnan(w64).any():
             return Mismatch(f"{which}contains NaN", float("nan"))
-        bad = ~ok & ~(np.isnan(g64) & np.isnan(w64))
+        bad = ~ok & ~(np.isnan(g64) & np.isnan(w64))  # NaN where the reference has NaN is the reference's answer
         if bad.any():
             worst = float(np.nanmax(np.where(bad, err, 0.0)))
             return Mismatch(f"{which}{int(bad.sum())} of {bad.size} entries differ, largest error {worst:.3g}", worst)

@@ -3,10 +3,11 @@
 `qkv build` embeds this runtime in a locked cell of the nbgrader source notebook; each
 test cell then builds a `CodeTests` or a `WrittenAnswer` over the notebook's globals
 and ends with `score()`, whose value nbgrader reads as the points earned. Outputs are
-judged with `compare`, answers read with `answers`, return values and ANSWERS made
-plain with `values`: the rules of `qkv grade`, not a copy of them. A failed test names
-its mistake with `diagnosis`, in `qkv grade`'s words; a mistake of a function it builds
-on counts first when that function's own test cell, run earlier in the notebook, showed it.
+judged with `compare`, answers read with `answers` and judged with `judge`, return
+values and ANSWERS made plain with `values`: the rules of `qkv grade`, not a copy of
+them. A failed test names its mistake with `diagnosis`, in `qkv grade`'s words; a
+mistake of a function it builds on counts first when that function's own test cell,
+run earlier in the notebook, showed it.
 
 Every test cell runs this module afresh (autograder/assemble/nbgrader_source.py), so
 the classes a cell uses are never ones a student's cell could have reached; what one
@@ -30,7 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import answers
+from . import answers, judge
 from .compare import compare, select
 from .diagnosis import mistake_text, name_mistake, shown
 from .values import exception_text, plain_answers, to_arrays, to_track
@@ -200,8 +201,7 @@ class WrittenAnswer:
             print(f"ANSWERS[{problem!r}] is not set yet")
 
     def _unanswered(self) -> bool:
-        a = self.answer
-        return a is None or a == "" or (isinstance(a, dict) and all(v is None or v == "" for v in a.values()))
+        return judge.unanswered(self.answer)
 
     def _judge(self, label: str, check) -> None:
         self.checks += 1
@@ -220,23 +220,22 @@ class WrittenAnswer:
 
     def number(self, part: str, want: Any, tol_abs: float, tol_rel: float, single: bool = False) -> None:
         def check() -> bool:
-            typed = self.answer if single and not isinstance(self.answer, dict) else (
-                self.answer.get(part) if isinstance(self.answer, dict) else None)
+            typed = judge.part_of(self.answer, part, single)
             if typed is None:
                 raise answers.AnswerFormatError("not answered")
             w = np.asarray(want, dtype=float)
             got = answers.parse_numbers(typed, w.size)
             if got.size == w.size and got.shape != w.shape:
                 got = got.reshape(w.shape)
-            return got.shape == w.shape and bool(np.all(np.abs(got - w) <= tol_abs + tol_rel * np.abs(w)))
+            return judge.close(got, w, tol_abs, tol_rel)
         self._judge(part, check)
 
     def _part(self, key: Optional[str]) -> Any:
         """The whole answer, or (`key`) one entry of it, such as a true/false problem's "follow_up"."""
         if key is None:
             return self.answer
-        typed = self.answer.get(key) if isinstance(self.answer, dict) else None
-        if typed is None or typed == "":
+        typed = judge.part_of(self.answer, key, False)
+        if judge.blank(typed):
             raise answers.AnswerFormatError("not answered")
         return typed
 
@@ -247,7 +246,7 @@ class WrittenAnswer:
         self._judge(key or "shape", check)
 
     def truth(self, want: bool) -> None:
-        typed = self.answer.get("answer") if isinstance(self.answer, dict) else self.answer
+        typed = judge.part_of(self.answer, "answer", True)  # a bare value is the verdict alone
         self._judge("answer", lambda: answers.parse_bool(typed) == want)
 
     def choice(self, want: str, choices: int, key: Optional[str] = None) -> None:

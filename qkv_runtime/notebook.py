@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .judge import cell_file
 from .values import clean_text, exception_text, exit_code_text
 from .wire import MAX_JSON_DEPTH, json_depth_ok
 
@@ -239,11 +240,6 @@ def program_steps(cells: Sequence[Cell], skip_roles: frozenset = SKIP_ROLES) -> 
 
 
 # ---------------------------------------------------------------- running
-
-
-def cell_file(number: int) -> str:
-    """The file name a cell is compiled under: tracebacks and exception_text then name the cell."""
-    return f"cell {number}"
 
 
 def _write_file(step: Step) -> None:

@@ -11,7 +11,7 @@ Numbers: each entry t of the right answer lies in a cell k = floor(t / s) of a s
 compute around a typed number x the grader accepts. So the window around x touches
 at most two cells per entry, the self-check derives at most two keys per entry (or
 one per tuple of cells for a small vector, "whole" mode), and once the value is
-unsealed the verdict is the grader's, |x - t| <= abs + rel*|t|, exactly.
+unsealed the verdict is the grader's, |x - t| <= abs + rel*|t| (judge.within), exactly.
 Shapes, true/false and choices (by id, whatever their order): one key of the canonical form typed.
 
 A brute-force search pays one key per cell (or per shape, letter, integer) tried.
@@ -25,6 +25,8 @@ import struct
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from .judge import window
 
 FORMAT = 3  # of selfcheck.json; the self-check refuses another (3: choices sealed by id, orders, follow-ups)
 
@@ -113,11 +115,6 @@ def answer_password(canonical: str) -> str:
 # ------------------------------------------------------------------ numbers: cells
 
 
-def within(x: float, t: float, tol_abs: float, tol_rel: float) -> bool:
-    """The grader's rule (autograder.bank.answers.close), for one entry: t the right answer."""
-    return bool(np.abs(np.float64(x) - np.float64(t)) <= tol_abs + tol_rel * np.abs(np.float64(t)))
-
-
 def window_bound(x: float, tol_abs: float, tol_rel: float) -> float:
     """A bound on the grader's window abs + rel*|t| for every t that accepts the typed x.
 
@@ -126,7 +123,7 @@ def window_bound(x: float, tol_abs: float, tol_rel: float) -> float:
     if tol_abs == 0 and tol_rel == 0:
         return 0.0
     x = abs(float(x))
-    return (tol_abs + tol_rel * x) / max(1.0 - tol_rel, 1e-9) + SLACK * max(1.0, x)
+    return float(window(x, tol_abs, tol_rel)) / max(1.0 - tol_rel, 1e-9) + SLACK * max(1.0, x)
 
 
 def _power_of_two_at_least(x: float) -> float:
@@ -146,10 +143,10 @@ def cell_size(t: float, tol_abs: float, tol_rel: float, decimals: Optional[int] 
     (1 for whole numbers, 2**-7 for 2 decimals), so each grid point has its own key.
     """
     t = float(t)
-    window = tol_abs + tol_rel * abs(t)
-    if window == 0:
+    around = float(window(t, tol_abs, tol_rel))
+    if around == 0:
         return 2.0 ** math.floor(math.log2(10.0 ** -(decimals or 0)))
-    widest = window_bound(abs(t) + window, tol_abs, tol_rel)
+    widest = window_bound(abs(t) + around, tol_abs, tol_rel)
     return _power_of_two_at_least(2 * widest * (1 + MARGIN))
 
 

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
+from .judge import position
 from .wire import MAX_CALL_OUTPUT_BYTES, MAX_OUTPUTS_PER_CALL, NUMERIC_KINDS
 
 SUBMISSION_FILE = "submission.py"  # the file name student code is compiled under in every route
@@ -118,14 +119,8 @@ def exception_text(exc: BaseException, filename: str = SUBMISSION_FILE, limit: i
 
 def raised_at(exc: BaseException, filename: str = SUBMISSION_FILE) -> Optional[str]:
     """'line N' (or 'cell 3, line N' in a notebook): the last place of the student's file in the traceback."""
-    where = None
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        name = frame.f_code.co_filename
-        if name == filename:
-            where = f"line {lineno}"
-        elif name.startswith("cell ") and name[5:].isdigit():  # a notebook cell (notebook.cell_file)
-            where = f"{name}, line {lineno}"
-    return where
+    return position([(frame.f_code.co_filename, lineno) for frame, lineno in traceback.walk_tb(exc.__traceback__)],
+                    filename)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

@@ -9,6 +9,8 @@ import pytest
 
 from autograder.routes.class_grading import grade_class
 
+pytestmark = pytest.mark.slow  # grades the demo's sample class
+
 SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "submissions" / "attention-numpy"
 
 
@@ -89,7 +91,7 @@ def test_the_release_names_an_upstream_mistake_in_the_graders_words(built_numpy,
     """What the self-check needs to say "fix softmax_rows first" as `qkv grade` does is in the release: the public
     tests' digests of the reference with each upstream mistake inside, each problem's `builds_on` (function and
     messages), and qkv_runtime.diagnosis. Run on ben's functions as the self-check runs them, they give the grader's
-    sentence, word for word. (qkv_check.py calls them once the self-check's rewrite does: docs/feedback.md.)"""
+    sentence, word for word (qkv_check.PublicCheck calls them so: docs/feedback.md)."""
     import sys
 
     sys.path.insert(0, str(built_numpy.out / "student"))

@@ -47,6 +47,8 @@ from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
 from conftest import QKV, ROOT, said
 
+pytestmark = pytest.mark.slow  # releases checked in fresh folders and processes, a Jupyter kernel
+
 FIXTURES = Path(__file__).parent / "fixtures" / "selfcheck"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
 NETWORK_MARK = "QKV-NETWORK-ATTEMPT"
@@ -182,6 +184,23 @@ def named_mistakes(built: BuildResult, problem: ImplementProblem, mistake_id: st
         if compare(got, test.expected, test.tolerance.abs, test.tolerance.rel) is not None:
             names.add(next(m for m, out in test.mutant_outputs.items() if compare(got, out, test.tolerance.abs, test.tolerance.rel) is None))
     return names
+
+
+def mistake_messages(built: BuildResult, problem: ImplementProblem, mistake_id: str) -> set[str]:
+    """The messages the grader may give for this mistake's output on the public tests: of the problem's own
+    mistakes (named_mistakes), or of a mistake of a function it builds on whose output it also is (a file with
+    that function wrong too is told to fix it first)."""
+    bundle = read_bundle(built.out / "autograder")
+    code = next(p for p in bundle.code if p.id == problem.id)
+    messages = {code.misconceptions[n] for n in named_mistakes(built, problem, mistake_id)}
+    by_id = {p.id: p for p in bundle.code}
+    for test in code.tests:
+        if test.visibility != "public" or test.expected is None or mistake_id not in test.mutant_outputs:
+            continue
+        got = test.mutant_outputs[mistake_id]
+        messages |= {by_id[u].misconceptions[m] for u, found in test.upstream_outputs.items() for m, out in found.items()
+                     if compare(got, out, test.tolerance.abs, test.tolerance.rel) is None}
+    return messages
 
 
 def reference_function(problem: ImplementProblem, track: str) -> str:
@@ -437,9 +456,8 @@ def test_release_alone_runs_its_public_pytest_offline(fresh_venv, netless, offli
     for assigned in numpy_release.assignment.implement:
         mistake = public_mutant(numpy_release, assigned.problem)
         if mistake:
-            names = named_mistakes(numpy_release, assigned.problem, mistake.id)
-            assert any(assigned.problem.misconceptions[[m.id for m in assigned.problem.misconceptions].index(n)].message
-                       in wrong.stdout for n in names), mistake.id
+            assert any(message in wrong.stdout
+                       for message in mistake_messages(numpy_release, assigned.problem, mistake.id)), mistake.id
     assert (offline_release / f"{module}.py").read_text() == (numpy_release.out / "student" / f"{module}.py").read_text()
 
 
@@ -518,6 +536,46 @@ def test_every_reference_passes_and_every_public_mistake_is_named(releases, name
                         (mistake.id, outcome.message)
 
 
+def test_a_mistake_of_a_function_built_on_is_named_in_the_graders_words(numpy_release):
+    """ben's attention functions carry the mistakes of the functions they build on: the self-check names each
+    one as `qkv grade` does (diagnosis.name_mistake over the release's `upstream` digests and `builds_on`,
+    confirmed by what the checks of the functions built on showed in the same run), word for word the
+    sentence grade/score.py writes for the same outputs."""
+    from autograder.grade.score import Upstream, basic_first, score_code_problem
+    from autograder.sandbox import ProblemRun, SubmissionRun
+    from autograder.sandbox.protocol import CallResult
+    from qkv_runtime.values import exception_text, to_arrays
+
+    data = _data(numpy_release)
+    ben = ROOT / "examples" / "submissions" / "attention-numpy" / "ben.py"
+    submission = qkv_check.load_submission(ben)
+    checked = {r.problem["id"]: [o.message for o in r.outcomes] for r in qkv_check.run_checks(data, submission)}
+    bundle = read_bundle(numpy_release.out / "autograder")
+    runs = {}
+    for code in bundle.code:  # the grader scores the same calls, the public tests' (what the self-check has)
+        calls = {}
+        for test in (t for t in code.tests if t.visibility == "public"):
+            try:
+                outputs = to_arrays(submission.namespace[code.function](*test.args, **test.kwargs))
+                calls[test.call_id] = CallResult(False, error=outputs) if isinstance(outputs, str) else \
+                    CallResult(True, tuple(outputs))
+            except Exception as exc:  # noqa: BLE001 - the student's exception is the call's result
+                calls[test.call_id] = CallResult(False, error=exception_text(exc))
+        runs[code.id] = ProblemRun("ok", "", calls)
+    run = SubmissionRun("ok", "", runs, {}, tuple(p.function for p in bundle.code), "")
+    upstream, named = Upstream.of(bundle), {"own": 0, "upstream": 0}
+    for code in basic_first(bundle.code):
+        for test in score_code_problem(code, run, upstream).tests:
+            if test.visibility == "public" and test.misconception:
+                assert f"{test.name}: {test.message}" in checked[code.id], (code.id, test.message, checked[code.id])
+                named["upstream" if test.cause else "own"] += 1
+    assert named["upstream"] >= 2 and named["own"] >= 1, named  # both kinds were compared
+    alone = qkv_check.run_checks(data, qkv_check.load_submission(ben), only="multi-head-attention")[0].outcomes
+    # checked alone, no check of softmax_rows ran to confirm its mistake: the grader's third case, the mistake inside
+    assert any("has the mistake of a wrong softmax_rows inside it" in o.message for o in alone), alone
+    assert not any("fix softmax_rows first" in o.message for o in alone), alone
+
+
 @pytest.mark.parametrize("name", BUNDLED + ["per-student-torch"])
 def test_every_written_answer_right_passes_and_every_misconception_fails(releases, name):
     built = releases[name]
@@ -541,7 +599,7 @@ def test_every_written_answer_right_passes_and_every_misconception_fails(release
 
 
 def bank_verdict(problem, assignment: Assignment, student: str | None, answer) -> bool:
-    """The grader's judges (autograder.bank.answers) on the same answer."""
+    """The grader's judges (the kinds of autograder/kinds/) on the same answer."""
     if isinstance(problem, NumericProblem):
         variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants, student)
         typed = answer if isinstance(answer, dict) else {problem.parts[0].name: answer}
@@ -576,7 +634,7 @@ def _parity_value(rng, spec) -> np.ndarray:
 @pytest.mark.parametrize("part, spec", PARITY_CASES, ids=[p.name for p, _ in PARITY_CASES])
 def test_numbers_get_the_graders_verdict_even_at_the_edge_of_the_tolerance(part, spec):
     """Sweep typed numbers across the tolerance edge, to the last bit: the self-check's verdict is the
-    grader's (autograder.bank.answers.check_part), inside, outside and exactly at the edge."""
+    grader's (autograder.kinds.numeric.check_part), inside, outside and exactly at the edge."""
     rng = np.random.default_rng(5)
     want = _parity_value(rng, spec)
     data, entry = _synthetic(part, want)
@@ -1159,9 +1217,9 @@ def test_the_self_check_judges_with_the_graders_own_functions(numpy_release):
     """One rule, one definition: the self-check's comparison, reader and parsers are the runtime's, and the
     release carries the runtime byte for byte."""
     import qkv_runtime
-    from qkv_runtime import answers, notebook, values
+    from qkv_runtime import answers, diagnosis, judge, notebook, values
 
-    assert qkv_check.compare is compare
+    assert qkv_check.compare is compare and qkv_check.judge is judge and qkv_check.diagnosis is diagnosis
     assert qkv_check.to_arrays is values.to_arrays and qkv_check.read_cells is notebook.read_cells
     assert qkv_check.qkv_answers is answers
     package = Path(qkv_runtime.__file__).parent

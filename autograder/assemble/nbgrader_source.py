@@ -122,7 +122,7 @@ def _setup(assignment: Assignment) -> str:
     )
 
 
-RUNTIME_MODULES = ("__init__", "wire", "values", "compare", "diagnosis", "answers", "nbcells")  # in import order
+RUNTIME_MODULES = ("__init__", "judge", "wire", "values", "compare", "diagnosis", "answers", "nbcells")  # in import order
 
 RUNTIME = """\
 # qkv's portable runtime, embedded by `qkv build` from its own sources: the helpers cell and then every

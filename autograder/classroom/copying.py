@@ -5,7 +5,7 @@
    for students s and t, `fits_other` counts the numeric parts s answered that are right for t's numbers
    and wrong for s's, `fits_own` the reverse. s is flagged with the t that maximises `fits_other`
    when `fits_other >= MIN_PARTS` and `fits_other > fits_own`. Comparison is the grader's own
-   (qkv_runtime.answers.parse_numbers, each part's tolerance).
+   (qkv_runtime.answers.parse_numbers, judge.within with each part's tolerance).
 2. Code that is unusually similar once the stub and the class's common code are ignored: copydetect's
    fingerprints (k = NOISE characters of filtered code: names become V, strings S, whitespace and comments
    go; a window of 1, every k-gram kept, so the figures do not depend on Python's per-process hash seed).
@@ -40,6 +40,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from qkv_runtime import judge
 from qkv_runtime.answers import AnswerFormatError, parse_numbers
 
 MIN_PARTS = 3
@@ -96,13 +97,11 @@ class CodeReport:
 
 
 def _typed(problem: Any, answer: Any, part: str) -> Any:
-    if len(problem.parts) == 1 and not isinstance(answer, dict):
-        return answer
-    return answer.get(part) if isinstance(answer, dict) else None
+    return judge.part_of(answer, part, len(problem.parts) == 1)
 
 
 def _parsed(value: Any) -> Optional[np.ndarray]:
-    if value is None or value == "":
+    if judge.blank(value):
         return None
     try:
         return np.asarray(parse_numbers(value), dtype=float)
@@ -133,8 +132,8 @@ def answer_flags(students: list[str], answers: Mapping[str, Mapping[str, Any]], 
                     continue
                 truth = np.stack([want[j].reshape(-1) for j in columns])  # (c, size)
                 typed = np.stack([got[i].reshape(-1) for i in rows])  # (r, size)
-                tol = part.tolerance.abs + part.tolerance.rel * np.abs(truth)[None, :, :]
-                close = np.all(np.abs(typed[:, None, :] - truth[None, :, :]) <= tol, axis=-1)
+                close = np.all(judge.within(typed[:, None, :], truth[None, :, :], part.tolerance.abs,
+                                            part.tolerance.rel), axis=-1)
                 match[np.ix_(rows, columns)] = close
             own = np.diag(match).copy()
             answered += np.array([g is not None for g in got], dtype=np.int32)

@@ -27,6 +27,7 @@ from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.sandbox import ProblemRun, SubmissionRun
 from qkv_runtime.compare import compare, excerpt, select
 from qkv_runtime.diagnosis import Named, mistake_text, name_mistake, shown
+from qkv_runtime.judge import unanswered
 
 
 # -------------------------------------------------------------- code tests
@@ -144,7 +145,7 @@ def score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, s
                           fraction == 1.0, message, misconception=misconception)
         return ProblemResult(problem.id, problem.kind, test.score, written.points, message, (test,))
 
-    if answer is None or answer == "" or (isinstance(answer, dict) and all(v in (None, "") for v in answer.values())):
+    if unanswered(answer):
         return result(0.0, "not answered")
     kind = kind_of(problem)
     marked = kind.grade(problem, answer, kind.variant(problem, bundle.seed, bundle.variants, student))

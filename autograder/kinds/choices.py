@@ -19,9 +19,10 @@ from pydantic import Field
 from autograder.bank.model import Strict
 from autograder.kinds import items
 from autograder.kinds.items import Verdict
-from qkv_runtime.answers import AnswerFormatError, parse_choice, quoted
+from qkv_runtime import judge
+from qkv_runtime.answers import AnswerFormatError, not_the_choice, parse_choice
+from qkv_runtime.judge import LETTERS, letter_of, letters
 
-LETTERS = "ABCDEFGH"
 ChoiceId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=40)]
 # an id is shown to nobody, but it travels in the self-check data: it must not say which choice is right
 TELLING_IDS = ("right", "correct", "true", "false", "wrong", "answer", "yes", "no")
@@ -56,13 +57,9 @@ def shuffled(ids: Sequence[str], seed: int, student: str | None, key: str) -> li
     return sorted(ids, key=rank)
 
 
-def letter_of(order: Sequence[str], choice_id: str) -> str:
-    return LETTERS[list(order).index(choice_id)]
-
-
 def read_choice(typed: Any, order: Sequence[str]) -> str:
     """The id of the choice whose letter (in this order) was typed; raises AnswerFormatError."""
-    return order[LETTERS.index(parse_choice(typed, len(order)))]
+    return judge.choice_at(order, parse_choice(typed, len(order)))
 
 
 def judge_choice(choices: Sequence[Choice], answer: str, order: Sequence[str], typed: Any) -> Verdict:
@@ -73,7 +70,7 @@ def judge_choice(choices: Sequence[Choice], answer: str, order: Sequence[str], t
     if got == answer:
         return Verdict(True, "correct")
     chosen = next(c for c in choices if c.id == got)
-    return Verdict(False, chosen.misconception or f"{quoted(typed)} is not the answer", misconception=chosen.misconception)
+    return Verdict(False, chosen.misconception or not_the_choice(typed), misconception=chosen.misconception)
 
 
 def by_id(choices: Sequence[Choice]) -> dict[str, Choice]:
@@ -94,7 +91,7 @@ def terminal_list(choices: Sequence[Choice], order: Sequence[str]) -> str:
 
 
 def letters_hint(n: int) -> str:
-    return "/".join(LETTERS[:n])
+    return "/".join(letters(n))
 
 
 def quiz_choices(choices: Sequence[Choice], answer: str, order: Sequence[str]) -> tuple[items.Choice, ...]:

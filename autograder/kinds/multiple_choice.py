@@ -20,6 +20,7 @@ from autograder.kinds.base import CLASS, AllOrNothingKind, Options
 from autograder.kinds.choices import Choice
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
 from autograder.kinds.sealing import class_answer, class_mistakes
+from qkv_runtime.judge import letters
 
 __all__ = ["Choice", "MultipleChoiceProblem", "MULTIPLE_CHOICE", "check_choice"]
 
@@ -83,7 +84,7 @@ class MultipleChoiceKind(AllOrNothingKind):
         return ch.letter_of(ch.order_in(variant, problem.id, problem.ids), problem.answer)
 
     def answer_hint(self, problem: MultipleChoiceProblem) -> str:
-        return f'"..."  # one letter: {", ".join(ch.LETTERS[:len(problem.choices)])}'
+        return f'"..."  # one letter: {", ".join(letters(len(problem.choices)))}'
 
     def nbgrader_checks(self, problem: MultipleChoiceProblem, variant) -> list[str]:
         return [f"_w.choice({self.answer(problem, variant)!r}, {len(problem.choices)})"]

@@ -30,7 +30,7 @@ from autograder.kinds.items import (
 )
 from autograder.kinds.by_hand import HandRules
 from autograder.kinds.sealing import Seal, derive_seals, number_seals
-from qkv_runtime import sealed
+from qkv_runtime import judge, sealed
 from qkv_runtime.answers import AnswerFormatError, not_close, parse_numbers, wrong_count
 
 
@@ -95,9 +95,7 @@ class NumericProblem(ProblemBase):
 
 
 def close(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> bool:
-    return got.shape == want.shape and bool(
-        np.all(np.abs(got - want) <= tolerance.abs + tolerance.rel * np.abs(want))
-    )
+    return judge.close(got, want, tolerance.abs, tolerance.rel)
 
 
 def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
@@ -152,7 +150,7 @@ def shown_decimals(part: AnswerPart) -> int:
 
 def tolerance_text(tolerance: Tolerance, value: np.ndarray) -> str:
     """The window check_part accepts around this answer, |got - want| <= abs + rel * |want|, in words."""
-    windows = {float(w) for w in np.ravel(tolerance.abs + tolerance.rel * np.abs(value))}
+    windows = {float(w) for w in np.ravel(judge.window(value, tolerance.abs, tolerance.rel))}
     if windows == {0.0}:
         return "exact"
     each = " for each entry" if np.ndim(value) else ""
@@ -239,7 +237,7 @@ def numeric_blanks(part: AnswerPart, value: np.ndarray) -> tuple[NumericBlank, .
     blanks = []
     for label, x in zip(entry_labels(part.label, value), value.reshape(-1)):
         # four significant digits: the platforms show the window to the instructor
-        window = float(f"{part.tolerance.abs + part.tolerance.rel * abs(float(x)):.4g}")
+        window = float(f"{float(judge.window(float(x), part.tolerance.abs, part.tolerance.rel)):.4g}")
         blanks.append(NumericBlank(label, float(x), window, part_answer(part, x)))
     return tuple(blanks)
 
@@ -395,7 +393,7 @@ class NumericKind(WrittenKind):
         single = len(problem.parts) == 1
         verdicts = []
         for part in problem.parts:
-            typed = answer if single and not isinstance(answer, dict) else (answer.get(part.name) if isinstance(answer, dict) else None)
+            typed = judge.part_of(answer, part.name, single)
             verdicts.append(check_part(part, variant.answers[part.name], typed) if typed is not None
                             else None)
         right = sum(bool(v and v.correct) for v in verdicts)

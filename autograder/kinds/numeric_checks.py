@@ -17,6 +17,7 @@ import numpy as np
 from autograder.bank.resolve import resolve
 from autograder.bank.variants import InfeasibleProblem, Variant, draw_variant, lecture_variant
 from autograder.kinds.by_hand import spread_report, table_markdown
+from qkv_runtime import judge
 
 VARIANTS_CHECKED = 200  # drawn by `qkv validate` for each parameterised problem
 _DRAWN: dict[int, tuple[object, list[Variant]]] = {}
@@ -73,7 +74,7 @@ def _lecture_findings(problem, variant: Variant) -> list[str]:
             continue
         got, want = variant.answers[name], np.asarray(figure, dtype=float)
         tol = parts[name].tolerance
-        if got.shape != want.shape or not np.allclose(got, want, atol=tol.abs, rtol=tol.rel):
+        if not judge.close(got, want, tol.abs, tol.rel):
             out.append(f"lecture_example.expected.{name}: computed {np.round(got, 6).tolist()} "
                        f"but the file says {want.tolist()}")
     return out

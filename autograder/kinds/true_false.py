@@ -31,8 +31,8 @@ from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, nu
 from autograder.kinds.sealing import answer_seal, class_answer, class_mistakes
 from autograder.kinds.shape import shape_spellings
 from autograder.kinds.true_false_checks import NEUTRAL_PROMPT, verdict_findings
-from qkv_runtime import sealed
-from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_bool, parse_shape, quoted
+from qkv_runtime import judge, sealed
+from qkv_runtime.answers import AnswerFormatError, evaluate_dim, not_the_shape, parse_bool, parse_shape
 
 VERDICT_SHARE = 0.5  # of the points, when there is a follow-up: HW03 gives its marks for the reason as well
 
@@ -94,9 +94,7 @@ class TrueFalseProblem(ProblemBase):
 
 def _typed(answer: Any, key: str) -> Any:
     """One half of an answer: {"answer": ..., "follow_up": ...}; a bare value is the verdict alone."""
-    if isinstance(answer, dict):
-        return answer.get(key)
-    return answer if key == "answer" else None
+    return judge.part_of(answer, key, key == "answer")
 
 
 def judge_verdict(problem: TrueFalseProblem, typed: Any) -> Verdict:
@@ -124,7 +122,7 @@ def judge_follow_up(problem: TrueFalseProblem, typed: Any, variant) -> Verdict:
         return Verdict(False, str(err))
     if got == follow.expected_shape():
         return Verdict(True, "correct shape")
-    return Verdict(False, f"{quoted(typed)} is not the shape")
+    return Verdict(False, not_the_shape(typed))
 
 
 def check_true_false(problem: TrueFalseProblem, typed: Any, variant=None) -> Marked:
@@ -133,7 +131,7 @@ def check_true_false(problem: TrueFalseProblem, typed: Any, variant=None) -> Mar
     if problem.follow_up is None:
         return Marked(1.0 if verdict.correct else 0.0, verdict.message)
     follow = _typed(typed, "follow_up")
-    second = (Verdict(False, "not answered") if follow in (None, "")
+    second = (Verdict(False, "not answered") if judge.blank(follow)
               else judge_follow_up(problem, follow, variant))
     fraction = VERDICT_SHARE * verdict.correct + (1 - VERDICT_SHARE) * second.correct
     message = f"true or false: {verdict.message}; follow-up: {second.message}"
@@ -216,7 +214,7 @@ def follow_up_findings(problem: TrueFalseProblem) -> list[str]:
             value = float(resolve(follow.compute)())
         except Exception as err:  # noqa: BLE001 - the bank's own function failing is the bank's error
             return out + [f"follow_up.compute: failed: {type(err).__name__}: {err}"]
-        if abs(value - float(follow.number)) > follow.tolerance.abs + follow.tolerance.rel * abs(value):
+        if not judge.close(float(follow.number), value, follow.tolerance.abs, follow.tolerance.rel):
             out.append(f"follow_up.number: {follow.compute} gives {value:g} but the file says {follow.number:g}")
     if follow.form == "shape":
         try:
@@ -398,7 +396,7 @@ class TrueFalseKind(WrittenKind):
             second = Question(f"{problem.id}-follow-up", "follow-up", "multichoice", follow.question, share, "",
                               choices=ch.quiz_choices(follow.choices, follow.answer, order))
         elif follow.form == "number":
-            window = follow.tolerance.abs + follow.tolerance.rel * abs(float(follow.number))
+            window = float(judge.window(float(follow.number), follow.tolerance.abs, follow.tolerance.rel))
             blank = NumericBlank("follow-up", float(follow.number), window,
                                  part_answer(follow.part(), np.asarray(follow.number, dtype=float)))
             second = Question(f"{problem.id}-follow-up", "follow-up", "numerical", follow.question, share, "",

@@ -51,7 +51,7 @@ if not __package__ and str(HERE) not in sys.path:  # in a student release, the r
     sys.path.insert(0, str(HERE))
 
 from qkv_runtime import answers as qkv_answers  # noqa: E402 - after the path is set
-from qkv_runtime import sealed  # noqa: E402
+from qkv_runtime import diagnosis, judge, sealed  # noqa: E402
 from qkv_runtime.compare import compare, excerpt, select  # noqa: E402
 from qkv_runtime.limits import Limits  # noqa: E402
 from qkv_runtime.notebook import NotebookError, program_steps, read_cells, run_steps  # noqa: E402
@@ -189,6 +189,9 @@ class Submission:
         self.cell_errors = cell_errors or []
         self.skipped = skipped or []
         self.printed = printed
+        # the mistakes each problem's checks showed, which confirm them in the problems built on, checked later
+        # (the assignment's order puts what a problem builds on first)
+        self.shown: Dict[str, frozenset] = {}
 
     @classmethod
     def from_namespace(cls, namespace: Dict[str, Any], source: str = "this notebook") -> "Submission":
@@ -250,13 +253,8 @@ def _loading_submission(folder: Path):
 def _where(frames: List[Tuple[str, int]], filename: str) -> str:
     """', at line N' (or ', at cell N, line M'): the innermost of `frames` ([(file, line)], outermost
     first) in the student's file or notebook cells; '' when none is."""
-    where = ""
-    for name, lineno in frames:
-        if name == filename:
-            where = f", at line {lineno}"
-        elif name.startswith("cell ") and name[5:].isdigit():  # a notebook cell (notebook.cell_file)
-            where = f", at {name}, line {lineno}"
-    return where
+    where = judge.position(frames, filename)
+    return f", at {where}" if where else ""
 
 
 def _tb_frames(exc: BaseException) -> List[Tuple[str, int]]:
@@ -371,6 +369,7 @@ class PublicCheck:
         self.function = problem["function"]
         self.id = f"{problem['id']}::{test['name']}"
         self.seconds = seconds  # the time limit of the call (None: TEST_SECONDS)
+        self.builds_on = {u: (f, m) for u, f, m in problem.get("builds_on", [])}
 
     def __repr__(self) -> str:
         return f"PublicCheck({self.id!r})"
@@ -450,25 +449,32 @@ class PublicCheck:
             return Outcome(PASS, name, notes)
         details += [f"expected: {' | '.join(excerpt(w) for w in want)}",
                     f"got:      {' | '.join(excerpt(g) for g in got)}"] + notes
-        mistake = self.misconception(got)
-        if mistake:  # the grader's words: the mistake's message, then what differs
-            details.append(f"(common mistake: {mistake})")
-            return Outcome(FAIL, f"{name}: {self.problem['misconceptions'].get(mistake, mistake)} ({mismatch.reason})",
-                           details)
-        return Outcome(FAIL, f"{name}: {mismatch.reason}", details)
+        named = self.misconception(got, submission.shown)
+        if named is None:
+            return Outcome(FAIL, f"{name}: {mismatch.reason}", details)
+        pid = self.problem["id"]
+        submission.shown[pid] = submission.shown.get(pid, frozenset()) | diagnosis.shown([(named.mistake, named.cause)])
+        function, messages = self.builds_on[named.cause] if named.cause else ("", self.problem["misconceptions"])
+        details.append(f"(common mistake{' of ' + function if function else ''}: {named.mistake})")
+        return Outcome(FAIL, f"{name}: " + diagnosis.mistake_text(  # the grader's words
+            named, self.function, messages.get(named.mistake, named.mistake), mismatch.reason, function), details)
 
-    def misconception(self, outputs: List[np.ndarray]) -> Optional[str]:
-        """The misconception whose output (to 6 decimals) this is, if any."""
+    def misconception(self, outputs: List[np.ndarray],
+                      shown: Optional[Dict[str, frozenset]] = None) -> Optional[diagnosis.Named]:
+        """The mistake whose output (to 6 decimals) this is, if any, in the grader's order (diagnosis.name_mistake):
+        one of a function this one builds on that its own checks showed (`shown`: {problem: mistakes}), this
+        function's own, or one of a function built on, inside this one."""
+        shown = shown or {}
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 digest = sealed.outputs_digest([np.asarray(o, dtype=float) for o in outputs])
         except (TypeError, ValueError):
             return None
-        for mistake, mutant in sorted(self.test.get("mutants", {}).items()):
-            if mutant == digest:
-                return mistake
-        return None
+        upstream = self.test.get("upstream", {})
+        return diagnosis.name_mistake(lambda outputs: outputs == digest, self.test.get("mutants", {}),
+                                      [(u, upstream[u]) for u in self.builds_on if u in upstream],
+                                      lambda problem, mistake: mistake in shown.get(problem, ()))
 
 
 def public_checks(data: Dict[str, Any]) -> List[PublicCheck]:
@@ -528,8 +534,7 @@ def _hits(key: bytes, seals: List[Tuple[str, Any]], typed: List[float], tol_abs:
     for label, seal in seals:
         if sealed.tag(key, label) != seal["tag"]:
             continue
-        values = sealed.unseal(key, label, seal["sealed"])
-        if len(values) == len(typed) and all(sealed.within(x, t, tol_abs, tol_rel) for x, t in zip(typed, values)):
+        if judge.close(typed, sealed.unseal(key, label, seal["sealed"]), tol_abs, tol_rel):
             found.add(label)
     return found
 
@@ -597,15 +602,13 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
     parts = problem["parts"]
     specs = problem["digests"][student]
     mistakes = problem.get("misconceptions", {}).get(student, [])
-    if len(parts) == 1 and not isinstance(typed, dict):
-        typed = {parts[0]["name"]: typed}
-    if not isinstance(typed, dict):
+    if len(parts) > 1 and not isinstance(typed, dict):
         names = ", ".join(f'"{p["name"]}": ...' for p in parts)
         return [Outcome(FAIL, f"expected a dictionary with one entry per part: {{{names}}}")]
     outcomes = []
     for part in parts:
-        label, value = part["label"], typed.get(part["name"])
-        if value is None or value == "":
+        label, value = part["label"], judge.part_of(typed, part["name"], len(parts) == 1)
+        if judge.blank(value):
             outcomes.append(Outcome(TODO, f"{label}: not answered yet"))
             continue
         size = int(np.prod(part["shape"])) if part["shape"] else 1
@@ -657,8 +660,7 @@ def _letter_to_id(entry: Dict[str, Any], who: str, typed: Any) -> str:
     """The id of the choice whose letter, in this student's own order (the class's when none), was typed."""
     orders = entry["orders"]
     order = orders.get(who) or orders[CLASS]
-    letter = qkv_answers.parse_choice(typed, len(order))
-    return order["ABCDEFGH".index(letter)]
+    return judge.choice_at(order, qkv_answers.parse_choice(typed, len(order)))
 
 
 def _choice_outcome(data, problem, student, typed, who, entry=None, salted=None, label="") -> Outcome:
@@ -670,13 +672,13 @@ def _choice_outcome(data, problem, student, typed, who, entry=None, salted=None,
     right, mistake = _answer_verdict(data, problem, student, got, entry, salted)
     if right:
         return Outcome(PASS, label + "correct")
-    return Outcome(FAIL, label + (mistake or f"{qkv_answers.quoted(typed)} is not the answer"))
+    return Outcome(FAIL, label + (mistake or qkv_answers.not_the_choice(typed)))
 
 
 def _follow_up(data, problem, student, typed, who) -> Outcome:
     follow = problem["follow_up"]
     label = "follow-up: "
-    if typed is None or typed == "":
+    if judge.blank(typed):
         return Outcome(TODO, label + "not answered yet")
     salted = problem["id"] + "/follow_up"
     if follow["form"] == "choice":
@@ -703,9 +705,9 @@ def _follow_up(data, problem, student, typed, who) -> Outcome:
 
 
 def _true_false(data, problem, student, typed, who="") -> List[Outcome]:
-    verdict_typed = typed.get("answer") if isinstance(typed, dict) else typed
+    verdict_typed = judge.part_of(typed, "answer", True)  # a bare value is the verdict alone
     outcomes = []
-    if verdict_typed is None or verdict_typed == "":
+    if judge.blank(verdict_typed):
         outcomes.append(Outcome(TODO, "true or false: not answered yet"))
     else:
         try:
@@ -718,8 +720,7 @@ def _true_false(data, problem, student, typed, who="") -> List[Outcome]:
             else:
                 outcomes.append(Outcome(FAIL, "true or false: the statement is " + ("false" if got else "true")))
     if "follow_up" in problem:
-        outcomes.append(_follow_up(data, problem, student, typed.get("follow_up") if isinstance(typed, dict) else None,
-                                   who))
+        outcomes.append(_follow_up(data, problem, student, judge.part_of(typed, "follow_up", False), who))
     correction = typed.get("correction") if isinstance(typed, dict) else None
     if isinstance(correction, str) and correction.strip():
         outcomes[-1].details.append("(your written correction is read by your instructor, not by this check)")
@@ -753,12 +754,6 @@ def student_key(data: Dict[str, Any], student: str) -> Tuple[Optional[str], str]
     return student, ""
 
 
-def _is_empty(answer: Any) -> bool:
-    """Not answered, by the grader's rule: None, "", or a dictionary of only None and ""."""
-    return answer is None or answer == "" or (
-        isinstance(answer, dict) and all(v is None or v == "" for v in answer.values()))
-
-
 def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, student: str = "") -> List[Outcome]:
     """Verdicts on one written answer, as typed (None: not answered yet)."""
     key, why = student_key(data, student)
@@ -766,7 +761,7 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
     if key is not None and key not in problem["digests"]:
         key = CLASS if CLASS in problem["digests"] else None
     typed = plain(typed)
-    if _is_empty(typed):
+    if judge.unanswered(typed):  # the grader's rule
         return [Outcome(TODO, "not answered yet")]
     if key is None:
         return [Outcome(FAIL, why)]
