@@ -1,10 +1,10 @@
-# `make demo` and `make test` do all the set-up on a fresh machine with Python 3.11 and make.
+# `make demo`, `make check` and `make test` do all the set-up on a fresh machine with Python 3.11 and make.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup system-deps clean
+.PHONY: demo check test setup system-deps clean
 
 # bubblewrap is the sandbox for student code; chromium prints exam PDFs (and tests read pages in it), poppler-utils
 # turns PDF pages into images for the tests, libjs-katex renders formulas in exam pages offline, npm fetches axe-core
@@ -58,8 +58,18 @@ demo: setup
 	$(BIN)/qkv stats attention-numpy --grades grades/demo-canvas
 	$(BIN)/qkv export-grades attention-numpy --format canvas --grades grades/demo-canvas
 
+# The tests run on every core (pytest-xdist), a module's tests on one worker (--dist loadscope) so that its fixtures
+# (a built release, a graded class, a sandbox batch) are made once, the modules in the order tests/conftest.py gives
+# them (the slow ones first). `make check`, the quick loop, leaves out the tests marked slow; `make test` runs them
+# all and names the slowest.
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
+check: setup
+	$(PYTEST) -m "not slow"
+
 test: setup
-	$(BIN)/python -m pytest -q
+	$(PYTEST) --durations=15
 
 clean:
 	rm -rf $(VENV) dist .cache

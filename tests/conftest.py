@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
+import fcntl
 import inspect
 import os
+import pickle
 import pprint
 import sqlite3
 import sys
@@ -35,15 +38,46 @@ CORE = (
 )
 SANDBOX_LIMITS = Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10, memory_bytes=512 * 1024**2,
                         max_processes=16, max_output_bytes=100_000, max_file_bytes=1_000_000)
+# For the attacks whose tests check the memory and size limits: filling 512 MiB costs seconds of CPU in page faults
+# on a slow machine (2 s of kernel time on the 2-core one the figures come from), and under load a 2 s limit would end
+# them first. With these time limits only memory can (a phase that is short of CPU runs on up to STARVED_FACTOR times
+# its limit); a regression that lets a bomb grow still fails, by timing out.
+MEMORY_TEST_LIMITS = dataclasses.replace(SANDBOX_LIMITS, load_seconds=30.0, problem_seconds=30.0, cpu_seconds=60)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules whose every test is slow first, each module's tests in their own order: under `make test` (xdist, one
+    module per worker at a time, in this order) the longest start at once, and no worker is left alone with one."""
+    all_slow: dict[Path, bool] = {}
+    for item in items:
+        all_slow[item.path] = all_slow.get(item.path, True) and item.get_closest_marker("slow") is not None
+    items.sort(key=lambda item: not all_slow[item.path])
+
 
 @pytest.fixture(scope="session")
 def bank() -> Bank:
     return load_bank_strict()
 
 
+def shared_build(name: str, bank: Bank, tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> BuildResult:
+    """`qkv build NAME` once per test run: the workers of `pytest -n` (xdist) take the first one's release, which the
+    tests only read, as they do within one process."""
+    root = tmp_path_factory.getbasetemp()
+    if hasattr(config, "workerinput"):  # an xdist worker: the run's folder is above each worker's own
+        root = root.parent
+    saved = root / f"shared-build-{name}.pickle"
+    with open(root / f"shared-build-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if saved.exists():
+            return pickle.loads(saved.read_bytes())
+        result = build(name, root / "shared-dist" / name, bank=bank)
+        saved.write_bytes(pickle.dumps(result))
+        return result
+
+
 @pytest.fixture(scope="session")
-def built_numpy(bank, tmp_path_factory) -> BuildResult:
-    return build("attention-numpy", tmp_path_factory.mktemp("dist") / "attention-numpy", bank=bank)
+def built_numpy(bank, tmp_path_factory, pytestconfig) -> BuildResult:
+    return shared_build("attention-numpy", bank, tmp_path_factory, pytestconfig)
 
 
 def replace_function(source: str, target: str, implementation) -> str:
@@ -111,5 +145,5 @@ def bwrap_required() -> None:
 
 needs_bwrap = pytest.mark.usefixtures("bwrap_required")
 
-__all__ = ["CORE", "HOSTILE", "QKV", "ROOT", "S", "SANDBOX_LIMITS", "X", "graded_so_far", "gradebook_rows", "said",
-           "key_module", "key_notebook", "needs_bwrap", "replace_function", "require_bwrap"]  # what test modules import from here
+__all__ = ["CORE", "HOSTILE", "MEMORY_TEST_LIMITS", "QKV", "ROOT", "S", "SANDBOX_LIMITS", "X", "graded_so_far",
+           "gradebook_rows", "said", "key_module", "key_notebook", "needs_bwrap", "replace_function", "require_bwrap"]  # what test modules import from here

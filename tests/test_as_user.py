@@ -22,6 +22,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # reruns the sandbox and grading modules as another user
+
 USER = "qkv-tester"
 MODULES = ("test_runtime.py", "test_supervisor.py", "test_intake.py", "test_sandbox.py", "test_execute.py",
            "test_grade.py", "test_examples.py", "test_pytest_plugin.py", "test_hostile_class.py",

@@ -115,6 +115,7 @@ def test_homework_statements_self_test_and_top_five_misconceptions(bank: Bank) -
         assert bank.get(problem_id).answer is False
 
 
+@pytest.mark.slow
 def test_every_problem_passes_the_deep_checks(bank: Bank) -> None:
     failures = {pid: check_problem(p) for pid, p in bank.problems.items()}
     assert {pid: f for pid, f in failures.items() if f} == {}
@@ -371,6 +372,7 @@ def _parameterised(bank: Bank) -> list[NumericProblem]:
     return [p for p in _of_kind(bank, NumericProblem) if p.parameters]
 
 
+@pytest.mark.slow
 def test_two_hundred_draws_are_feasible_finite_distinct_and_tell_mistakes_apart(bank: Bank) -> None:
     problems = _parameterised(bank)
     assert len(problems) >= 10
@@ -395,6 +397,7 @@ def test_two_hundred_draws_are_feasible_finite_distinct_and_tell_mistakes_apart(
         assert len(seen) >= min(10, _count_choices(problem)), f"{problem.id}: only {len(seen)} different draws"
 
 
+@pytest.mark.slow
 def test_two_hundred_variants_of_every_numeric_problem_keep_their_hand_rules(bank: Bank) -> None:
     """Each drawn variant keeps its problem's `by_hand` rules, and what the issue measured is gone: no weight
     of 0.99 or more, perfect-square variances, no all-zero FFN output, no counts of 9 digits or more, and an

@@ -111,6 +111,7 @@ def bank() -> Bank:
 
 
 @pytest.mark.parametrize("problem_id", sorted(CLOSED_FORMS))
+@pytest.mark.slow
 def test_every_variant_agrees_with_the_closed_form(bank: Bank, problem_id: str) -> None:
     problem = bank.get(problem_id)
     variants = draws(problem) if problem.parameters else []

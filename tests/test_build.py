@@ -27,6 +27,8 @@ from autograder.bundle import read_bundle
 from autograder.errors import QkvError
 from conftest import QKV, ROOT, said
 
+pytestmark = pytest.mark.slow  # builds every bundled assignment, some through the qkv command
+
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
 

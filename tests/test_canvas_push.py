@@ -20,6 +20,8 @@ from autograder.results import ProblemResult, SubmissionResult, TestResult
 from conftest import QKV
 from conftest import said as told
 
+pytestmark = pytest.mark.slow  # the qkv command against a local Canvas server
+
 TOKEN = "secret-token"
 SUBMISSIONS = [{"id": 1, "user_id": 1001, "assignment_id": 42, "score": None},
                {"id": 2, "user_id": 1002, "assignment_id": 42, "score": 3.0},

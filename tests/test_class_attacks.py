@@ -104,6 +104,7 @@ def test_an_upper_case_suffix_is_graded(tmp_path):
     assert intake.submissions[0].program is not None
 
 
+@pytest.mark.slow
 def test_a_folder_with_more_entries_than_a_students_loses_no_student(tmp_path):
     intake = run(ax.crowded_folder(tmp_path / "subs"), tmp_path)
     assert set(counted(intake)) == {"s002", "s003"}

@@ -24,6 +24,8 @@ from conftest import QKV, ROOT, gradebook_rows, key_module, replace_function
 from conftest import said as told
 from solutions import misconceptions
 
+pytestmark = pytest.mark.slow  # grades whole classes, mostly through the qkv command
+
 CANVAS = ROOT / "examples" / "canvas"
 
 

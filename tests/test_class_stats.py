@@ -116,6 +116,7 @@ def test_facility_flag_and_no_variance():
     assert q.flags == ()
 
 
+@pytest.mark.slow
 def test_the_stats_page_renders_in_chromium_with_its_plots(small_gradebook, tmp_path):
     browser = find_browser()
     assert browser, "headless Chromium is missing: run `make setup` as root"
@@ -139,6 +140,7 @@ def test_the_stats_page_renders_in_chromium_with_its_plots(small_gradebook, tmp_
     assert any(abs(r - 0xdd) < 8 and abs(g - 0x84) < 8 and abs(b - 0x52) < 8 for r, g, b in colours)
 
 
+@pytest.mark.slow
 def test_qkv_stats_writes_the_page_and_a_table(small_gradebook):
     done = subprocess.run([str(QKV), "stats", "tiny", "--grades", str(small_gradebook), "--dist", str(small_gradebook)],
                           capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})

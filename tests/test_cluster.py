@@ -18,6 +18,8 @@ from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from autograder.references import misconceptions
 from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function, said
 
+pytestmark = pytest.mark.slow  # real Dask clusters
+
 def sleepy_class(folder: Path, key: str, count: int, seconds: float) -> list[str]:
     """`count` perfect submissions that each take at least `seconds` to load, so workers are busy when killed."""
     folder.mkdir()

@@ -41,6 +41,8 @@ from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from conftest import QKV, ROOT, graded_so_far, key_module, replace_function, said
 from autograder.references import misconceptions
 
+pytestmark = pytest.mark.slow  # real Dask clusters, and certificates made with openssl
+
 TLS_CONFIG_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
                    "distributed.comm.tls.client.key")
 

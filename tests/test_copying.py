@@ -17,6 +17,8 @@ from autograder.classroom.copying_page import copying_csv, copying_html
 from fixtures.classroom.honest import disguise, honest_module
 from fixtures.classroom.kitchen_sink import SIZE, kitchen_sink
 
+pytestmark = pytest.mark.slow  # classes of 100 students
+
 HONEST = [f"s{i:03d}" for i in range(100)]
 
 

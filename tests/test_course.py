@@ -22,6 +22,8 @@ from autograder.course.scaffold import init_course, new_problem
 from autograder.errors import QkvError
 from conftest import QKV, ROOT
 
+pytestmark = pytest.mark.slow  # courses made, validated and built through the qkv command
+
 
 def qkv(course: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(QKV), *args], cwd=course, capture_output=True, text=True, timeout=600)

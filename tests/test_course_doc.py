@@ -32,6 +32,8 @@ import pytest
 from conftest import ROOT
 from test_as_user import USER, ancestors, unavailable
 
+pytestmark = pytest.mark.slow  # a fresh venv with qkv installed from its wheel
+
 DOC = ROOT / "docs" / "course.md"
 BLOCK = re.compile(r"^```(\w+)(?: file=(\S+))?\n(.*?)^```\n", re.M | re.S)
 

@@ -19,6 +19,8 @@ from autograder.kinds.numeric import part_answer
 from autograder.kinds.shape import expected_shape
 from conftest import QKV, said
 
+pytestmark = pytest.mark.slow  # the drill driven through a pseudo-terminal
+
 
 def right_answers(item: ExamItem) -> list[str]:
     problem = item.problem

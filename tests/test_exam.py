@@ -123,6 +123,7 @@ def test_bad_choices_name_the_option(bank, spec, option):
     assert err.value.where == option
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line_with_exit_code_1(tmp_path):
     runner = CliRunner()
     for args in (["exam", "--topics", "nope"], ["exam", "--kinds", "essay"], ["exam", "--count", "99"],
@@ -271,6 +272,7 @@ def _in_spec(spec, value) -> bool:
     return bool(np.all((np.asarray(value) >= spec.range[0]) & (np.asarray(value) <= spec.range[1])))
 
 
+@pytest.mark.slow
 def test_200_variants_of_every_parameterised_problem_are_well_posed_and_keyed_right(bank):
     problems = [p for p in bank.by_kind("numeric") if p.parameters]
     assert len(problems) >= 14
@@ -343,6 +345,7 @@ def rendered_dom(page: Path, profile: Path) -> str:
     return run.stdout
 
 
+@pytest.mark.slow
 def test_every_formula_of_the_bank_renders_in_chromium(bank, tmp_path):
     """All 55 problems (code problems too) in one exam and its key, opened in headless Chromium."""
     spec = ExamSpec(kinds=tuple(KINDS), count=len(bank.problems), seed=1)
@@ -365,6 +368,7 @@ def test_every_formula_of_the_bank_renders_in_chromium(bank, tmp_path):
         assert "\\begin{pmatrix}" not in visible and "\\sqrt" not in visible
 
 
+@pytest.mark.slow
 def test_pdf_is_printed_reproducibly_and_page_one_is_not_blank(bank, tmp_path):
     spec = ExamSpec(count=3, seed=8, topics=("attention",), kinds=("numeric",))
     first = exam_files(draw_exam(bank, spec), "pdf")

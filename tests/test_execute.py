@@ -102,6 +102,7 @@ def answers(run: SubmissionRun) -> str:
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_hostile_submissions_earn_on_the_fast_path_what_they_earn_problem_by_problem():
     bundle = toy_bundle()
     sources = {p.name: p.read_bytes().decode("utf-8", "surrogateescape")

@@ -30,6 +30,8 @@ from autograder.results import ProblemResult, SubmissionResult
 from autograder.routes.class_grading import grade_class
 from conftest import HOSTILE, ROOT
 
+pytestmark = pytest.mark.slow  # grades the sample class
+
 SAMPLES = ROOT / "examples" / "submissions" / "attention-numpy"
 FIXTURES = ROOT / "tests" / "fixtures" / "nbgrader" / "assignments"
 BEFORE = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)

@@ -26,6 +26,8 @@ from autograder.report.pictures import CIVIDIS, PURPLE_ORANGE
 from autograder.routes.class_grading import grade_class
 from conftest import HOSTILE, ROOT
 
+pytestmark = pytest.mark.slow  # a real browser
+
 SAMPLES = ROOT / "examples" / "submissions" / "attention-numpy"
 AXE = ROOT / ".cache" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
 SETUP_HINT = "run `make setup` (as root it installs chromium; it installs axe-core from npm into .cache/npm)"

@@ -132,6 +132,7 @@ def test_gradebook_is_sqlite_with_one_row_per_student_and_test_scores(graded):
         assert {r[0] for r in db.execute("SELECT isolation FROM submissions")} == {run.isolation}
 
 
+@pytest.mark.slow
 def test_unchanged_submissions_are_not_regraded(graded, built_numpy, tmp_path):
     # on copies: the other tests read the class as the fixture graded it
     out, subs = tmp_path / "out", tmp_path / "subs"
@@ -155,6 +156,7 @@ def test_unchanged_submissions_are_not_regraded(graded, built_numpy, tmp_path):
     assert [json.dumps(r.to_json()) for r in again.results] == stored
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -188,6 +190,7 @@ def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_pa
     assert all(float(r["total"]) == pytest.approx(float(r["max"])) for r in table.values())
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -277,6 +280,7 @@ def padding_mask(lengths, n):
 '''
 
 
+@pytest.mark.slow
 def test_torch_track_names_pytorch_habits(bank, tmp_path):
     """On the torch track, tensors in: the key earns full marks, and PyTorch's own conventions
     (True = blocked masks, K.T) are named although the misconceptions are NumPy twins."""

@@ -23,6 +23,8 @@ from autograder.routes.class_grading import grade_class
 from conftest import HOSTILE, ROOT, key_module, replace_function, require_bwrap
 from autograder.references import misconceptions
 
+pytestmark = pytest.mark.slow  # a Python 3.10 venv made by setup.sh
+
 FIXTURES = ROOT / "tests" / "fixtures" / "gradescope"
 # bwrap as it behaves in a container that may not make namespaces
 FAILING_BWRAP = ("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel "

@@ -63,6 +63,7 @@ def papers(bank: Bank) -> dict[str, list[list[Sitting]]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scope", ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)])
 def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank, papers, scope: str) -> None:
     paper = papers[scope]

@@ -13,6 +13,8 @@ import pytest
 from autograder.routes.class_grading import grade_class
 from conftest import HOSTILE, QKV, key_module
 
+pytestmark = pytest.mark.slow  # grades a hostile class, on a Dask cluster too
+
 ESCAPE_BYTES = (b"\x1b", b"\x07", "\u202e".encode())
 
 

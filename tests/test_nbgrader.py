@@ -53,6 +53,8 @@ from autograder.bank.reference_source import solution_body
 from autograder.assemble.student_text import CLASS, TRACK_IMPORTS, written_prompt
 from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 
+pytestmark = pytest.mark.slow  # the real nbgrader and a Jupyter kernel
+
 FIXTURES = Path(__file__).parent / "fixtures" / "nbgrader" / "assignments"
 HOSTILE = Path(__file__).parent / "fixtures" / "nbgrader" / "hostile"  # one student's cell per attack
 ATTACKS = ("redefine_helpers", "patch_helpers", "answers_equal_anything")  # each must leave the verdicts as they are

@@ -18,6 +18,8 @@ from autograder.routes.class_grading import grade_class
 from conftest import ROOT, key_module, replace_function
 from autograder.references import misconceptions
 
+pytestmark = pytest.mark.slow  # a pytest run in a subprocess per test
+
 FIXTURES = ROOT / "tests" / "fixtures" / "routes"
 PYTEST = Path(sys.executable).with_name("pytest")  # the command instructors run (python -m pytest adds the folder)
 

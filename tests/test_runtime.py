@@ -90,6 +90,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
 
 
 @given(json_values, st.binary(max_size=256))
+@pytest.mark.slow
 def test_the_layout_decoder_survives_any_json(layout, blob: bytes) -> None:
     try:
         arrays = unpack_arrays(blob, layout)
@@ -262,6 +263,7 @@ def test_frames_survive_a_round_trip() -> None:
 # ---------------------------------------------------------------- the oldest Python promised
 
 
+@pytest.mark.slow
 def test_the_runtime_runs_on_python_3_9(tmp_path):
     """Student machines may be old: the runtime and the self-check promise Python 3.9 with numpy."""
     import glob

@@ -2,18 +2,21 @@
 
 The hostile and broken submissions live in tests/fixtures/submissions/, one
 attack per file (empty.py is deliberately 0 bytes). Most run once, together with
-copies of an honest submission, as one batch through a two-worker pool; the
-tests below then check what each one earned. Tiny problems stand in for the
-real ones: softmax_rows(S) and double(x).
+copies of an honest submission, as one batch through a two-worker pool (the
+memory and size attacks through a second one, with time limits only memory can
+beat); the tests below then check what each one earned. Tiny problems stand in
+for the real ones: softmax_rows(S) and double(x).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,9 +26,11 @@ import pytest
 
 from autograder.sandbox import Call, ProblemCalls, SandboxError, SandboxPool, SubmissionRun
 from autograder.sandbox import pool as pool_module
-from conftest import CORE, HOSTILE, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
+from conftest import CORE, HOSTILE, MEMORY_TEST_LIMITS, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
 
 SECRET_VARIABLE = "QKV_TEST_GRADER_SECRET"
+# The batch's attacks whose tests check what the memory and size limits say: they run under MEMORY_TEST_LIMITS.
+MEMORY_ATTACKS = frozenset({"memory_bomb.py", "memory_bomb_at_load.py", "bad_returns.py"})
 
 
 def softmax(a: np.ndarray) -> np.ndarray:
@@ -108,7 +113,9 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> dict:
         listener.setblocking(False)
         jobs = batch_jobs(host_tmp, listener.getsockname()[1])
         with SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
-            runs = dict(pool.map(jobs))
+            runs = dict(pool.map(job for job in jobs if job[0] not in MEMORY_ATTACKS))
+        with SandboxPool("numpy", jobs=2, limits=MEMORY_TEST_LIMITS, isolation="bwrap") as pool:
+            runs.update(pool.map(job for job in jobs if job[0] in MEMORY_ATTACKS))
         try:
             listener.accept()[0].close()
             connected = True
@@ -439,13 +446,28 @@ def only_worker_process() -> int:
     return mine[0]
 
 
-def test_rlimits_only_isolation() -> None:
-    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits") as pool:
+@pytest.fixture
+def shared_folder():
+    """A folder of /tmp that every user may read (pytest's own tmp_path is its owner's only), removed after."""
+    folder = Path(tempfile.mkdtemp(prefix="qkv-test-shared-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_rlimits_only_isolation(shared_folder: Path) -> None:
+    # A file of the grader's that anyone may read (a bundle on a shared machine) rules out even a uid of its own, as
+    # root too, whatever the modes of the folders this checkout sits in.
+    exposed = shared_folder / "bundle.json"
+    exposed.write_text("{}")
+    exposed.chmod(0o644)
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits", protect=[exposed]) as pool:
         assert pool.isolation == "rlimits-only"
-        runs = {
-            name: pool.run(source(name), CORE)
-            for name in ("good.py", "loop_in_function.py", "segfault.py", "memory_bomb.py", "exit_at_load.py")
-        }
+        runs = {name: pool.run(source(name), CORE)
+                for name in ("good.py", "loop_in_function.py", "segfault.py", "exit_at_load.py")}
+    with SandboxPool("numpy", jobs=1, limits=MEMORY_TEST_LIMITS, isolation="rlimits", protect=[exposed]) as pool:
+        runs["memory_bomb.py"] = pool.run(source("memory_bomb.py"), CORE)
     assert_good(runs["good.py"])
     for name in ("loop_in_function.py", "segfault.py", "memory_bomb.py"):
         assert_double_ok(runs[name])
@@ -455,10 +477,21 @@ def test_rlimits_only_isolation() -> None:
     assert runs["exit_at_load.py"].status == "exited"
 
 
-def test_isolation_choice_without_bwrap() -> None:
+@pytest.mark.parametrize("readable_by_all", [True, False], ids=["engine readable by all", "engine owner-only"])
+def test_isolation_choice_without_bwrap(shared_folder: Path, readable_by_all: bool) -> None:
+    """Without bubblewrap, a copy of the engine that any user can read leaves resource limits only; an owner-only one
+    lets root give student code a uid of its own. The test makes both copies: the checkout's own modes do not count."""
+    where = shared_folder / "engine"
+    for package in ("autograder", "qkv_runtime"):
+        shutil.copytree(ROOT / package, where / package, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["chmod", "-R", "go+rX" if readable_by_all else "go-rwx", str(where)], check=True)
+    expected = "uid" if os.geteuid() == 0 and not readable_by_all else "rlimits-only"
     script = """
-import os, warnings
+import os, sys, warnings
+import autograder
 from autograder.sandbox import SandboxPool, isolation_available
+expected, where = sys.argv[1:]
+assert autograder.__file__.startswith(where + os.sep), autograder.__file__
 assert isolation_available() == "rlimits-only"
 try:
     SandboxPool("numpy", isolation="bwrap")
@@ -469,19 +502,24 @@ else:
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     pool = SandboxPool("numpy", isolation="allow-rlimits")
-# the checkout is readable by everyone, so not even a uid of its own would keep student code from it
-assert pool.isolation == "rlimits-only", pool.isolation
-why = "readable by other users" if os.geteuid() == 0 else "runs as a normal user"
-assert any("resource limits ONLY" in str(w.message) and why in str(w.message) for w in caught)
-try:
-    SandboxPool("numpy", isolation="require")
-except RuntimeError as exc:
-    assert "requires isolation" in str(exc), exc
+assert pool.isolation == expected, pool.isolation
+warned = [str(w.message) for w in caught if "resource limits ONLY" in str(w.message)]
+if expected == "uid":
+    assert not warned, warned
+    assert SandboxPool("numpy", isolation="require").isolation == "uid"
 else:
-    raise AssertionError("isolation='require' must refuse rlimits-only")
+    why = "readable by other users" if os.geteuid() == 0 else "runs as a normal user"
+    assert any(why in w for w in warned), warned
+    try:
+        SandboxPool("numpy", isolation="require")
+    except RuntimeError as exc:
+        assert "requires isolation" in str(exc), exc
+    else:
+        raise AssertionError("isolation='require' must refuse rlimits-only")
 """
-    env = {**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(where)}
+    done = subprocess.run([sys.executable, "-c", script, expected, str(where)], cwd=where, env=env,
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
 
 
@@ -500,9 +538,10 @@ def test_a_batched_problem_runs_in_the_submissions_own_process() -> None:
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_torch_track() -> None:
     calls = CORE + (probe("split_heads", X),)
-    with SandboxPool("torch", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+    with SandboxPool("torch", jobs=1, limits=MEMORY_TEST_LIMITS, isolation="bwrap") as pool:  # the memory bomb too
         good = pool.run(source("good_torch.py"), calls)
         bomb = pool.run(source("memory_bomb.py"), CORE)
     assert_good(good)

@@ -26,6 +26,8 @@ from autograder.assemble import build
 from autograder.selfcheck import qkv_check
 from conftest import QKV
 
+pytestmark = pytest.mark.slow  # waits out the self-check's time limits
+
 FIXTURE = Path(__file__).parent / "fixtures" / "selfcheck" / "time-limits.yaml"
 HANG_GUARD = 120  # seconds: far beyond the limits of 1 s; only there so that a broken checker fails
 

@@ -22,6 +22,8 @@ from conftest import QKV, ROOT, key_module, replace_function
 from fixtures.classroom import formulas as fx
 from solutions import misconceptions
 
+pytestmark = pytest.mark.slow  # grades a class whose every name is a formula
+
 # ------------------------------------------------------------------------- the rule
 
 

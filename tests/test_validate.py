@@ -81,6 +81,7 @@ def test_every_fixture_folder_is_a_case() -> None:
     assert sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) == sorted(CASES)
 
 
+@pytest.mark.slow
 def test_bundled_bank_is_valid_in_a_subprocess() -> None:
     run = subprocess.run([str(QKV), "validate"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -89,6 +90,7 @@ def test_bundled_bank_is_valid_in_a_subprocess() -> None:
     assert re.search(r"\b\d+ problems valid", run.stdout)
 
 
+@pytest.mark.slow
 def test_all_broken_fixtures_in_one_subprocess() -> None:
     """One real run over every case at once: exit 1, one line per broken file, no traceback."""
     run = subprocess.run([str(QKV), "validate", str(FIXTURES)], capture_output=True, text=True, cwd=ROOT, timeout=300)
