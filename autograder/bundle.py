@@ -27,7 +27,7 @@ import numpy as np
 from autograder.archive import load_npz, npz_bytes
 from autograder.bank import folders
 from autograder.bank.load import load_problem, parse_problem
-from autograder.bank.model import Tolerance
+from autograder.kinds.model import Tolerance
 from autograder.errors import QkvError
 from autograder.kinds import Problem
 from qkv_runtime.limits import Limits

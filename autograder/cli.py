@@ -143,7 +143,7 @@ def _print_measures(bank) -> None:
     topic, and the 200 checked variants of each hand calculation."""
     from autograder.bank import measures
     from autograder.kinds import kind_of
-    from autograder.kinds.numeric_checks import VARIANTS_CHECKED
+    from autograder.kinds.numeric.checks import VARIANTS_CHECKED
 
     guess = Table(title="Guessing, per topic")
     for column in ("topic", "true", "false", "right choice clearly longest"):

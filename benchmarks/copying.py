@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=100)
     args = parser.parse_args()
     from autograder.bank.load import load_bank_strict
-    from autograder.bank.model import NumericProblem
+    from autograder.kinds import kind_of
     from autograder.assemble import build
     from autograder.assemble.manifest import find_manifest, resolve_assignment
     from autograder.assemble.solution_key import key_answer
@@ -72,7 +72,7 @@ def main() -> None:
                                      "similarity": round(max(p.similarity for p in copied.pairs), 3) if copied.pairs else None}
 
     assignment = resolve_assignment(find_manifest("exam-prep"), bank)
-    numeric = [a.problem for a in assignment.written if isinstance(a.problem, NumericProblem) and a.problem.parameters]
+    numeric = [a.problem for a in assignment.written if kind_of(a.problem).own_numbers(a.problem)]
     rng = random.Random(2026)
     students = [f"s{i:03d}" for i in range(args.students)]
     answers = {s: {p.id: key_answer(p, assignment, s) for p in numeric} for s in students}

@@ -314,7 +314,7 @@ def main() -> None:
     }
     print("one check:", figures["one_student_check"], flush=True)
 
-    from autograder.bank.variants import variant_for
+    from autograder.kinds.numeric.variants import variant_for
 
     integers = []  # the student's whole-number answers with no tolerance (parameter counts and the like)
     for assigned in assignment.written:

@@ -22,7 +22,7 @@ from qkv_runtime.answers import (
     parse_shape,
 )
 from autograder.bank.load import Bank, load_bank, parse_problem
-from autograder.bank.model import Tolerance
+from autograder.kinds.model import Tolerance
 from autograder.kinds import (
     KINDS,
     ImplementProblem,
@@ -33,13 +33,13 @@ from autograder.kinds import (
     kind_of,
 )
 from autograder.kinds.multiple_choice import check_choice
-from autograder.kinds.numeric import check_part
+from autograder.kinds.numeric.parts import check_part
 from autograder.kinds.shape import check_shape, expected_shape
 from autograder.kinds.true_false import check_true_false
 from qkv_runtime.compare import compare
-from autograder.bank.resolve import resolve
+from autograder.kinds.resolve import resolve
 from autograder.bank.validate import check_problem
-from autograder.bank.variants import draw_variant, lecture_variant
+from autograder.kinds.numeric.variants import draw_variant, lecture_variant
 from autograder.errors import QkvError
 from autograder.references import numpy_ref
 from conftest import ROOT
@@ -208,7 +208,7 @@ def test_hidden_tests_include_edge_cases(bank: Bank) -> None:
 def test_every_misconception_is_named_on_a_hidden_test(bank: Bank) -> None:
     """Stronger than validate: on some hidden test the mutant returns an output (it does not just crash)
     that fails the test and that the grader names as this misconception, not as one listed before it."""
-    from autograder.bank.outputs import run_trusted
+    from autograder.kinds.implement.outputs import run_trusted
     from qkv_runtime.compare import select
 
     def outputs(function, test):
@@ -254,7 +254,7 @@ def test_each_misconception_stands_alone(bank: Bank) -> None:
     """A mutant needs only the module header (imports and assignments) and `ref`, so it can be pasted into a submission."""
     import inspect
 
-    from autograder.bank.outputs import run_trusted
+    from autograder.kinds.implement.outputs import run_trusted
     from autograder.references import misconceptions
 
     header = inspect.getsource(misconceptions).split("\ndef ", 1)[0].replace("from . import numpy_ref as ref", "")

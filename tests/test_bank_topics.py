@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from autograder.bank.load import Bank, load_bank
-from autograder.bank.variants import lecture_variant
-from autograder.kinds.numeric_checks import draws
+from autograder.kinds.numeric.variants import lecture_variant
+from autograder.kinds.numeric.checks import draws
 
 
 def _kv_cache(p):

@@ -16,13 +16,13 @@ import pytest
 
 from autograder.bank.load import Bank, load_bank
 from autograder.kinds import ImplementProblem, NumericProblem
-from autograder.bank.outputs import as_outputs, to_track
+from autograder.kinds.implement.outputs import as_outputs, to_track
 from qkv_runtime.compare import select
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import variant_for
+from autograder.kinds.resolve import resolve
+from autograder.kinds.numeric.variants import variant_for
 from autograder.assemble import build
 from autograder.assemble.manifest import find_manifest, resolve_assignment
-from autograder.bank.reference_source import solution_body
+from autograder.kinds.implement.reference_source import solution_body
 from autograder.bundle import read_bundle
 from autograder.errors import QkvError
 from conftest import QKV, ROOT, said

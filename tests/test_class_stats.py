@@ -174,8 +174,9 @@ def test_gradings_of_two_bundles_are_read_test_by_test(small_gradebook):
 
 
 def test_written_corrections_are_kept_for_the_instructor_and_listed_on_the_page(tmp_path):
-    """A true/false answer's free-text correction earns nothing by itself (kinds/true_false.py); the gradebook
-    keeps it as handed in, and the stats page lists it, as written, with the points the rest earned."""
+    """A true/false answer's free-text correction earns nothing by itself (kinds/true_false/); the gradebook
+    keeps it as handed in, and the stats page lists it, as written, with the points the rest earned. A
+    `correction` in the answer of a kind that takes none (a numeric problem's parts) is not one."""
     from autograder.classroom.corrections import written_corrections
 
     answers = {"a": {"answer": False, "follow_up": "B", "correction": "It is linear in n: O(n d d_ff)."},
@@ -186,9 +187,12 @@ def test_written_corrections_are_kept_for_the_instructor_and_listed_on_the_page(
         book.check_assignment("tiny", "f" * 64)
         for student, answer in answers.items():
             test = TestResult("P3", "answer", "hidden", points[student], 2.0, points[student] == 2.0, "")
-            book.record(SubmissionResult(student, f"digest-{student}", "graded", "", points[student], 2.0,
-                                         (ProblemResult("P3", "true_false", points[student], 2.0, "", (test,)),),
-                                         answers={"P3": answer}), "bwrap")
+            other = TestResult("P4", "answer", "hidden", 1.0, 1.0, True, "")
+            book.record(SubmissionResult(student, f"digest-{student}", "graded", "", points[student] + 1.0, 3.0,
+                                         (ProblemResult("P3", "true_false", points[student], 2.0, "", (test,)),
+                                          ProblemResult("P4", "numeric", 1.0, 1.0, "", (other,))),
+                                         answers={"P3": answer, "P4": {"x": 1.0, "correction": "not a statement"}}),
+                        "bwrap")
     with open_gradebook(tmp_path, "tiny") as db:
         scores = load_scores(db)
     found = written_corrections(scores)

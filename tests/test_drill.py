@@ -10,12 +10,12 @@ import subprocess
 import pexpect
 import pytest
 
-from autograder.bank.render import fmt
-from autograder.bank.resolve import resolve
+from autograder.kinds.numeric.render import fmt
+from autograder.kinds.resolve import resolve
 from autograder.exam.drill import run_drill
 from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
 from autograder.kinds import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem, kind_of
-from autograder.kinds.numeric import part_answer
+from autograder.kinds.numeric.parts import part_answer
 from autograder.kinds.shape import expected_shape
 from conftest import QKV, said
 

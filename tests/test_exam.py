@@ -24,15 +24,15 @@ from conftest import said
 from click.testing import CliRunner
 from PIL import Image
 
-from autograder.bank.model import ChoiceParam, IntParam, Tolerance
-from autograder.bank.resolve import resolve
+from autograder.kinds.model import ChoiceParam, IntParam, Tolerance
+from autograder.kinds.resolve import resolve
 from autograder.cli import main
 from autograder.errors import QkvError
 from autograder.exam import exam_files, write_exam
 from autograder.exam.pdf import find_browser, fixed_dates, headless_command, stable_node_ids
 from autograder.exam.select import DEFAULT_KINDS, ExamSpec, difficulty_quota, draw_exam, instantiate, topic_groups
 from autograder.kinds import KINDS, ImplementProblem, NumericProblem, kind_of
-from autograder.kinds.numeric import check_part, close, tolerance_text
+from autograder.kinds.numeric.parts import check_part, close, tolerance_text
 from autograder.references import numpy_ref as ref
 
 VARIANTS = 200

@@ -23,7 +23,7 @@ from autograder.kinds import NumericProblem
 from autograder.cli import main
 from autograder.errors import QkvError
 from autograder.exam.lms import export
-from autograder.bank.variants import distinct_variants
+from autograder.kinds.numeric.variants import distinct_variants
 from autograder.exam.markup import lms_html
 
 VARIANTS = 4

@@ -22,7 +22,8 @@ from autograder.assemble import build
 from autograder.assemble.compose import builds_on, calls, with_replaced
 from autograder.bundle import bundle_files, read_bundle
 from autograder.grade.score import score_written
-from autograder.kinds.numeric import AnswerPart, check_part
+from autograder.kinds.numeric.model import AnswerPart
+from autograder.kinds.numeric.parts import check_part
 from autograder.references import misconceptions, numpy_ref
 from autograder.report.feedback import feedback_html
 from autograder.report.lessons import summarise

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.bank.model import Tolerance
+from autograder.kinds.model import Tolerance
 from autograder.bundle import CodeProblem, GradedTest
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from autograder.grade.gradebook import Gradebook

@@ -24,7 +24,7 @@ from autograder.cli import main
 from autograder.errors import QkvError
 from autograder.exam.select import ExamSpec, draw_exam, instantiate
 from autograder.kinds import kind_of
-from autograder.kinds.true_false_checks import student_texts
+from autograder.kinds.true_false.checks import student_texts
 from conftest import said
 
 STUDENTS = [f"s{n:04d}" for n in range(200)]

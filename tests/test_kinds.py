@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from autograder.bank.load import Bank, parse_problem
-from autograder.bank.model import ProblemBase
+from autograder.kinds.model import ProblemBase
 from autograder.assemble import build
 from autograder.bundle import read_bundle
 from autograder.cli import main
@@ -263,7 +263,7 @@ def test_validate_fails_a_skeleton_whose_prompt_leaks_its_verdict(tmp_path: Path
     assert len(lines) == 1 and ": prompt: a true/false prompt is the kind's own" in lines[0], lines
     problem = parse_problem(leaky, str(tmp_path / "rows-sum-to-one.yaml"))
     # whatever the file says, nobody reads it: every route shows the kind's prompt
-    from autograder.kinds.true_false_checks import NEUTRAL_PROMPT, student_texts
+    from autograder.kinds.true_false.checks import NEUTRAL_PROMPT, student_texts
 
     for route, text in student_texts(kind_of(problem), problem).items():
         assert "if false" not in text, route
@@ -296,7 +296,7 @@ def test_a_true_statement_without_a_follow_up_is_refused() -> None:
 ])
 def test_whatever_a_route_shows_is_rendered_with_the_verdict_flipped(method: str, routes: tuple[str, ...]) -> None:
     from autograder.kinds.true_false import TrueFalseKind
-    from autograder.kinds.true_false_checks import verdict_findings
+    from autograder.kinds.true_false.checks import verdict_findings
 
     def leaky(self, problem, *args):
         shown = getattr(TrueFalseKind, method)(self, problem, *args)

@@ -43,13 +43,13 @@ from nbgrader.nbgraderformat import MetadataValidator
 
 from autograder.bank.load import load_bank_strict
 from autograder.kinds import KINDS, ImplementProblem, NumericProblem, kind_of
-from autograder.bank.outputs import as_outputs, to_track
+from autograder.kinds.implement.outputs import as_outputs, to_track
 from qkv_runtime.compare import compare, select
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import variant_for
+from autograder.kinds.resolve import resolve
+from autograder.kinds.numeric.variants import variant_for
 from autograder.assemble import build
 from autograder.assemble.manifest import Assignment, default_assignments_root, find_manifest, resolve_assignment
-from autograder.bank.reference_source import solution_body
+from autograder.kinds.implement.reference_source import solution_body
 from autograder.assemble.student_text import CLASS, TRACK_IMPORTS, written_prompt
 from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 

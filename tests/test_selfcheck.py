@@ -33,12 +33,14 @@ from qkv_runtime import sealed
 from qkv_runtime.answers import evaluate_dim
 from autograder.kinds import ImplementProblem, MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem, kind_of
 from autograder.kinds.multiple_choice import check_choice
-from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, close, numeric_part_data
+from autograder.kinds.numeric.model import AnswerPart, AnswerTolerance
+from autograder.kinds.numeric.parts import check_part, close
+from autograder.kinds.numeric.seals import numeric_part_data
 from autograder.kinds.shape import check_shape, expected_shape
 from autograder.kinds.true_false import check_true_false
 from qkv_runtime.compare import compare
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import variant_for
+from autograder.kinds.resolve import resolve
+from autograder.kinds.numeric.variants import variant_for
 from autograder.assemble import BuildResult, build
 from autograder.assemble.manifest import Assignment
 from autograder.kinds.sealing import answer_seal, derive_seals
@@ -634,7 +636,7 @@ def _parity_value(rng, spec) -> np.ndarray:
 @pytest.mark.parametrize("part, spec", PARITY_CASES, ids=[p.name for p, _ in PARITY_CASES])
 def test_numbers_get_the_graders_verdict_even_at_the_edge_of_the_tolerance(part, spec):
     """Sweep typed numbers across the tolerance edge, to the last bit: the self-check's verdict is the
-    grader's (autograder.kinds.numeric.check_part), inside, outside and exactly at the edge."""
+    grader's (autograder.kinds.numeric.parts.check_part), inside, outside and exactly at the edge."""
     rng = np.random.default_rng(5)
     want = _parity_value(rng, spec)
     data, entry = _synthetic(part, want)
@@ -763,7 +765,7 @@ def test_keys_come_from_the_releases_parameters(numpy_release):
 
 
 def test_keys_are_the_same_however_many_threads_derive_them():
-    from autograder.kinds.numeric import numeric_part_plan
+    from autograder.kinds.numeric.seals import numeric_part_plan
 
     part = AnswerPart(name="v", label="v", form="vector", decimals=4, tolerance=AnswerTolerance(abs=5e-4, rel=0))
     salt = lambda suffix: sealed.digest_salt("a", "s", "p", "v" + suffix)  # noqa: E731
@@ -1218,10 +1220,11 @@ def test_the_self_check_judges_with_the_graders_own_functions(numpy_release):
     release carries the runtime byte for byte."""
     import qkv_runtime
     from qkv_runtime import answers, diagnosis, judge, notebook, values
+    from autograder.selfcheck.qkv_selfcheck import loading, public, written
 
-    assert qkv_check.compare is compare and qkv_check.judge is judge and qkv_check.diagnosis is diagnosis
-    assert qkv_check.to_arrays is values.to_arrays and qkv_check.read_cells is notebook.read_cells
-    assert qkv_check.qkv_answers is answers
+    assert public.compare is compare and written.judge is judge and public.diagnosis is diagnosis
+    assert public.to_arrays is values.to_arrays and loading.read_cells is notebook.read_cells
+    assert written.qkv_answers is answers
     package = Path(qkv_runtime.__file__).parent
     shipped = numpy_release.out / "student" / "qkv_runtime"
     assert sorted(p.name for p in shipped.glob("*.py")) == sorted(p.name for p in package.glob("*.py"))

@@ -12,7 +12,7 @@ none, the other problems of the assignment whose reference functions its
 reference calls, directly or through functions of the same module, by their
 module-level name (solutions/numpy_ref.py) or by a name it imported them as (a
 course's `from solutions.numpy_ref import softmax_rows`: the very function, see
-bank/resolve.py). A copy of the module's namespace with those names rebound
+kinds/resolve.py). A copy of the module's namespace with those names rebound
 composes the mistake in. Trusted process, build time only.
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 import types
 from typing import Any, Callable
 
-from autograder.bank.resolve import resolve
+from autograder.kinds.resolve import resolve
 from autograder.kinds.implement import ImplementProblem
 
 

@@ -8,9 +8,9 @@ builds on inside (compose.py), where they differ from the right outputs.
 
 from __future__ import annotations
 
-from autograder.bank.inputs import call_arguments
-from autograder.bank.outputs import run_trusted
-from autograder.bank.resolve import resolve
+from autograder.kinds.implement.inputs import call_arguments
+from autograder.kinds.implement.outputs import run_trusted
+from autograder.kinds.resolve import resolve
 from autograder.assemble.compose import builds_on, composed_functions
 from autograder.assemble.manifest import Assignment
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem

@@ -22,7 +22,7 @@ from autograder.bank.load import Bank
 from autograder.bundle import module_name
 from autograder.grading_policy import GradingPolicy
 from qkv_runtime.limits import Limits
-from autograder.bank.model import ProblemId, Track
+from autograder.kinds.model import ProblemId, Track
 from autograder.errors import QkvError
 from autograder.kinds import Problem, kind_of
 

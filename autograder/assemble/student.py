@@ -53,15 +53,23 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
 # ----------------------------------------------------------------- release
 
 
-def _package_text(module: str) -> str:
-    return resources.files("autograder").joinpath(module).read_text(encoding="utf-8")
+def _python_files(folder: Any, into: str) -> dict[str, str]:
+    """A package folder's modules, {into/name: source}, byte for byte: one source, copied."""
+    return {f"{into}/{entry.name}": entry.read_bytes().decode("utf-8")
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".py")}
 
 
 def runtime_files() -> dict[str, str]:
     """The portable runtime's modules, {path in a release: source}: the self-check runs on the grader's rules."""
-    folder = resources.files("qkv_runtime")
-    return {f"qkv_runtime/{entry.name}": entry.read_text(encoding="utf-8")
-            for entry in sorted(folder.iterdir(), key=lambda e: e.name) if entry.name.endswith(".py")}
+    return _python_files(resources.files("qkv_runtime"), "qkv_runtime")
+
+
+def selfcheck_files() -> dict[str, str]:
+    """The self-check, {path in a release: source}: qkv_check.py, which students run and their notebook imports,
+    and its parts, the package beside it (autograder/selfcheck/qkv_selfcheck/)."""
+    folder = resources.files("autograder.selfcheck")
+    return {"qkv_check.py": folder.joinpath("qkv_check.py").read_bytes().decode("utf-8"),
+            **_python_files(folder.joinpath("qkv_selfcheck"), "qkv_selfcheck")}
 
 
 def student_files(assignment: Assignment, bundle: GradingBundle) -> dict[str, bytes]:
@@ -75,7 +83,7 @@ def student_files(assignment: Assignment, bundle: GradingBundle) -> dict[str, by
         "PROBLEMS.md": problems_markdown(assignment),
         "tests/test_public.py": TEMPLATES.get_template("test_public.py.j2").render(**context),
         "pytest.ini": "[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n",
-        "qkv_check.py": _package_text("selfcheck/qkv_check.py"),
+        **selfcheck_files(),
         **runtime_files(),
         "selfcheck.json": json.dumps(selfcheck_data(assignment, bundle), indent=1, sort_keys=True) + "\n",
         f"{module}.ipynb": student_notebook(assignment),

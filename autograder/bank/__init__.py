@@ -1,11 +1,10 @@
 """Stage 1, the question bank: YAML problem files in, typed and validated `Problem`s out.
 
-model.py (the schema's shared pieces; each kind's model is in autograder/kinds/),
-load.py (YAML -> models), inputs.py (test input specs -> arrays), variants.py
-(parameters -> numbers and answers), render.py (templates -> Markdown),
-outputs.py (judging function outputs), resolve.py and reference_source.py
-(references and their source), validate.py (`qkv validate`).
+load.py (YAML -> the kinds' models), folders.py (problem folders and their own
+code), validate.py (`qkv validate`), measures.py and guessing.py (whether the
+bank's scores measure knowledge: what guessing earns, numbers one problem gives
+away for another).
 
-Nothing is imported here: the kinds import the modules below load.py, and
-load.py imports the kinds.
+Nothing is imported here. The bank imports the kinds (autograder/kinds/: their
+registry, their models and the schema's shared pieces), never the other way.
 """

@@ -25,8 +25,9 @@ import types
 from pathlib import Path
 from typing import Any
 
+from autograder.kinds.resolve import COURSE_PACKAGE as ROOT_PACKAGE
+
 PROBLEM_FILE = "problem.yaml"
-ROOT_PACKAGE = "qkv_course"
 _DOTTED = re.compile(r"^([A-Za-z_]\w*)(\.[A-Za-z_]\w*)+$")
 
 

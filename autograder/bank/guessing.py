@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 from autograder.bank.load import Bank
 from autograder.kinds import kind_of
 from autograder.kinds import choices as ch
-from autograder.kinds.true_false_checks import presupposing
+from autograder.kinds.true_false.checks import presupposing
 
 Shown = Sequence[tuple[str, str]]  # (choice id, text) in the order a student sees them
 

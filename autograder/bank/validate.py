@@ -21,7 +21,7 @@ from typing import Any
 
 from autograder import extras
 from autograder.bank.load import Bank, LoadReport, load_bank
-from autograder.bank.resolve import UnresolvedReference, resolve
+from autograder.kinds.resolve import UnresolvedReference, resolve
 from autograder.kinds import Problem, kind_of
 
 

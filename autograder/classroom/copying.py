@@ -112,7 +112,7 @@ def _parsed(value: Any) -> Optional[np.ndarray]:
 def answer_flags(students: list[str], answers: Mapping[str, Mapping[str, Any]], problems: list[Any], seed: int,
                  min_parts: int = MIN_PARTS) -> list[AnswerFlag]:
     """`problems`: the per-student numeric problems (bank NumericProblems with parameters)."""
-    from autograder.bank.variants import variant_for
+    from autograder.kinds.numeric.variants import variant_for
 
     n = len(students)
     fits_other = np.zeros((n, n), dtype=np.int32)

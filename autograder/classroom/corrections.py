@@ -2,7 +2,7 @@
 non-empty correction out.
 
 A free-text correction cannot be judged without a person, so the grader never scores it (the verdict and the
-graded follow-up earn a statement's points, kinds/true_false.py); it keeps every answer as handed in with the
+graded follow-up earn a statement's points, kinds/true_false/); it keeps every answer as handed in with the
 grading, and `qkv stats` lists the corrections here, in stats.html, with the points the rest of the answer earned.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autograder.classroom.stats import Scores
+from autograder.kinds import KINDS
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,8 @@ class Correction:
 
 
 def written_corrections(scores: Scores) -> tuple[Correction, ...]:
-    """Every non-empty `correction` of a true/false answer, by problem, then student."""
+    """Every non-empty `correction` of an answer to a kind that takes one (`written_correction`: true/false
+    statements), by problem, then student."""
     earned: dict[tuple[str, str], list[float]] = {}
     for column, (problem, _, _) in enumerate(scores.columns):
         for row, student in enumerate(scores.students):
@@ -33,7 +35,8 @@ def written_corrections(scores: Scores) -> tuple[Correction, ...]:
     out = []
     for student in scores.students:
         for problem, answer in scores.answers.get(student, {}).items():
-            if scores.problem_kinds and scores.problem_kinds.get(problem) != "true_false":
+            kind = KINDS.get(scores.problem_kinds.get(problem, ""))
+            if scores.problem_kinds and not (kind is not None and kind.written_correction):
                 continue
             text = answer.get("correction") if isinstance(answer, dict) else None
             if isinstance(text, str) and text.strip():

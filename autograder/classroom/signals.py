@@ -19,7 +19,7 @@ from autograder.classroom.copying import CODE_THRESHOLD, AnswerFlag, CodeReport,
 from autograder.classroom.copying_page import copying_csv, copying_html
 from autograder.classroom.roster import Roster
 from autograder.classroom.stats import load_scores
-from autograder.kinds.numeric import NUMERIC
+from autograder.kinds import kind_of
 from autograder.grade.intake import read_submission
 from autograder.report.files import write_atomic
 
@@ -47,7 +47,7 @@ def copying_signals(name: str, submissions: Path, dist: Path, grades: Path, rost
         codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
     per_student = bundle.variants == "per_student"
     # problems whose numbers are each student's own: a student who hands in another's numbers stands out
-    numeric = [w.problem for w in bundle.written if w.problem.kind == NUMERIC.name and w.problem.parameters]
+    numeric = [w.problem for w in bundle.written if kind_of(w.problem).own_numbers(w.problem)]
     flags = answer_flags(list(scores.students), scores.answers, numeric, bundle.seed) if per_student else []
     report = code_pairs(codes, stub_text(dist / "student", bundle.module), threshold or CODE_THRESHOLD)
     page, table = grades / "copying.html", grades / "copying.csv"

@@ -16,7 +16,7 @@ from typing import Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from autograder.bank.model import ProblemId, Track
+from autograder.kinds.model import ProblemId, Track
 from autograder.errors import QkvError
 from autograder.grading_policy import GradingPolicy
 

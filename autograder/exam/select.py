@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from autograder.bank import measures
 from autograder.bank.load import Bank
-from autograder.bank.variants import Variant
+from autograder.kinds.items import Variant
 from autograder.errors import QkvError
 from autograder.kinds import KINDS, Problem, kind_of
 

@@ -1,11 +1,11 @@
-"""The problem kinds: one module per kind, and the registry every stage asks.
+"""The problem kinds: one package per kind, and the registry every stage asks.
 
 Takes nothing; gives `KINDS` (name -> `Kind`, in the order of every list and
 table of kinds), `kind_of(problem)`, `Problem` (the pydantic union of the kinds'
 models, discriminated by `kind`) and `problem_adapter()`, which parses a problem
 of any kind registered now. A stage asks `kind_of(problem)` for a behaviour
 instead of testing the problem's class (base.py lists them), so a new kind is
-its module, its line below and its schema entry in docs/question-bank.md;
+its package, its line below and its schema entry in docs/question-bank.md;
 docs/architecture.md, "Adding a problem kind", says how.
 """
 
@@ -15,11 +15,12 @@ from typing import Annotated, Union
 
 from pydantic import Field, TypeAdapter
 
-from autograder.bank.model import ProblemBase
 from autograder.kinds.base import AllOrNothingKind, Kind, WrittenKind
 from autograder.kinds.implement import IMPLEMENT, ImplementProblem
+from autograder.kinds.model import ProblemBase
 from autograder.kinds.multiple_choice import MULTIPLE_CHOICE, MultipleChoiceProblem
-from autograder.kinds.numeric import NUMERIC, NumericProblem
+from autograder.kinds.numeric import NUMERIC
+from autograder.kinds.numeric.model import NumericProblem
 from autograder.kinds.shape import SHAPE, ShapeProblem
 from autograder.kinds.true_false import TRUE_FALSE, TrueFalseProblem
 

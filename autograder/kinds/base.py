@@ -1,30 +1,71 @@
 """The interface of a problem kind, and the behaviour kinds answered in `ANSWERS` share.
 
-A `Kind` takes problems of its own model (for the build also the `Assignment`
-of assemble/manifest.py and the `GradingBundle` of bundle.py) and gives what each
-stage asks of it: text, notebook cells, self-check data, verdicts, answer keys,
-exam blanks, drill questions and quiz questions (the values of items.py).
-`WrittenKind` is the part shared by kinds answered in `ANSWERS`, and
-`AllOrNothingKind` that of those with one answer, right or wrong. Kinds import
-the bank and qkv_runtime, never a stage, so that every stage can import them.
+A `Kind` takes problems of its own model (for the build also the assignment the
+problem is placed in and the grading bundle, as far as the protocols below say a
+kind reads them) and gives what each stage asks of it: text, notebook cells,
+self-check data, verdicts, answer keys, exam blanks, drill questions and quiz
+questions (the values of items.py). `WrittenKind` is the part shared by kinds
+answered in `ANSWERS`, and `AllOrNothingKind` that of those with one answer, right
+or wrong. Kinds import qkv_runtime and one another, never the bank or a stage, not
+even for typing: the stages hand them objects with what the protocols `Draws`,
+`Build`, `Placed` and `CodeProblems` name (the build's manifest, assignment and
+assigned problems, and the grading bundle, are such objects), so every stage can
+import the kinds.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from autograder.bank.model import ProblemBase
 from autograder.kinds.cells import plain_literal
-from autograder.kinds.items import Blank, DrillQuestion, Marked, ProblemKey, Question, QuestionGroup, Verdict
-
-if TYPE_CHECKING:
-    from autograder.bank.variants import Variant
-    from autograder.assemble.manifest import AssignedProblem, Assignment, Manifest
-    from autograder.bundle import GradingBundle
+from autograder.kinds.items import Blank, DrillQuestion, Marked, ProblemKey, Question, QuestionGroup, Variant, Verdict
+from autograder.kinds.model import ProblemBase
 
 CLASS = "*"  # the student key of class-wide variants
+
+
+class Draws(Protocol):
+    """How an assignment draws numbers and orders: its seed and its `variants:` mode, "same" or "per_student"."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def variants(self) -> str: ...
+
+
+class Build(Protocol):
+    """The assignment a problem is built into, as far as a kind reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def track(self) -> str: ...
+
+    @property
+    def manifest(self) -> Draws: ...
+
+
+class Placed(Protocol):
+    """A problem of an assignment, with the points the assignment gives it."""
+
+    @property
+    def problem(self) -> Any: ...
+
+    @property
+    def points(self) -> float: ...
+
+
+class CodeProblems(Protocol):
+    """The grading bundle's code problems (tests, expected outputs, mistakes), which an implement problem's
+    cells and self-check data read, its own and those of the problems it builds on."""
+
+    @property
+    def code(self) -> Sequence[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -44,6 +85,8 @@ class Kind(ABC):
     code: ClassVar[bool] = False  # answered with a function the grader runs, not an ANSWERS entry
     parameterised: ClassVar[bool] = False  # its numbers or the order of its choices are drawn per seed and student
     per_student_what: ClassVar[str] = "numbers"  # what of it is each student's own, in the release's words
+    # its answers may hold a free-text correction, kept for the instructor to read (qkv stats) and never scored
+    written_correction: ClassVar[bool] = False
 
     # ------------------------------------------------------------ bank
 
@@ -56,7 +99,7 @@ class Kind(ABC):
         return self.render_findings(problem)
 
     def render_findings(self, problem, variant: Variant | None = None) -> list[str]:
-        import jinja2  # a build dependency, as in bank/render.py: grading imports the kinds without it
+        import jinja2  # a build dependency, as in numeric/render.py: grading imports the kinds without it
 
         out = []
         for field, render in (("prompt", self.prompt_text), ("solution", self.solution_text)):
@@ -68,12 +111,18 @@ class Kind(ABC):
 
     def variant(self, problem, seed: int, mode: str, student: str | None) -> Variant | None:
         """Its numbers (or the order of its choices) under an assignment's `variants:` mode (as
-        bank.variants.variant_for); None when nothing of it is drawn."""
+        numeric/variants.py's variant_for); None when nothing of it is drawn."""
         return None
 
     def per_student(self, problem) -> bool:
         """Whether this problem's prompt differs between students of a per-student assignment."""
         return self.parameterised
+
+    def own_numbers(self, problem) -> bool:
+        """Whether each student of a per-student assignment computes numbers drawn for them alone, answered in
+        parts with tolerances (the numeric kind's `parts` and variants): `qkv copying` looks for students who
+        answered with another student's numbers."""
+        return False
 
     def prompt_text(self, problem, variant: Variant | None = None) -> str:
         return problem.prompt
@@ -104,7 +153,7 @@ class Kind(ABC):
         return [("prompt", problem.prompt)]
 
     def draw_summary(self, problem):
-        """How varied and how workable its drawn numbers are (numeric_checks.DrawSummary), for validate's
+        """How varied and how workable its drawn numbers are (numeric/checks.py's DrawSummary), for validate's
         table; None for kinds without numbers to draw."""
         return None
 
@@ -119,7 +168,7 @@ class Kind(ABC):
     # ----------------------------------------------------------- build
 
     @abstractmethod
-    def release_prompt(self, problem, manifest: Manifest) -> str:
+    def release_prompt(self, problem, manifest: Draws) -> str:
         """The body of the problem's section in PROBLEMS.md and the notebooks."""
 
     @abstractmethod
@@ -127,15 +176,15 @@ class Kind(ABC):
         """The notebook cell the student fills in."""
 
     @abstractmethod
-    def nbgrader_solution(self, assigned: AssignedProblem, assignment: Assignment) -> str:
+    def nbgrader_solution(self, assigned: Placed, assignment: Build) -> str:
         """nbgrader's solution cell: the answer between BEGIN and END SOLUTION."""
 
     @abstractmethod
-    def nbgrader_tests(self, assigned: AssignedProblem, assignment: Assignment, bundle: GradingBundle) -> str:
+    def nbgrader_tests(self, assigned: Placed, assignment: Build, bundle: CodeProblems) -> str:
         """nbgrader's autograded test cell; its last line's value is the points earned."""
 
     @abstractmethod
-    def selfcheck_data(self, assigned: AssignedProblem, assignment: Assignment, bundle: GradingBundle,
+    def selfcheck_data(self, assigned: Placed, assignment: Build, bundle: CodeProblems,
                        students: list[str]) -> dict[str, Any]:
         """The problem's entry in selfcheck.json, beside id, kind, title and points; never an answer in clear."""
 
@@ -187,7 +236,7 @@ class WrittenKind(Kind):
                 f"`python qkv_check.py --student YOUR_ID --show {problem.id}` (or `show(\"{problem.id}\")` in the "
                 "notebook).")
 
-    def release_prompt(self, problem, manifest: Manifest) -> str:
+    def release_prompt(self, problem, manifest: Draws) -> str:
         if manifest.variants == "per_student" and self.per_student(problem):
             return self.per_student_note(problem)
         return self.question_markdown(problem, self.variant(problem, manifest.seed, manifest.variants, None))
@@ -209,7 +258,7 @@ class WrittenKind(Kind):
     def nbgrader_checks(self, problem, variant: Variant | None) -> list[str]:
         """The hidden lines of the test cell: calls of qkv_runtime.nbcells.WrittenAnswer (`_w`)."""
 
-    def nbgrader_solution(self, assigned: AssignedProblem, assignment: Assignment) -> str:
+    def nbgrader_solution(self, assigned: Placed, assignment: Build) -> str:
         problem = assigned.problem
         pid = problem.id
         # nbgrader grades the class-wide numbers, whatever the assignment's variants
@@ -218,7 +267,7 @@ class WrittenKind(Kind):
                           *self.answer_notes(problem),
                           "### BEGIN SOLUTION", f"ANSWERS[{pid!r}] = {plain_literal(right)}", "### END SOLUTION"])
 
-    def nbgrader_tests(self, assigned: AssignedProblem, assignment: Assignment, bundle: GradingBundle) -> str:
+    def nbgrader_tests(self, assigned: Placed, assignment: Build, bundle: CodeProblems) -> str:
         problem = assigned.problem
         pid, points = problem.id, float(assigned.points)
         hidden = self.nbgrader_checks(problem, self.variant(problem, assignment.manifest.seed, "same", None))

@@ -16,9 +16,9 @@ from typing import Annotated, Any, Sequence
 
 from pydantic import Field
 
-from autograder.bank.model import Strict
 from autograder.kinds import items
-from autograder.kinds.items import Verdict
+from autograder.kinds.items import Variant, Verdict
+from autograder.kinds.model import Strict
 from qkv_runtime import judge
 from qkv_runtime.answers import AnswerFormatError, not_the_choice, parse_choice
 from qkv_runtime.judge import LETTERS, letter_of, letters
@@ -101,8 +101,6 @@ def quiz_choices(choices: Sequence[Choice], answer: str, order: Sequence[str]) -
 
 def order_variant(problem_id: str, ids: Sequence[str], seed: int, mode: str, student: str | None):
     """The order a student gets under an assignment's `variants:` mode ("same": one order for the class)."""
-    from autograder.bank.variants import Variant
-
     who = student if mode == "per_student" else None
     return Variant(problem_id, {"order": shuffled(ids, seed, who, problem_id)}, {}, f"seed:{seed}/{who or ''}")
 

@@ -1,6 +1,7 @@
 """What a kind hands the stages: plain values, no behaviour.
 
-Verdicts and marks for grading and the drill, key lines for answer keys, blanks
+Variants (the numbers, or the order of the choices, that one student is given),
+verdicts and marks for grading and the drill, key lines for answer keys, blanks
 for exam papers, drill questions, and the neutral quiz questions the LMS writers
 (exam/lms/qti.py, moodle.py, gift.py) write down. They live here, below the
 kinds, because the kinds make them and the stages read them.
@@ -9,8 +10,22 @@ kinds, because the kinds make them and the stages read them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One instance of a problem: its parameters and the answer to each part (numeric/variants.py draws them), or
+    the order of its choices (choices.py)."""
+
+    problem_id: str
+    params: dict[str, Any]
+    answers: dict[str, np.ndarray]
+    label: str  # "lecture" or "seed:<seed>/<student>"
+    quantities: dict[str, np.ndarray] = field(default_factory=dict)  # all `compute` gives: parts and extra values
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Source text of a reference function with the module-level helpers it needs: a function in, Python source out.
 
-Used for nbgrader's solution regions and the answer key's functions (kinds/implement.py),
+Used for nbgrader's solution regions and the answer key's functions (kinds/implement/),
 which must be self-contained: the function, the helpers and constants it names
 (transitively), the functions it imports from reference code, and the module's imports.
 """
@@ -14,8 +14,7 @@ import sys
 import types
 from typing import Callable
 
-from autograder.bank import folders
-from autograder.bank.resolve import BUNDLED_PACKAGE
+from autograder.kinds.resolve import BUNDLED_PACKAGE, COURSE_PACKAGE
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,8 +37,7 @@ def _inlined(function: Callable) -> bool:
     """A function a release cannot import, so its source goes into the key: reference code that qkv loads
     (the bundled references, a course's problem folders)."""
     module = getattr(function, "__module__", None) or ""
-    return isinstance(function, types.FunctionType) and module.startswith((BUNDLED_PACKAGE,
-                                                                            folders.ROOT_PACKAGE + "."))
+    return isinstance(function, types.FunctionType) and module.startswith((BUNDLED_PACKAGE, COURSE_PACKAGE + "."))
 
 
 def _parts(function: Callable, include_self: bool, seen: frozenset[str]) -> tuple[list[str], list[str]]:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from autograder.bank.model import ProblemBase
+from autograder.kinds.model import ProblemBase
 from autograder.kinds import choices as ch
 from autograder.kinds.base import CLASS, AllOrNothingKind, Options
 from autograder.kinds.choices import Choice

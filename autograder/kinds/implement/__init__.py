@@ -17,10 +17,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from autograder import extras
-from autograder.bank.model import DottedRef, ProblemBase, ProblemId, Strict, TestCase, Track
-from autograder.bank.outputs import Outputs, literal_outputs, run_trusted
-from autograder.bank.reference_source import reference_body
-from autograder.bank.resolve import resolve
+from autograder.kinds.model import DottedRef, ProblemBase, ProblemId, Strict, TestCase, Track
+from autograder.kinds.implement.outputs import Outputs, literal_outputs, run_trusted
+from autograder.kinds.implement.reference_source import reference_body
+from autograder.kinds.resolve import resolve
 from autograder.kinds.base import Kind
 from autograder.kinds.cells import array_literal, value_literal
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey

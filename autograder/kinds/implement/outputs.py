@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from autograder.bank.inputs import call_arguments
-from autograder.bank.model import TestCase, Track
+from autograder.kinds.implement.inputs import call_arguments
+from autograder.kinds.model import TestCase, Track
 from qkv_runtime.values import to_arrays, to_track
 
 Outputs = tuple[np.ndarray, ...]

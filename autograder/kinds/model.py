@@ -1,7 +1,7 @@
 """The shared pieces of the question bank's schema: plain data parsed from YAML in, frozen pydantic models out.
 
 What every problem has (`ProblemBase`), tolerances, test inputs and test cases,
-parameter specs. Each kind's own model is in its module of autograder/kinds/,
+parameter specs. Each kind's own model is in its package of autograder/kinds/,
 and `autograder.kinds.Problem` is their union, discriminated by `kind`.
 Unknown keys are errors, so a typo in a problem file is caught instead of
 silently ignored. `docs/question-bank.md` documents every field with an example

@@ -1,20 +1,20 @@
-"""Problem text with its numbers filled in: a template and a variant in, Markdown with LaTeX out.
+"""A numeric problem's text with its numbers filled in: a template and a variant in, Markdown with LaTeX out.
 
-Prompts and worked solutions of parameterised problems are Jinja2 templates
-rendered from the same parameters and answers (kinds/numeric.py renders its
-own), so the text can never disagree with the numbers that are graded.
+Prompts and worked solutions of numeric problems are Jinja2 templates rendered
+from the same parameters and answers that are graded (with the by-hand tables,
+by_hand.py), so the text can never disagree with the numbers.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from autograder.bank.variants import Variant
-    from autograder.kinds.numeric import AnswerPart, NumericProblem
+from autograder.kinds.items import Variant
+from autograder.kinds.numeric.by_hand import table_markdown
+from autograder.kinds.numeric.model import AnswerPart, NumericProblem
 
 
 def _fmt_number(x: float, decimals: int | None = 4) -> str:
@@ -67,6 +67,14 @@ def variant_context(problem: NumericProblem, variant: Variant) -> dict[str, Any]
     parts: dict[str, AnswerPart] = {p.name: p for p in problem.parts}
     rounded = {name: np.round(value, parts[name].decimals) if parts[name].decimals is not None else value
                for name, value in variant.answers.items()}
-    from autograder.kinds.by_hand import table_markdown
-
     return {**variant.params, "answer": rounded, "tables": table_markdown(problem.by_hand, variant.quantities)}
+
+
+def render_prompt(problem: NumericProblem, variant: Variant | None) -> str:
+    assert variant is not None, "a numeric problem's prompt needs its variant"
+    return render_text(problem.prompt, variant_context(problem, variant))
+
+
+def render_solution(problem: NumericProblem, variant: Variant | None) -> str:
+    assert variant is not None, "a numeric problem's solution needs its variant"
+    return render_text(problem.solution, variant_context(problem, variant))

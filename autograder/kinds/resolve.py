@@ -2,7 +2,7 @@
 
 `solutions.` names the bundled references, installed as `autograder.references` (a generic top-level
 `solutions` package would collide with others in a shared site-packages); a course's own problem
-folders are importable as `qkv_course.<problem>` (bank/folders.py). Their code imports the bundled
+folders are importable as `qkv_course.<problem>` (bank/folders.py registers them). Their code imports the bundled
 references by the same name the problem files use (`from solutions.numpy_ref import softmax_rows`):
 once this module is imported, `solutions.X` is `autograder.references.X`, the very same module, so a
 function imported that way is the one another problem's reference names (compose.py relies on it).
@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 BUNDLED_PREFIX = "solutions."
 BUNDLED_PACKAGE = "autograder.references."
+COURSE_PACKAGE = "qkv_course"  # the package of a course's problem folders
 
 
 class _BundledAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):

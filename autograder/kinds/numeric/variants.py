@@ -9,16 +9,14 @@ stage (build, grade, self-check, exam) that asks for it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from autograder.bank.model import ChoiceParam, IntParam
-from autograder.bank.resolve import resolve
-
-if TYPE_CHECKING:
-    from autograder.kinds.numeric import NumericProblem
+from autograder.kinds.items import Variant
+from autograder.kinds.model import ChoiceParam, IntParam
+from autograder.kinds.numeric.model import NumericProblem
+from autograder.kinds.resolve import resolve
 
 MAX_DRAWS = 5000
 DRAWS_PER_VARIANT = 4  # small parameter spaces may not have K distinct variants: stop looking after 4K draws
@@ -26,17 +24,6 @@ DRAWS_PER_VARIANT = 4  # small parameter spaces may not have K distinct variants
 
 class InfeasibleProblem(ValueError):
     pass
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One instance of a problem: its parameters and the answer to each part."""
-
-    problem_id: str
-    params: dict[str, Any]
-    answers: dict[str, np.ndarray]
-    label: str  # "lecture" or "seed:<seed>/<student>"
-    quantities: dict[str, np.ndarray] = field(default_factory=dict)  # all `compute` gives: parts and extra values
 
 
 def variant_seed(seed: int, student: str | None, problem_id: str) -> int:

@@ -6,7 +6,7 @@ entry: whole numbers, fractions with small denominators, squares of whole number
 not all zero, all different, a bounded spread, a range, a number of digits; and the
 tables (e^x, sin, cos, square roots) printed with the prompt where a calculator
 cannot be avoided, which must hold every value the work needs. The generator draws
-only variants that keep every rule (bank/variants.py); `qkv validate` draws 200 and
+only variants that keep every rule (variants.py); `qkv validate` draws 200 and
 reports their spread (`spread_report`).
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from autograder.bank.model import Strict
+from autograder.kinds.model import Strict
 
 EPS = 1e-9
 TABLE_FUNCTIONS = {"exp": (np.exp, "e^{{{x}}}"), "sin": (np.sin, "\\sin({x})"), "cos": (np.cos, "\\cos({x})"),

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from autograder.bank.model import ProblemBase, Strict
+from autograder.kinds.model import ProblemBase, Strict
 from autograder.kinds.base import AllOrNothingKind
 from autograder.kinds.sealing import class_answer, class_mistakes
 from autograder.kinds.cells import plain_literal

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.bank.model import ArgSpec, ArrayLiteral, CausalMask, RandomArray, TestCase
+from autograder.kinds.model import ArgSpec, ArrayLiteral, CausalMask, RandomArray, TestCase
 
 
 def materialize(spec: ArgSpec) -> Any:

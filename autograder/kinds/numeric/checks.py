@@ -14,9 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder.bank.resolve import resolve
-from autograder.bank.variants import InfeasibleProblem, Variant, draw_variant, lecture_variant
-from autograder.kinds.by_hand import spread_report, table_markdown
+from autograder.kinds.items import Variant
+from autograder.kinds.numeric.by_hand import spread_report, table_markdown
+from autograder.kinds.numeric.parts import close
+from autograder.kinds.numeric.render import render_prompt
+from autograder.kinds.numeric.variants import InfeasibleProblem, draw_variant, lecture_variant
+from autograder.kinds.resolve import resolve
 from qkv_runtime import judge
 
 VARIANTS_CHECKED = 200  # drawn by `qkv validate` for each parameterised problem
@@ -102,8 +105,6 @@ def _position_findings(problem, prompt: str) -> list[str]:
 
 
 def _twin_findings(problem, variants: list[Variant]) -> list[str]:
-    from autograder.kinds.numeric import close
-
     for wrong in problem.misconceptions:
         twin = resolve(wrong.compute)
         for variant in variants:
@@ -116,8 +117,6 @@ def _twin_findings(problem, variants: list[Variant]) -> list[str]:
 
 
 def numeric_findings(problem, render_findings) -> list[str]:
-    from autograder.kinds.numeric import render_prompt
-
     found: list[str] = []
     variants: list[Variant] = []
     if problem.lecture_example is not None:

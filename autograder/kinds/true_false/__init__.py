@@ -2,7 +2,7 @@
 
 Takes a `TrueFalseProblem`; gives the statement and its follow-up shown under the
 kind's one prompt (`NEUTRAL_PROMPT`: a prompt of a file's own could say which verdict
-is expected; true_false_checks.py refuses one, and whatever a student reads that
+is expected; checks.py refuses one, and whatever a student reads that
 changes with the verdict), the answer judged in two halves (the verdict, and the follow-up: a choice
 among candidate corrections or reasons, or a number or shape the corrected
 statement states), its self-check data, nbgrader cells, key (with the corrected
@@ -18,8 +18,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from autograder.bank.model import DottedRef, ProblemBase, Strict
-from autograder.bank.resolve import resolve
+from autograder.kinds.model import DottedRef, ProblemBase, Strict
+from autograder.kinds.resolve import resolve
 from autograder.kinds import choices as ch
 from autograder.kinds.base import CLASS, Options, WrittenKind
 from autograder.kinds.cells import plain_literal
@@ -27,10 +27,12 @@ from autograder.kinds.choices import Choice
 from autograder.kinds.items import (
     Blank, DrillQuestion, KeyLine, Marked, Mistake, NumericBlank, ProblemKey, Question, QuestionGroup, Verdict,
 )
-from autograder.kinds.numeric import AnswerPart, AnswerTolerance, check_part, numeric_part_plan, part_answer, read_numbers
+from autograder.kinds.numeric.model import AnswerPart, AnswerTolerance
+from autograder.kinds.numeric.parts import check_part, part_answer, read_numbers
+from autograder.kinds.numeric.seals import numeric_part_plan
 from autograder.kinds.sealing import answer_seal, class_answer, class_mistakes
 from autograder.kinds.shape import shape_spellings
-from autograder.kinds.true_false_checks import NEUTRAL_PROMPT, verdict_findings
+from autograder.kinds.true_false.checks import NEUTRAL_PROMPT, verdict_findings
 from qkv_runtime import judge, sealed
 from qkv_runtime.answers import AnswerFormatError, evaluate_dim, not_the_shape, parse_bool, parse_shape
 
@@ -229,6 +231,7 @@ class TrueFalseKind(WrittenKind):
     model = TrueFalseProblem
     parameterised = True  # the order of follow-up choices, when there are choices
     per_student_what = "letters (the order of the follow-up's choices)"
+    written_correction = True
 
     def refs(self, problem: TrueFalseProblem) -> list[tuple[str, str]]:
         return [("follow_up.compute", problem.follow_up.compute)] if problem.follow_up and problem.follow_up.compute else []

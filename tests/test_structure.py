@@ -1,0 +1,196 @@
+"""The engine's shape: no import circle among its modules, and kind names tested only in autograder/kinds/.
+
+Imports are read from the syntax tree of every module of autograder/ and qkv_runtime/, so an import under
+`if TYPE_CHECKING:` or inside a function counts as much as one at the top: a circle of type-only imports
+is still two modules that cannot be understood (or moved) one without the other. Importing a.b.c runs
+a/__init__.py and a/b/__init__.py first; that is not counted as an import of them, or every package whose
+__init__ names its own modules would be a circle.
+
+The kind-name rule is the grep docs/architecture.md gives ("Problem kinds"): the test runs that very
+command, so the documentation and the test cannot drift apart, and first proves on lines written for the
+purpose that it finds each form of kind-name test it is meant to find.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE = ("autograder", "qkv_runtime")
+
+
+# ------------------------------------------------------------------ import graph
+
+
+def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py file under the packages (links to other trees not followed:
+    autograder/references is the repository's solutions/, reference code rather than the engine)."""
+    found: dict[str, Path] = {}
+    for package in packages:
+        for folder, subfolders, files in os.walk(root / package):
+            here = Path(folder)
+            subfolders[:] = sorted(d for d in subfolders if not (here / d).is_symlink() and d != "__pycache__")
+            for name in files:
+                if name.endswith(".py"):
+                    parts = (here / name).relative_to(root).with_suffix("").parts
+                    dotted = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+                    found[dotted] = here / name
+    return found
+
+
+def _imported(module: str, is_package: bool, tree: ast.AST, known: dict[str, Path]) -> set[str]:
+    """The known modules `tree` imports anywhere in its body: top level, under TYPE_CHECKING, in functions."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names if alias.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                if f"{source}.{alias.name}" in known:
+                    out.add(f"{source}.{alias.name}")  # `from package import module`
+                elif source in known:
+                    out.add(source)
+    out.discard(module)
+    return out
+
+
+def import_graph(root: Path, packages: tuple[str, ...] = ENGINE) -> dict[str, set[str]]:
+    known = _modules(root, packages)
+    return {name: _imported(name, path.name == "__init__.py", ast.parse(path.read_text(), str(path)), known)
+            for name, path in known.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected sets of more than one module (Tarjan's algorithm, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph.get(step, ())))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == node:
+                        break
+                if len(members) > 1:
+                    found.append(sorted(members))
+    return found
+
+
+def _described(graph: dict[str, set[str]], circle: list[str]) -> str:
+    inside = set(circle)
+    arrows = [f"  {a} -> {b}" for a in circle for b in sorted(graph[a] & inside)]
+    return f"{len(circle)} modules: {', '.join(circle)}\n" + "\n".join(arrows)
+
+
+def test_the_engine_has_no_import_circle():
+    graph = import_graph(ROOT)
+    assert "autograder.kinds" in graph and "qkv_runtime.judge" in graph  # the walk found the engine
+    found = circles(graph)
+    assert not found, "import circles:\n" + "\n".join(_described(graph, c) for c in found)
+
+
+def test_type_only_and_function_level_imports_close_a_circle(tmp_path):
+    """The detector itself: a circle made only of an `if TYPE_CHECKING:` import and an import inside a
+    function is found, and a package whose __init__ imports its own modules is not one."""
+    pkg = tmp_path / "autograder"
+    (pkg / "inner").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from autograder.b import B\n")
+    (pkg / "b.py").write_text("def f():\n    from . import c\n")
+    (pkg / "c.py").write_text("import autograder.a\n")
+    (pkg / "inner" / "__init__.py").write_text("from autograder.inner.leaf import x\n")
+    (pkg / "inner" / "leaf.py").write_text("from autograder import errors\n")
+    graph = import_graph(tmp_path, ("autograder",))
+    assert graph["autograder.b"] == {"autograder.c"}
+    assert circles(graph) == [["autograder.a", "autograder.b", "autograder.c"]]
+
+
+# -------------------------------------------------------------- kind names
+
+
+def documented_grep() -> str:
+    """The command docs/architecture.md gives for kind names in comparisons and keys outside the kinds."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    commands = re.findall(r"`(grep -rnE [^`]+)`", text)
+    assert len(commands) == 1, f"docs/architecture.md should give one kind-name grep, found {len(commands)}"
+    return commands[0]
+
+
+def _run_grep(where: Path) -> list[str]:
+    done = subprocess.run(["bash", "-c", documented_grep()], cwd=where, capture_output=True, text=True, timeout=60)
+    assert not done.stderr, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_kind_names_are_compared_only_in_the_kinds():
+    hits = _run_grep(ROOT)
+    assert not hits, "kind names tested outside autograder/kinds/ (ask the kind instead):\n" + "\n".join(hits)
+
+
+CAUGHT = [
+    'if problem.kind == "numeric":',
+    "if scores.problem_kinds.get(problem) != 'true_false':",
+    'if "shape" == kind:',
+    'if problem.kind in ("implement", "numeric"):',
+    "if kind not in ['multiple_choice']:",
+    'JUDGES = {"true_false": judge}',
+    'if "implement" in chosen:',
+    "if w.problem.kind == NUMERIC.name and w.problem.parameters:",
+    'if row["kind"] == kind:',
+    'problems = bank.by_kind("shape")',
+]
+PASSED = [
+    "if kind_of(problem).code:",
+    'title = "a numeric answer"',
+    'shape = array.shape  # "shape" of the array',
+    "kinds = {p.id: IMPLEMENT.name for p in bundle.code}",
+]
+
+
+def test_the_grep_finds_each_form_of_kind_name_test(tmp_path):
+    """Each form the rule forbids is found outside the kinds and nowhere inside them; ordinary lines are not."""
+    lines = "\n".join(CAUGHT + PASSED) + "\n"
+    for folder in ("autograder/classroom", "autograder/kinds/numeric", "qkv_runtime"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "sample.py").write_text(lines)
+    hits = _run_grep(tmp_path)
+    found = {(path, int(line)) for path, line, *_ in (hit.split(":", 2) for hit in hits)}
+    expected = {(f"{folder}/sample.py", n) for folder in ("autograder/classroom", "qkv_runtime")
+                for n in range(1, len(CAUGHT) + 1)}
+    assert found == expected, "\n".join(hits)
