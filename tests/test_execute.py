@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from autograder.bank.model import Tolerance
+from autograder.kinds.model import Tolerance
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, read_bundle
 from autograder.grade.execute import ALL_PROBLEMS, combined_calls, isolated_calls, run_many, split_combined
 from autograder.sandbox import SandboxPool, SubmissionRun
@@ -80,7 +80,9 @@ def test_a_function_that_breaks_the_batch_is_rerun_problem_by_problem(setting, b
 
 # ------------------------------------------- the fast path against hostile code
 
-# The attacks that end the submission's own process, and so the batch: they are rerun problem by problem.
+# The attacks that end the submission's own process, and so the batch: they are rerun problem by problem. What ends
+# memory_bomb.py is the memory limit, or on a busy machine the time limit first (filling 512 MiB costs seconds of
+# CPU there): either is honest, and either ends the process, so no time limit here needs an idle machine.
 BREAK_THE_BATCH = {"exit_in_function.py", "fd_garbage.py", "forged_layout.py", "fork_bomb.py", "fork_exit.py",
                    "ignore_sigterm.py", "loop_in_function.py", "memory_bomb.py", "segfault.py", "stdout_flood.py"}
 

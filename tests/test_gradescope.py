@@ -20,7 +20,7 @@ import pytest
 
 from autograder.assemble.gradescope import REQUIREMENTS, TORCH
 from autograder.routes.class_grading import grade_class
-from conftest import HOSTILE, ROOT, key_module, replace_function, require_bwrap
+from conftest import ROOT, key_module, replace_function, require_bwrap
 from autograder.references import misconceptions
 
 pytestmark = pytest.mark.slow  # a Python 3.10 venv made by setup.sh
@@ -182,24 +182,36 @@ def test_an_empty_submission_folder_scores_zero_with_a_reason(autograder_root):
     assert results["score"] == 0 and "missing" in results["output"]
 
 
-def test_where_nothing_isolates_the_policy_refuses_and_says_why(built_numpy, autograder_root, tmp_path):
-    """A copy of the engine that anyone may read (as `qkv grade` without bubblewrap on a shared machine):
-    grading would hand it to student code, so the route refuses, in results.json."""
-    from autograder.routes.gradescope import grade_gradescope
-
+@pytest.mark.parametrize("readable_by_all", [True, False], ids=["engine readable by all", "engine owner-only"])
+def test_where_nothing_isolates_an_engine_others_may_read_is_refused_and_an_owner_only_one_gets_a_uid(
+        built_numpy, autograder_root, tmp_path, readable_by_all):
+    """The route as deployed (setup.sh's venv, the zip's engine) with no bubblewrap at all, the engine copied out of
+    the source folder that the route locks down. One any user may read (as after `pip install` on a shared machine)
+    would be handed to student code, so the route refuses, in results.json, naming it; an owner-only one lets root
+    give student code a uid of its own. The test makes both copies under the world-traversable root: the modes of
+    the folders this checkout sits in do not count."""
+    engine = autograder_root / ("engine-readable" if readable_by_all else "engine-owner-only")
+    for package in ("autograder", "qkv_runtime"):
+        shutil.copytree(autograder_root / "source" / package, engine / package, symlinks=True, dirs_exist_ok=True)
+    subprocess.run(["chmod", "-R", "go+rX" if readable_by_all else "go-rwx", str(engine)], check=True)
     root = tmp_path / "autograder"
     shutil.copytree(autograder_root / "source" / "bundle", root / "source" / "bundle")
     (root / "submission").mkdir(parents=True)
     (root / "submission" / "s.py").write_text(key_module(built_numpy.assignment))
-    probe = "from autograder.sandbox import isolation; print(isolation.readable_by_others(isolation.engine_paths()))"
-    if subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "None":
-        pytest.skip("this checkout is not readable by other users")
-    env_path = os.environ["PATH"]
-    os.environ["PATH"] = "/nonexistent"  # no bwrap at all
-    try:
-        results = grade_gradescope(root, root / "source")
-    finally:
-        os.environ["PATH"] = env_path
-    assert results["score"] == 0 and results["tests"] == []
-    assert "requires isolation" in results["output"] and "readable by other users" in results["output"]
-    assert HOSTILE.exists()
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s1", "email": "x@y.z"}]}))
+    script = ("import json, os, sys\nfrom pathlib import Path\nimport autograder\n"
+              "assert autograder.__file__.startswith(sys.argv[2] + os.sep), autograder.__file__\n"
+              "from autograder.routes.gradescope import grade_gradescope\n"
+              "print(json.dumps(grade_gradescope(Path(sys.argv[1]), Path(sys.argv[1]) / 'source')))\n")
+    env = {"PATH": "/nonexistent", "PYTHONPATH": str(engine)}  # no bwrap at all, nothing of this test's venv
+    done = subprocess.run([str(autograder_root / "qkv-venv" / "bin" / "python"), "-c", script, str(root), str(engine)],
+                          cwd=engine, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.splitlines()[-1])
+    if readable_by_all:
+        assert results["score"] == 0 and results["tests"] == [] and results["extra_data"]["isolation"] == "none"
+        assert "requires isolation" in results["output"] and "readable by other users" in results["output"]
+        assert f"{engine}{os.sep}" in results["output"], results["output"]
+    else:
+        assert results["extra_data"]["isolation"] == "uid", results["output"]
+        assert results["score"] == pytest.approx(built_numpy.assignment.max_points), results["output"]

@@ -149,6 +149,8 @@ def embedded_function(implementation, target: str) -> str:
         for name, alias in re.findall(r"^from \. import (\w+)(?: as (\w+))?\s*$", source, re.M):
             deps[alias or name] = inline(importlib.import_module(f"autograder.references.{name}"))
         source = re.sub(r"^from \. import (\w+)(?: as (\w+))?\s*$", "", source, flags=re.M)
+        # the other topics' parts, imported at the end of misconceptions.py: a mutant stands alone without them
+        source = re.sub(r"^from \.\w+ import \*.*$", "", source, flags=re.M)
         args = "".join(f", {alias}={var_}" for alias, var_ in deps.items())
         lines.append(f"{var} = _qkv_module({module.__name__!r}, {source!r}{args})")
         done.add(var)
@@ -668,7 +670,7 @@ def _synthetic(part: AnswerPart, want, misconception=None, assignment="formats",
     salt = lambda suffix: sealed.digest_salt(assignment, student, "p", part.name + suffix)  # noqa: E731
     spec, wrong = numeric_part_data(salt, np.asarray(want, dtype=float), part,
                                     [] if misconception is None else [misconception])
-    entry = {"id": "p", "kind": "numeric", "code": False, "title": "p", "points": 1,
+    entry = {"id": "p", "kind": "numeric", "code": False, "judge": "numbers", "title": "p", "points": 1,
              "parts": [{"name": part.name, "label": part.label, "shape": list(np.shape(want)),
                         "tolerance": part.tolerance.model_dump()}],
              "digests": {student: {part.name: spec}},
@@ -874,7 +876,7 @@ def test_answers_typed_the_usual_ways_are_understood(numpy_release):
     symbolic = ShapeProblem(id="out", title="out shape", topic="t", points=1, difficulty=1, source="src",
                             prompt="What is the shape of the output?", solution="n x d_v, one row per query",
                             kind="shape", parameters={"n": 3, "d_v": 4}, answer=["n", "d_v"])
-    entry = derive_seals({"id": "out", "kind": "shape", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
+    entry = derive_seals({"id": "out", "kind": "shape", "judge": "dimensions", "title": "out", "points": 1, "symbols": {"n": 3, "d_v": 4},
                           "digests": {CLASS: {"answer": answer_seal("formats", "out", "x".join(expected_shape(symbolic)),
                                                                     "right")}},
                           "misconceptions": {CLASS: []}}, sealed.kdf_params())

@@ -32,8 +32,8 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
         problem = assigned.problem
         kind = kind_of(problem)
         # "code": the self-check runs public tests of a function, or judges an ANSWERS entry by its kind's judge
-        entry: dict[str, Any] = {"id": problem.id, "kind": problem.kind, "code": kind.code, "title": problem.title,
-                                 "points": assigned.points}
+        entry: dict[str, Any] = {"id": problem.id, "kind": problem.kind, "code": kind.code, "judge": kind.selfcheck_judge,
+                                 "title": problem.title, "points": assigned.points}
         entry.update(kind.selfcheck_data(assigned, assignment, bundle, students))
         problems.append(entry)
     prompts = {}

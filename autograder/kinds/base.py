@@ -83,6 +83,8 @@ class Kind(ABC):
     name: ClassVar[str]  # the `kind:` of its problem files
     model: ClassVar[type[ProblemBase]]  # its pydantic model, whose `kind` is Literal[name]
     code: ClassVar[bool] = False  # answered with a function the grader runs, not an ANSWERS entry
+    # the self-check's judge of its ANSWERS entry (qkv_selfcheck/written.py), which cannot import the kinds
+    selfcheck_judge: ClassVar[str | None] = None
     parameterised: ClassVar[bool] = False  # its numbers or the order of its choices are drawn per seed and student
     per_student_what: ClassVar[str] = "numbers"  # what of it is each student's own, in the release's words
     # its answers may hold a free-text correction, kept for the instructor to read (qkv stats) and never scored

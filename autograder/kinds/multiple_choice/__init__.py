@@ -58,6 +58,7 @@ def _selfcheck_data(problem: MultipleChoiceProblem, assignment, students: list[s
 
 class MultipleChoiceKind(AllOrNothingKind):
     name = "multiple_choice"
+    selfcheck_judge = "choice"
     model = MultipleChoiceProblem
     parameterised = True  # the order of the choices
     per_student_what = "letters (the order of the choices)"

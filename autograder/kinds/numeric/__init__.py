@@ -89,6 +89,7 @@ def numeric_groups(problem: NumericProblem, points: float, seed: int, variants: 
 
 class NumericKind(WrittenKind):
     name = "numeric"
+    selfcheck_judge = "numbers"
     model = NumericProblem
     parameterised = True
 

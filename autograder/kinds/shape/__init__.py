@@ -72,6 +72,7 @@ def _selfcheck_data(problem: ShapeProblem, name: str, students: list[str]) -> di
 
 class ShapeKind(AllOrNothingKind):
     name = "shape"
+    selfcheck_judge = "dimensions"
     model = ShapeProblem
 
     def answer(self, problem: ShapeProblem, variant) -> object:

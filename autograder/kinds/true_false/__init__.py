@@ -228,6 +228,7 @@ def follow_up_findings(problem: TrueFalseProblem) -> list[str]:
 
 class TrueFalseKind(WrittenKind):
     name = "true_false"
+    selfcheck_judge = "verdict"
     model = TrueFalseProblem
     parameterised = True  # the order of follow-up choices, when there are choices
     per_student_what = "letters (the order of the follow-up's choices)"

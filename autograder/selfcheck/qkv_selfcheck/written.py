@@ -2,7 +2,7 @@
 opening the answers sealed under slow scrypt keys (qkv_runtime.sealed); no answer is in the release in clear.
 
 Each written kind's judge reads what the kind's `selfcheck_data` (autograder/kinds/) wrote: `WRITTEN` holds one per
-kind, so a new written kind needs its entry here.
+judge the kinds name (`Kind.selfcheck_judge`), so a written kind with a new way of judging needs its entry here.
 """
 
 from __future__ import annotations
@@ -237,7 +237,8 @@ def _choice(data, problem, student, typed, who="") -> List[Outcome]:
     return [_choice_outcome(data, problem, student, typed, who)]
 
 
-WRITTEN = {"numeric": _numeric, "shape": _shape, "true_false": _true_false, "multiple_choice": _choice}
+# by the judge each written kind names in selfcheck.json (`judge`: its Kind.selfcheck_judge), not by the kind's name
+WRITTEN = {"numbers": _numeric, "dimensions": _shape, "verdict": _true_false, "choice": _choice}
 
 
 def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, student: str = "") -> List[Outcome]:
@@ -254,7 +255,7 @@ def check_written(data: Dict[str, Any], problem: Dict[str, Any], typed: Any, stu
     if not sealed.kdf_available():
         return [Outcome(TODO, NO_KDF)]
     try:
-        return WRITTEN[problem["kind"]](data, problem, key, typed, who)
+        return WRITTEN[problem["judge"]](data, problem, key, typed, who)
     except qkv_answers.AnswerFormatError as err:  # a parser's message is always a format hint
         return [Outcome(FAIL, str(err))]
 
