@@ -6,11 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo check test setup system-deps clean
 
-# bubblewrap is the sandbox for student code; chromium prints exam PDFs (and tests read pages in it), poppler-utils
-# turns PDF pages into images for the tests, libjs-katex renders formulas in exam pages offline, npm fetches axe-core
-# (below). Installed when we may (root, apt), with one apt-get update, so the isolated mode and the exam formats are
-# what runs.
-SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex npm:npm
+# bubblewrap is the sandbox for student code; chromium prints exam PDFs (and tests read pages in it, some through
+# Playwright, which drives this chromium and never downloads a browser of its own), poppler-utils turns PDF pages into
+# images for the tests, libjs-katex renders formulas in exam pages offline, npm fetches axe-core (below), postgresql
+# is the server the tests of `qkv serve --db postgresql://` start (tests/servers.py). Installed when we may (root,
+# apt), with one apt-get update, so the isolated mode, the exam formats and the PostgreSQL gradebook are what runs.
+# Each entry is PROBE:PACKAGE, the package present when any of the comma-separated probes (a path, a glob, a command)
+# is: Debian keeps initdb off PATH, in /usr/lib/postgresql/VERSION/bin.
+SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex npm:npm \
+  initdb,/usr/lib/postgresql/*/bin/initdb:postgresql
 # axe-core checks the feedback page's accessibility in the tests (tests/test_feedback_browser.py), in the repository's
 # own .cache/ (ignored by git), pinned
 AXE := .cache/npm/node_modules/axe-core/axe.min.js
@@ -20,12 +24,14 @@ TEST_USER := qkv-tester
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && ! id -u $(TEST_USER) >/dev/null 2>&1; then \
 	  useradd --create-home --shell /usr/sbin/nologin $(TEST_USER) 2>/dev/null || echo "warning: could not create the user $(TEST_USER); the unprivileged test run needs it"; fi
-	@missing=""; for entry in $(SYSTEM_PACKAGES); do probe=$${entry%%:*}; package=$${entry#*:}; \
-	  if [ -e "$$probe" ] || command -v "$$probe" >/dev/null 2>&1; then :; else missing="$$missing $$package"; fi; done; \
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do package=$${entry#*:}; found=""; \
+	  for probe in $$(printf '%s' "$${entry%%:*}" | tr , ' '); do \
+	    if [ -e "$$probe" ] || command -v "$$probe" >/dev/null 2>&1; then found=1; fi; done; \
+	  [ -n "$$found" ] || missing="$$missing $$package"; done; \
 	[ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || echo "warning: could not install$$missing; grading falls back to rlimits only without bubblewrap, exam html/pdf need libjs-katex and chromium"; \
-	  else echo "warning: missing$$missing (install them: bubblewrap isolates grading, chromium prints exam PDFs, libjs-katex renders exam pages)"; fi; }
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) || echo "warning: could not install$$missing; grading falls back to rlimits only without bubblewrap, exam html/pdf need libjs-katex and chromium, the service's tests need postgresql"; \
+	  else echo "warning: missing$$missing (install them: bubblewrap isolates grading, chromium prints exam PDFs, libjs-katex renders exam pages, postgresql serves the service's tests)"; fi; }
 
 $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found (set PYTHON=...)"; exit 1; }
@@ -57,6 +63,16 @@ demo: setup
 	  --out grades/demo-canvas --timeout 3
 	$(BIN)/qkv stats attention-numpy --grades grades/demo-canvas
 	$(BIN)/qkv export-grades attention-numpy --format canvas --grades grades/demo-canvas
+	@# the service on the same class: sign-in links for the roster and for you (a few seconds: each token is kept as
+	@# a slow hash), and the line that starts it; the demo keeps no server running
+	rm -rf grades/demo-serve
+	$(BIN)/qkv tokens attention-numpy --roster examples/canvas/roster.csv --db grades/demo-serve --instructor you \
+	  --out grades/demo-serve/tokens.csv
+	@echo ""
+	@echo "To hand in and see scores at once, start the service on this class (Ctrl-C stops it; docs/serve.md):"
+	@echo "  $(BIN)/qkv serve attention-numpy --roster examples/canvas/roster.csv --db grades/demo-serve"
+	@echo "then open a link of grades/demo-serve/tokens.csv in a browser: a student's (column link) to hand in"
+	@echo "examples/submissions/attention-numpy/ada.py, yours (the row 'you') to see the class."
 
 # The tests run on every core (pytest-xdist), a module's tests on one worker (--dist loadscope) so that its fixtures
 # (a built release, a graded class, a sandbox batch) are made once, the modules in the order tests/conftest.py gives

@@ -110,6 +110,7 @@ class GradingBundle:
     limits: Limits = Limits()
     isolation: str = "require"  # the manifest's policy: "require" or "allow-rlimits"
     late: dict[str, Any] | None = None  # the manifest's late policy as plain data (classroom/deadlines.py reads it)
+    serve: dict[str, Any] = field(default_factory=dict)  # the manifest's `serve` settings as plain data (serve/ reads)
 
     @property
     def module(self) -> str:
@@ -173,7 +174,7 @@ def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, 
         "name": bundle.name, "title": bundle.title, "track": bundle.track, "seed": bundle.seed,
         "variants": bundle.variants, "due": bundle.due, "problem_order": list(bundle.problem_order),
         "limits": bundle.limits.to_json(), "isolation": bundle.isolation, "late": bundle.late,
-        "code": code,
+        "serve": bundle.serve, "code": code,
         "written": [{"id": w.id, "points": w.points} for w in bundle.written],
     }
     files = {
@@ -247,4 +248,5 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         due=meta["due"], code=tuple(code), written=tuple(written), problem_order=tuple(meta["problem_order"]),
         limits=Limits.from_json(meta["limits"]), isolation=str(meta["isolation"]),
         late=meta.get("late") if isinstance(meta.get("late"), dict) else None,
+        serve=meta.get("serve") if isinstance(meta.get("serve"), dict) else {},
     )

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from autograder.errors import QkvError
 from autograder.report.summary import terminal_safe
+from autograder.serve.command import serve, tokens
 
 console = Console()
 err_console = Console(stderr=True)
@@ -458,29 +459,19 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
 def stats(name: str, grades: Path | None, dist: Path | None) -> None:
     """Item analysis of NAME's gradebook: facility, discrimination, alpha, distractors, misconceptions; DIR/stats.html."""
     from autograder.bundle import read_bundle
-    from autograder.classroom.classbook import open_gradebook, stored_title
-    from autograder.classroom.stats import analyse, bundle_info, load_scores
-    from autograder.classroom.stats_page import stats_html, stats_table
+    from autograder.classroom.classbook import open_gradebook
+    from autograder.classroom.stats_page import class_report, stats_table
     from autograder.report.files import write_atomic
-
-    from autograder.classroom.corrections import written_corrections
-    from autograder.classroom.mistakes import class_mistakes
 
     folder = _grades_folder(name, grades)
     bundle_dir = (dist or current_course().output("dist", name)) / "autograder"
-    info = bundle_info(read_bundle(bundle_dir)) if (bundle_dir / "assignment.json").is_file() else ((), {}, {}, {})
+    bundle = read_bundle(bundle_dir) if (bundle_dir / "assignment.json").is_file() else None
     with open_gradebook(folder, name) as db:
-        scores = load_scores(db)
-        title = stored_title(db) or name
-        mistakes = class_mistakes(db, info[3], info[0])
-    if not scores.students:
-        raise QkvError(str(folder), "no graded submission to analyse")
-    if not info[0]:
+        analysis, page, corrections = class_report(db, bundle, name, str(folder))
+    if bundle is None:
         err_console.print(f"[yellow]note:[/] no build of {escape(name)} at {escape(str(bundle_dir))}: "
                           "choice items are shown without their texts")
-    analysis = analyse(scores, *info)
-    corrections = written_corrections(scores)
-    write_atomic(folder / "stats.html", stats_html(analysis, title, mistakes, corrections).encode())
+    write_atomic(folder / "stats.html", page.encode())
     console.print(stats_table(analysis))
     alpha = "-" if analysis.alpha is None else f"{analysis.alpha:.2f}"
     console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "
@@ -583,3 +574,8 @@ def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, 
                   + (f"; not in this Canvas assignment (no lms_id, or not listed): {escape(terminal_safe(', '.join(result.not_in_canvas[:10])))}"
                      if result.not_in_canvas else "")
                   + (f"; Canvas job {result.progress}" if result.progress else ""))
+
+
+# the service's commands live with the service (serve/command.py); they load its web stack only when run
+main.add_command(serve)
+main.add_command(tokens)

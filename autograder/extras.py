@@ -3,7 +3,7 @@
 The core builds, grades and self-checks the NumPy track. `torch` adds the torch
 track, `cluster` grading on Dask, `nbgrader` running the nbgrader course folder
 (qkv itself only writes it), `copying` the code-similarity signals, `canvas` pushing
-grades through Canvas's API.
+grades through Canvas's API, `serve` the submission service (`postgres` its PostgreSQL database).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ EXTRAS = {
     "nbgrader": ("nbgrader", "the nbgrader route needs nbgrader and a Jupyter kernel"),
     "copying": ("copydetect", "qkv copying compares code with copydetect"),
     "canvas": ("canvasapi", "qkv push-grades talks to Canvas through canvasapi"),
+    "serve": ("uvicorn", "qkv serve runs on Starlette and uvicorn"),
+    "postgres": ("psycopg", "a PostgreSQL database needs psycopg"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import datetime as dt
 import fcntl
 import inspect
 import os
@@ -12,7 +13,10 @@ import pickle
 import pprint
 import sqlite3
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import nbformat
 import numpy as np
@@ -23,7 +27,10 @@ from autograder.assemble import BuildResult, build
 from autograder.assemble.manifest import Assignment
 from autograder.assemble.solution_key import key_answer, key_function, key_module
 from autograder.sandbox import Call, Limits, ProblemCalls, isolation_available
+from served_course import ServedCourse, make_course
+from servers import chromium_browser, postgres_db, postgres_url  # noqa: F401 (fixtures: pytest finds them here)
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 QKV = Path(sys.executable).with_name("qkv")  # the installed command, run as a user would
 
@@ -59,25 +66,45 @@ def bank() -> Bank:
     return load_bank_strict()
 
 
-def shared_build(name: str, bank: Bank, tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> BuildResult:
-    """`qkv build NAME` once per test run: the workers of `pytest -n` (xdist) take the first one's release, which the
-    tests only read, as they do within one process."""
+def once_per_run(what: str, make: Callable[[Path], T], tmp_path_factory: pytest.TempPathFactory,
+                 config: pytest.Config) -> T:
+    """make(the run's folder) once per test run: the workers of `pytest -n` (xdist) take the first one's result
+    (pickled), and what it made, which the tests only read, as they do within one process."""
     root = tmp_path_factory.getbasetemp()
     if hasattr(config, "workerinput"):  # an xdist worker: the run's folder is above each worker's own
         root = root.parent
-    saved = root / f"shared-build-{name}.pickle"
-    with open(root / f"shared-build-{name}.lock", "w") as lock:
+    saved = root / f"{what}.pickle"
+    with open(root / f"{what}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if saved.exists():
             return pickle.loads(saved.read_bytes())
-        result = build(name, root / "shared-dist" / name, bank=bank)
+        result = make(root)
         saved.write_bytes(pickle.dumps(result))
         return result
+
+
+def shared_build(name: str, bank: Bank, tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> BuildResult:
+    """`qkv build NAME` once per test run."""
+    return once_per_run(f"shared-build-{name}", lambda root: build(name, root / "shared-dist" / name, bank=bank),
+                        tmp_path_factory, config)
 
 
 @pytest.fixture(scope="session")
 def built_numpy(bank, tmp_path_factory, pytestconfig) -> BuildResult:
     return shared_build("attention-numpy", bank, tmp_path_factory, pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def served_numpy(tmp_path_factory, pytestconfig) -> ServedCourse:
+    """A course of its own with attention-numpy due in 30 days (the last date a week later) and the default `serve`
+    limits, built once per test run, for the tests that serve it: the bundled manifest's dates are fixed, and past
+    them the service would refuse every upload. Tests copy it before writing in it."""
+    def make(root: Path) -> ServedCourse:
+        due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
+        # a folder of its own each time: a make that failed half-way leaves nothing in the next one's way
+        return ServedCourse(make_course(Path(tempfile.mkdtemp(prefix="served-numpy-", dir=root)) / "course", {}, due))
+
+    return once_per_run("served-numpy", make, tmp_path_factory, pytestconfig)
 
 
 def replace_function(source: str, target: str, implementation) -> str:

@@ -17,7 +17,7 @@ import pytest
 from autograder.kinds.model import Tolerance
 from autograder.bundle import CodeProblem, GradedTest
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
-from autograder.grade.gradebook import Gradebook
+from autograder.grade.gradebook import FORMAT, Gradebook
 from autograder.grade.score import score_test
 from autograder.sandbox import CallResult, ProblemRun
 from autograder.references import misconceptions
@@ -217,7 +217,7 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
         (["attention-numpy", str(subs), *dist, "--out", str(a_file)], f"{a_file}: exists and is not a folder", None),
         (["attention-numpy", str(subs), *dist, "--out", str(damaged_gradebook)], "not a gradebook qkv can use", None),
         (["attention-numpy", str(subs), *dist, "--out", str(earlier_gradebook)],
-         "a gradebook of format 0, this qkv writes format 3", None),
+         f"a gradebook of format 0, this qkv writes format {FORMAT}", None),
         (["attention-numpy", str(subs), "--dist", str(damaged_bundle)], "damaged grading bundle", None),
         (["attention-numpy", str(subs), *dist, "--out", str(tmp_path / "new"), "--isolation", "bwrap"],
          "--isolation: bwrap isolation was requested but is not usable here", no_bwrap),

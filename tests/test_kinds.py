@@ -98,6 +98,7 @@ class YesNoKind(AllOrNothingKind):
 
     name = "yes_no"
     model = YesNoProblem
+    selfcheck_judge = "verdict"  # its self-check data is true/false's, so the self-check judges it as one
 
     def answer(self, problem, variant) -> object:
         return "yes" if problem.answer else "no"
@@ -193,7 +194,8 @@ def test_a_registered_kind_is_built_graded_examined_drilled_and_exported(tiny_ba
     entry = next(p for p in json.loads((student / "selfcheck.json").read_text(encoding="utf-8"))["problems"]
                  if p["id"] == "rows-sum-to-one")
     assert entry["kind"] == "yes_no" and entry["code"] is False  # the self-check judges it by its kind's entry
-    assert set(entry) == {"id", "kind", "code", "title", "points", "digests", "misconceptions"}
+    assert entry["judge"] == "verdict"
+    assert set(entry) == {"id", "kind", "code", "judge", "title", "points", "digests", "misconceptions"}
     assert "_w.truth(True)" in (built.out / "nbgrader" / "source" / "tiny" / "tiny.ipynb").read_text(encoding="utf-8")
     assert "'rows-sum-to-one': 'yes'" in (built.out / "key" / "tiny.py").read_text(encoding="utf-8")
 

@@ -71,4 +71,5 @@ def grading_bundle(assignment: Assignment) -> GradingBundle:
         problem_order=tuple(p.problem.id for p in assignment.problems),
         limits=assignment.limits, isolation=manifest.grading.isolation,
         late=manifest.late.model_dump(mode="json") if manifest.late else None,
+        serve=manifest.serve.model_dump(mode="json"),
     )

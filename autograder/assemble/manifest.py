@@ -56,6 +56,15 @@ class LmsLinks(_Strict):
         default=None, ge=1, description="the number at the end of the Canvas assignment's address, /assignments/ID")
 
 
+class ServeSettings(_Strict):
+    """What `qkv serve` lets each student do (docs/serve.md)."""
+
+    attempts: int = Field(default=20, ge=1, le=10_000, description="attempts a student may make in all")
+    attempts_per_hour: int = Field(default=6, ge=1, le=10_000, description="attempts in any 60 minutes")
+    upload_kb: int = Field(default=512, ge=1, le=1024, description="the largest file a student may upload, in KiB")
+    counts: Literal["latest", "best"] = Field(default="latest", description="which attempt's score counts")
+
+
 class Manifest(_Strict):
     title: str = Field(min_length=3)
     track: Track
@@ -72,6 +81,7 @@ class Manifest(_Strict):
     grading: GradingPolicy = GradingPolicy()
     late: LatePolicy | None = None
     lms: LmsLinks = LmsLinks()
+    serve: ServeSettings = ServeSettings()
 
     @model_validator(mode="after")
     def _late_needs_due(self) -> "Manifest":

@@ -36,9 +36,12 @@ def store_class(book: Gradebook, roster: Optional[Roster], late: dict[str, LateO
     """Keep what this run knew of the class; `due` and `rules` are the bundle's due date and late policy."""
     entries = None if roster is None else [
         RosterEntry(s.id, s.name, s.email, s.lms_id, s.section, _extension_text(s), s.extra) for s in roster.students]
-    book.store_class(title, entries, [
-        LateEntry(student, o.due, o.submitted_at, o.time_source, o.late_seconds, o.raw, o.penalty, o.final, o.max_score,
-                  o.rule, o.extension) for student, o in late.items()], LateRules(due, rules))
+    book.store_class(title, entries, [late_entry(student, o) for student, o in late.items()], LateRules(due, rules))
+
+
+def late_entry(student: str, o: LateOutcome) -> LateEntry:
+    return LateEntry(student, o.due, o.submitted_at, o.time_source, o.late_seconds, o.raw, o.penalty, o.final,
+                     o.max_score, o.rule, o.extension)
 
 
 def stored_title(book: Gradebook) -> str:

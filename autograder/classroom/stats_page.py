@@ -116,3 +116,24 @@ def stats_table(analysis: ItemAnalysis) -> Table:
     if tests:
         table.caption = f"{len(tests)} of {len(analysis.hidden_tests)} hidden tests flagged (stats.html lists them)"
     return table
+
+
+def class_report(book, bundle: Optional[object], fallback_title: str, where: str) -> tuple[ItemAnalysis, str, tuple]:
+    """The item analysis of a gradebook, as `qkv stats` and the service's stats page give it: (the analysis,
+    stats.html, the written corrections to read). `bundle` (the build) gives choice texts; without it they
+    are left out. Raises QkvError naming `where` when nothing graded ran."""
+    from autograder.classroom.classbook import stored_title
+    from autograder.classroom.corrections import written_corrections
+    from autograder.classroom.mistakes import class_mistakes
+    from autograder.classroom.stats import analyse, bundle_info, load_scores
+    from autograder.errors import QkvError
+
+    info = bundle_info(bundle) if bundle is not None else ((), {}, {}, {})
+    scores = load_scores(book)
+    title = stored_title(book) or fallback_title
+    mistakes = class_mistakes(book, info[3], info[0])
+    if not scores.students:
+        raise QkvError(where, "no graded submission to analyse")
+    analysis = analyse(scores, *info)
+    corrections = written_corrections(scores)
+    return analysis, stats_html(analysis, title, mistakes, corrections), corrections

@@ -109,6 +109,17 @@ def read_submission(student: str, path: Path) -> Submission:
             raw = handle.read(MAX_SUBMISSION_BYTES + 1)
     except OSError as err:
         return rejected("unreadable", f"cannot read {name}: {err.strerror or type(err).__name__}")
+    return submission_from_bytes(student, path, raw)
+
+
+def submission_from_bytes(student: str, path: Path, raw: bytes) -> Submission:
+    """A file's bytes as a Submission (`path` names it: its suffix says .py or .ipynb); failures as in
+    `read_submission`. `qkv serve` calls it on an uploaded file."""
+    name = display_name(path.name)
+
+    def rejected(status: str, message: str, digest: str = "") -> Submission:
+        return Submission(student, path, digest, None, status, message)
+
     if len(raw) > MAX_SUBMISSION_BYTES:
         return rejected("too_large", f"{name} is larger than {MAX_SUBMISSION_BYTES:,} bytes")
     digest = hashlib.sha256(raw).hexdigest()

@@ -1,84 +1,79 @@
-"""The gradebook: an embedded SQLite database in the output folder, and the one place that speaks SQL to it.
+"""The gradebook: an embedded SQLite database in the output folder (or a PostgreSQL schema for `qkv serve`),
+and the one place that speaks SQL to it.
 
 `SubmissionResult`s and the class (roster, late outcomes) go in through `Gradebook`'s writes
-(writes.py); everything that reads grades (the history, the exports, the item analysis, the
-mistakes across the class, `qkv grade` itself) calls its reads (reads.py, analysis.py) and gets the
+(writes.py); attempts that `qkv serve` accepted go in and are claimed for grading through attempts.py;
+everything that reads grades (the history, the exports, the item analysis, the mistakes across the
+class, `qkv grade` itself, the service's pages) calls its reads (reads.py, analysis.py) and gets the
 frozen records of records.py, never rows. CSV, JSON and HTML reports are exports of this database.
 A run killed at any point resumes where it stopped: each grading is one transaction.
 
 `gradings` and `grading_tests` keep every grading ever made (the submission's digest, when, the
-bundle's fingerprint, per-test scores, where the file came from, when it was handed in and whether
-the LMS marks it LATE); `submissions` points at each student's latest grading, and `test_scores` is a
-view of that grading's tests, so a grading's tests are written once. The `class_*` tables hold what
-the last `qkv grade` knew of the class. The tables and the format number are in schema.py.
+bundle's fingerprint, the whole result, per-test scores, where the file came from, when it was handed
+in and whether the LMS marks it LATE); `counted` points at the grading that counts for each student
+(`qkv grade`: the latest; `qkv serve`: the latest or best attempt, as the manifest says), and the
+views `submissions` and `test_scores` read it. The `class_*` tables hold what the last `qkv grade`
+knew of the class. The tables and the format number are in schema.py; the two databases in database.py.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
+from typing import Optional, Union
 
 from autograder.errors import QkvError
 from autograder.grade.gradebook.analysis import Analysis
+from autograder.grade.gradebook.attempts import Attempt, Attempts, NewAttempt
+from autograder.grade.gradebook.database import (Database, database_errors, is_postgres, open_postgres, open_sqlite,
+                                                 schema_name, shown_url)
 from autograder.grade.gradebook.reads import Reads
 from autograder.grade.gradebook.records import (Grading, GradingContext, HandIn, LateEntry, LateRules, LatestGrading,
                                                 MistakeHit, RosterEntry, ScoreTable, StoredSubmission, TestKey)
 from autograder.grade.gradebook.schema import FORMAT, GRADEBOOK_FILE, SCHEMA
 from autograder.grade.gradebook.writes import Writes
 
-__all__ = ["FORMAT", "GRADEBOOK_FILE", "Gradebook", "Grading", "GradingContext", "HandIn", "LateEntry", "LateRules",
+__all__ = ["Attempt", "NewAttempt", "FORMAT", "GRADEBOOK_FILE", "Gradebook", "Grading", "GradingContext", "HandIn", "LateEntry", "LateRules",
            "LatestGrading", "MistakeHit", "RosterEntry", "ScoreTable", "StoredSubmission", "TestKey"]
 
 
-def _writable(path: Path) -> sqlite3.Connection:
+def _opened(db: Database, where: str, read_only: bool) -> Database:
+    """Check the format of an opened gradebook (made afresh when empty, unless `read_only`)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        blocked = path.parent.exists() and not path.parent.is_dir()
-        what = "exists and is not a folder" if blocked else f"cannot make the output folder: {err.strerror or err}"
-        raise QkvError(str(path.parent), what) from None
-    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        made = db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        if made and version != FORMAT:
-            db.close()
-            raise QkvError(str(path), f"a gradebook of format {version}, this qkv writes format {FORMAT};"
-                                      " choose another --out")
-        db.executescript(SCHEMA)
-    except sqlite3.Error as err:
-        db.close()
-        raise QkvError(str(path), f"not a gradebook qkv can use ({err}); choose another --out") from None
-    return db
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as err:
-        raise QkvError(str(path), f"cannot open the gradebook: {err}") from None
-    try:
-        db.execute("SELECT key, value FROM meta").fetchall()
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as err:
-        db.close()
-        raise QkvError(str(path), f"not a gradebook qkv can read ({err})") from None
-    if version != FORMAT:
-        db.close()
-        raise QkvError(str(path), f"a gradebook of format {version}, this qkv reads format {FORMAT}: grade the class "
+        made, version = db.format()
+        if made and version != FORMAT and read_only:
+            raise QkvError(where, f"a gradebook of format {version}, this qkv reads format {FORMAT}: grade the class "
                                   "again into another --out")
+        if made and version != FORMAT:
+            raise QkvError(where, f"a gradebook of format {version}, this qkv writes format {FORMAT}; choose another"
+                                  " --out")
+        if read_only:
+            if not made:
+                raise QkvError(where, "not a gradebook qkv can read (no tables)")
+            db.execute("SELECT key, value FROM meta").fetchall()
+        else:
+            db.script(SCHEMA)
+            db.set_format(FORMAT)
+    except QkvError:
+        db.close()
+        raise
+    except database_errors() as err:
+        db.close()
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise QkvError(where, f"not a gradebook qkv can use ({first}); choose another --out") from None
     return db
 
 
-class Gradebook(Writes, Reads, Analysis):
-    """One gradebook file; `read_only` for the commands that only read grades (nothing is created or changed)."""
+class Gradebook(Writes, Attempts, Reads, Analysis):
+    """One assignment's gradebook: a file (`where` a Path) or a schema of a PostgreSQL database (`where` its URL,
+    `assignment` naming the schema); `read_only` for the commands that only read grades (nothing is made)."""
 
-    def __init__(self, path: Path, read_only: bool = False):
-        self.path = path
-        self._db = _read_only(path) if read_only else _writable(path)
+    def __init__(self, where: Union[Path, str], read_only: bool = False, assignment: Optional[str] = None):
+        if isinstance(where, str) and is_postgres(where):
+            self.path: Union[Path, str] = shown_url(where)
+            self._db = _opened(open_postgres(where, schema_name(assignment or "")), self.path, read_only)
+        else:
+            self.path = Path(where)
+            self._db = _opened(open_sqlite(self.path, read_only), str(self.path), read_only)
 
     def close(self) -> None:
         self._db.close()

@@ -9,11 +9,11 @@ otherwise each test's scores come packed per test (grading id, score, ...).
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, Optional
 
 import numpy as np
 
+from autograder.grade.gradebook.database import Database
 from autograder.grade.gradebook.reads import LATEST
 from autograder.grade.gradebook.records import LatestGrading, MistakeHit, ScoreTable
 
@@ -29,7 +29,7 @@ def _answers(text: str) -> dict[str, Any]:
 
 
 class Analysis:
-    _db: sqlite3.Connection
+    _db: Database
 
     def latest_scores(self) -> ScoreTable:
         """The test scores of each student's latest grading that ran, and how many latest gradings did not."""
@@ -76,7 +76,7 @@ class Analysis:
 
     def latest_graded_count(self) -> int:
         """How many students' latest grading ran."""
-        return self._db.execute(f"SELECT COUNT(*) FROM ({LATEST_GRADED})").fetchone()[0]
+        return self._db.execute(f"SELECT COUNT(*) FROM ({LATEST_GRADED}) AS latest").fetchone()[0]
 
     def latest_mistakes(self) -> list[MistakeHit]:
         """Every test of the latest gradings that ran whose failure matched a named mistake, by grading."""

@@ -7,15 +7,15 @@ without a sort. Lists of ids or students go in chunks of 500, under SQLite's lim
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
+from autograder.grade.gradebook.database import Database
 from autograder.grade.gradebook.records import (Grading, HandIn, LateEntry, LateRules, RosterEntry, StoredSubmission,
                                                 TestKey, moment)
 from autograder.results import SubmissionResult
 
-LATEST = "SELECT MAX(id) FROM gradings GROUP BY student"  # each student's latest grading
+LATEST = "SELECT grading FROM counted"  # each student's grading that counts (`qkv grade`: the latest)
 CHUNK = 500
 _GRADING = "id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at, time_source"
 
@@ -25,7 +25,7 @@ def _marks(values: list) -> str:
 
 
 class Reads:
-    _db: sqlite3.Connection
+    _db: Database
 
     # ------------------------------------------------------------------ grading
 
@@ -73,7 +73,7 @@ class Reads:
             chunk = wanted[start:start + CHUNK]
             ids = [r[0] for r in self._db.execute(
                 "SELECT id FROM (SELECT id, student, ROW_NUMBER() OVER (PARTITION BY student ORDER BY id DESC) AS n "
-                f"FROM gradings WHERE student IN ({_marks(chunk)})) WHERE n <= 2", chunk).fetchall()]
+                f"FROM gradings WHERE student IN ({_marks(chunk)})) AS ranked WHERE n <= 2", chunk).fetchall()]
             if ids:
                 for grading in self._gradings(f"id IN ({_marks(ids)})", tuple(ids)):
                     out.setdefault(grading.student, []).append(grading)
@@ -86,6 +86,11 @@ class Reads:
         return [StoredSubmission(student, status, score, max_score, json.loads(result))
                 for student, status, score, max_score, result in self._db.execute(
                     "SELECT student, status, score, max_score, result FROM submissions ORDER BY student")]
+
+    def grading_result(self, grading: int) -> Optional[tuple[SubmissionResult, str]]:
+        """One grading's whole result and the isolation it ran under, or None."""
+        row = self._db.execute("SELECT result, isolation FROM gradings WHERE id = ?", (grading,)).fetchone()
+        return (SubmissionResult.from_json(json.loads(row[0])), row[1]) if row else None
 
     # ------------------------------------------------------------------ the class
 

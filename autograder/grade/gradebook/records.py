@@ -8,6 +8,7 @@ classroom/classbook.py, which may import this layer, not the other way round.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional
 
@@ -19,6 +20,13 @@ TestKey = tuple[str, str]  # (problem id, test name)
 def moment(text: Optional[str]) -> Optional[dt.datetime]:
     """A time the gradebook stores as ISO 8601 text, or None."""
     return dt.datetime.fromisoformat(text) if text else None
+
+
+class Counting(enum.Enum):
+    """Which of a student's attempts counts (the manifest's `serve.counts`)."""
+
+    LATEST = "latest"
+    BEST = "best"
 
 
 @dataclass(frozen=True)
@@ -142,3 +150,45 @@ class LateRules:
 
     due: Optional[str] = None
     late: Optional[dict[str, Any]] = None
+
+
+class AttemptState(enum.Enum):
+    """An attempt's life: accepted and waiting, taken by a grader (who renews its claim), graded once."""
+
+    QUEUED = "queued"
+    GRADING = "grading"
+    GRADED = "graded"
+
+
+@dataclass(frozen=True)
+class NewAttempt:
+    """A file `qkv serve` accepted, to be stored before the student is answered."""
+
+    id: str  # unguessable: the service's pages and files are named by it
+    student: str
+    received_at: float  # seconds since the epoch, the server's clock
+    filename: str  # cleaned: a plain name ending .py or .ipynb
+    digest: str
+    body: bytes
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An attempt as the service shows it; the score fields are set once it is graded."""
+
+    id: str
+    student: str
+    received_at: float
+    filename: str
+    digest: str
+    state: AttemptState
+    grading: Optional[int] = None
+    status: Optional[str] = None
+    score: Optional[float] = None
+    max_score: Optional[float] = None
+    final: Optional[float] = None
+    counted: bool = False
+
+    @property
+    def received(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.received_at, dt.timezone.utc)

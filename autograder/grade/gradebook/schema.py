@@ -1,4 +1,9 @@
-"""The gradebook's tables and its format, the number in `PRAGMA user_version`.
+"""The gradebook's tables and its format number (SQLite's `PRAGMA user_version`, a table in PostgreSQL).
+
+Written in SQLite's words; database.py turns them into PostgreSQL's. `gradings` keeps every grading
+whole (its result as JSON, the final score after any late penalty, the attempt it graded); `counted`
+names the one grading per student that counts, and `submissions` is that grading as a row. `attempts`
+holds what `qkv serve` accepted, the file itself included, until and after it is graded.
 
 A gradebook of another format is refused, never migrated in place: grading the class again into a
 new folder makes one of this format, and `make demo` grades afresh each time.
@@ -7,11 +12,12 @@ new folder makes one of this format, and `make demo` grades afresh each time.
 from __future__ import annotations
 
 # 1 kept each latest grading's tests a second time; 2 kept no LMS LATE marker with a grading and no late
-# policy beside the class, so `qkv history` could not say a grading's final score
-FORMAT = 3
+# policy beside the class, so `qkv history` could not say a grading's final score; 3 kept only the latest
+# grading's whole result and no attempts, so `qkv serve` could show no earlier attempt and count no best one
+FORMAT = 4
 GRADEBOOK_FILE = "gradebook.sqlite"
 
-SCHEMA = f"""
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS gradings (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -27,7 +33,10 @@ CREATE TABLE IF NOT EXISTS gradings (
     submitted_at TEXT,
     time_source  TEXT NOT NULL,
     late_marked  INTEGER NOT NULL,
-    answers      TEXT NOT NULL
+    answers      TEXT NOT NULL,
+    result       TEXT NOT NULL,
+    attempt      TEXT,
+    final        REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS gradings_by_student ON gradings (student, id);
 CREATE TABLE IF NOT EXISTS grading_tests (
@@ -41,17 +50,14 @@ CREATE TABLE IF NOT EXISTS grading_tests (
     misconception TEXT,
     PRIMARY KEY (grading, problem, test)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS submissions (
-    student    TEXT PRIMARY KEY,
-    digest     TEXT NOT NULL,
-    graded_at  REAL NOT NULL,
-    status     TEXT NOT NULL,
-    score      REAL NOT NULL,
-    max_score  REAL NOT NULL,
-    isolation  TEXT NOT NULL,
-    result     TEXT NOT NULL,
-    grading    INTEGER NOT NULL REFERENCES gradings(id)
+CREATE TABLE IF NOT EXISTS counted (
+    student TEXT PRIMARY KEY,
+    grading INTEGER NOT NULL REFERENCES gradings(id)
 );
+CREATE VIEW IF NOT EXISTS submissions (student, digest, graded_at, status, score, max_score, isolation, result,
+                                       grading) AS
+    SELECT g.student, g.digest, g.graded_at, g.status, g.score, g.max_score, g.isolation, g.result, g.id
+    FROM counted AS c JOIN gradings AS g ON g.id = c.grading;
 CREATE VIEW IF NOT EXISTS test_scores (student, problem, test, score, max_score) AS
     SELECT s.student, t.problem, t.test, t.score, t.max_score
     FROM submissions AS s JOIN grading_tests AS t ON t.grading = s.grading;
@@ -65,5 +71,17 @@ CREATE TABLE IF NOT EXISTS class_late (
     raw REAL NOT NULL, penalty REAL NOT NULL, final REAL NOT NULL, max_score REAL NOT NULL, rule TEXT NOT NULL,
     extension TEXT NOT NULL
 );
-PRAGMA user_version = {FORMAT};
+CREATE TABLE IF NOT EXISTS attempts (
+    id          TEXT PRIMARY KEY,
+    student     TEXT NOT NULL,
+    received_at REAL NOT NULL,
+    filename    TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    body        BLOB NOT NULL,
+    state       TEXT NOT NULL,
+    claimed_at  REAL,
+    grading     INTEGER REFERENCES gradings(id)
+);
+CREATE INDEX IF NOT EXISTS attempts_by_student ON attempts (student, received_at);
+CREATE INDEX IF NOT EXISTS attempts_by_state ON attempts (state, received_at);
 """

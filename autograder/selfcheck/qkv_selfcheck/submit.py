@@ -24,7 +24,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from .data import HERE, UsageError
 from .reporting import say
@@ -93,6 +93,9 @@ def submit(parser: argparse.ArgumentParser, args: argparse.Namespace, data: Dict
     except Failure as failure:
         print(_redact(f"qkv_check: {failure}", link), file=sys.stderr)
         return failure.code
+    except Exception as err:  # noqa: BLE001 (a traceback could show the token; this line cannot)
+        print(_redact(f"qkv_check: --submit stopped: {type(err).__name__}: {err}", link), file=sys.stderr)
+        return UNREACHABLE
 
 
 def find_link(file: Path, default_assignment: str) -> Link:
@@ -236,7 +239,7 @@ def _call(link: Link, method: str, path: str, body: Optional[bytes], seconds: fl
 def _opener(link: Link) -> urllib.request.OpenerDirector:
     # loopback never goes through a proxy (http_proxy would see the token in clear)
     proxies = [urllib.request.ProxyHandler({})] if _loopback(link) else []
-    return urllib.request.build_opener(_EveryReply, *proxies)
+    return urllib.request.build_opener(*_HANDLERS, *proxies)
 
 
 class _EveryReply(urllib.request.HTTPErrorProcessor):
@@ -247,6 +250,39 @@ class _EveryReply(urllib.request.HTTPErrorProcessor):
         return response
 
     https_response = http_response
+
+
+class _HearsRefusals:
+    """A connection that reads the answer of a server that stopped reading the request: the service refuses a body
+    over its limit before reading it and closes, and its answer says why (the file is too large) where the broken
+    pipe of the sending would not. A server that went away has no answer either, and that is said then."""
+
+    def send(self, data: Any) -> None:
+        try:
+            super().send(data)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class _HTTPConnection(_HearsRefusals, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, request: Any) -> Any:
+        return self.do_open(_HTTPConnection, request)
+
+
+_HANDLERS: List[type] = [_EveryReply, _HTTPHandler]
+if hasattr(http.client, "HTTPSConnection"):  # a Python built without ssl still checks offline, and says why not here
+    class _HTTPSConnection(_HearsRefusals, http.client.HTTPSConnection):
+        pass
+
+    class _HTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, request: Any) -> Any:  # the default context: certificates and host names checked
+            return self.do_open(_HTTPSConnection, request)
+
+    _HANDLERS.append(_HTTPSHandler)
 
 
 def _read_bounded(response: Any, link: Link, deadline: float) -> bytes:

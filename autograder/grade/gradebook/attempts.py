@@ -1,0 +1,104 @@
+"""The attempts `qkv serve` accepted: stored whole before the student is answered, claimed by one grader at
+a time, graded exactly once (writes.py's `record` marks an attempt graded in the grading's transaction).
+
+A grader renews its claims while it grades; a claim not renewed for `stale` seconds (its process was
+killed) is taken again by the next grader, so a restart, or another web process, grades what was
+accepted and never graded, and a grading that lost its claim is refused at `record`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from autograder.grade.gradebook.database import Database
+from autograder.grade.gradebook.records import Attempt, AttemptState, NewAttempt
+
+_SHOWN = ("a.id, a.student, a.received_at, a.filename, a.digest, a.state, a.grading, g.status, g.score, g.max_score,"
+          " g.final, (SELECT COUNT(*) FROM counted AS c WHERE c.grading = a.grading)")
+_JOINED = "FROM attempts AS a LEFT JOIN gradings AS g ON g.id = a.grading"
+
+
+def _attempt(row: Sequence) -> Attempt:
+    return Attempt(row[0], row[1], row[2], row[3], row[4], AttemptState(row[5]), row[6], row[7], row[8], row[9],
+                   row[10], bool(row[11]))
+
+
+class Attempts:
+    _db: Database
+
+    def accept(self, new: NewAttempt, most: int, most_per_hour: int) -> Optional[str]:
+        """Store an accepted attempt, its file included, in one transaction, unless the student has made `most`
+        attempts, or `most_per_hour` in the hour before it: then the reason, and nothing is stored. The count
+        and the insert are one transaction, so attempts sent at once cannot pass the limit together."""
+        with self._db.write():
+            hour, made = self.attempt_counts(new.student, new.received_at - 3600)
+            if made >= most:
+                return f"you have made all {most} attempts this assignment allows"
+            if hour >= most_per_hour:
+                return f"you have made {hour} attempts in the last hour, the most it allows; try again later"
+            self._db.execute("INSERT INTO attempts (id, student, received_at, filename, digest, body, state)"
+                             " VALUES (?, ?, ?, ?, ?, ?, ?)", (new.id, new.student, new.received_at, new.filename,
+                                                               new.digest, new.body, AttemptState.QUEUED.value))
+        return None
+
+    def requeue_claimed(self) -> int:
+        """Queue again every attempt a grader had taken: for the one process that serves a SQLite gradebook,
+        whose graders cannot still be running when it starts."""
+        with self._db.write():
+            found = self._db.execute("SELECT COUNT(*) FROM attempts WHERE state = 'grading'").fetchone()[0]
+            self._db.execute("UPDATE attempts SET state = 'queued', claimed_at = NULL WHERE state = 'grading'")
+        return int(found)
+
+    def attempt(self, attempt_id: str) -> Optional[Attempt]:
+        row = self._db.execute(f"SELECT {_SHOWN} {_JOINED} WHERE a.id = ?", (attempt_id,)).fetchone()
+        return _attempt(row) if row else None
+
+    def attempt_body(self, attempt_id: str) -> bytes:
+        row = self._db.execute("SELECT body FROM attempts WHERE id = ?", (attempt_id,)).fetchone()
+        return bytes(row[0]) if row else b""
+
+    def attempts_of(self, student: str) -> list[Attempt]:
+        """A student's attempts, newest first."""
+        return [_attempt(r) for r in self._db.execute(
+            f"SELECT {_SHOWN} {_JOINED} WHERE a.student = ? ORDER BY a.received_at DESC, a.id", (student,))]
+
+    def attempt_counts(self, student: str, since: float) -> tuple[int, int]:
+        """How many attempts a student has made since `since`, and in all."""
+        row = self._db.execute("SELECT COUNT(CASE WHEN received_at >= ? THEN 1 END), COUNT(*) FROM attempts"
+                               " WHERE student = ?", (since, student)).fetchone()
+        return int(row[0]), int(row[1])
+
+    def attempt_totals(self) -> dict[str, tuple[int, int]]:
+        """By student: attempts made, and those not graded yet."""
+        return {student: (int(made), int(waiting)) for student, made, waiting in self._db.execute(
+            "SELECT student, COUNT(*), COUNT(CASE WHEN state <> 'graded' THEN 1 END) FROM attempts GROUP BY student")}
+
+    def claim(self, now: float, stale: float) -> Optional[Attempt]:
+        """Take the oldest attempt waiting to be graded (or whose claim went stale), or None."""
+        with self._db.write():
+            row = self._db.execute(
+                "SELECT id FROM attempts WHERE state = 'queued' OR (state = 'grading' AND claimed_at < ?)"
+                " ORDER BY received_at, id LIMIT 1", (now - stale,)).fetchone()
+            if row is None:
+                return None
+            self._db.execute("UPDATE attempts SET state = 'grading', claimed_at = ? WHERE id = ?", (now, row[0]))
+        return self.attempt(row[0])
+
+    def renew_claims(self, attempt_ids: Sequence[str], now: float) -> None:
+        if attempt_ids:
+            with self._db.write():
+                self._db.executemany("UPDATE attempts SET claimed_at = ? WHERE id = ? AND state = 'grading'",
+                                     [(now, a) for a in attempt_ids])
+
+    def regrade_attempts(self, student: Optional[str] = None) -> int:
+        """Queue again every graded attempt (one student's, or everyone's), so the counted one is chosen again
+        from new gradings; returns how many."""
+        where, args = ("", ()) if student is None else (" AND student = ?", (student,))
+        with self._db.write():
+            found = self._db.execute(f"SELECT COUNT(*) FROM attempts WHERE state = 'graded'{where}", args).fetchone()
+            self._db.execute(f"UPDATE attempts SET state = 'queued', claimed_at = NULL WHERE state = 'graded'{where}",
+                             args)
+        return int(found[0])
+
+    def waiting(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM attempts WHERE state <> 'graded'").fetchone()[0])

@@ -1,0 +1,19 @@
+"""The service (`qkv serve`): students hand in from a browser or the release and see their score at once.
+
+Takes built assignments (dist/NAME/: the grading bundle and the release), the roster, and a database
+(a folder of SQLite files by default, or a PostgreSQL URL); gives a web app (Starlette on uvicorn)
+whose pages are rendered on the server and work without JavaScript.
+
+- course.py: which assignments are served, from where, with which limits (the manifest's `serve`).
+- handin.py: one upload checked and stored as an attempt (or refused in one sentence), the same for the
+  browser and `qkv_check.py --submit`.
+- grader.py: background graders that claim attempts, grade them on the same route `qkv grade` uses and
+  record each exactly once, with the late policy `qkv grade` applies.
+- guard.py: the trust boundary of HTTP: bounded bodies and headers, security headers, sessions, CSRF,
+  sign-in rate limits, cleaned file names.
+- web.py and pages.py: the routes and the pages; instructors' views call the classroom code the CLI calls.
+- command.py: `qkv serve` and `qkv tokens`.
+
+Nothing accepted is lost: an attempt is in the gradebook (file included) before the student is
+answered, and a restarted server grades every attempt accepted and not graded, once.
+"""

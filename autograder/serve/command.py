@@ -1,0 +1,188 @@
+"""`qkv serve` and `qkv tokens`: the service's two commands, added to the CLI's group (cli.py).
+
+The web stack (Starlette, uvicorn) is imported only when `qkv serve` runs, so every other command
+starts as fast as before and works where the serve extra is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from autograder import extras
+from autograder.errors import QkvError
+
+
+
+def _store(db: Optional[str]):
+    from autograder.course.find import find_course
+    from autograder.serve.course import parse_store
+
+    store = parse_store(db) if db else find_course().output("grades", "serve")
+    if isinstance(store, Path) and not store.exists():
+        try:
+            store.mkdir(mode=0o700, parents=True)  # it holds every student's files and the token hashes
+        except OSError as err:
+            raise QkvError(str(store), f"cannot make the folder: {err.strerror or err}") from None
+    return store
+
+
+def _roster(given: Optional[Path]):
+    from autograder.classroom.roster import load_roster
+    from autograder.course.find import find_course
+
+    path, which = find_course().grading_roster(given)
+    return (load_roster(path) if path else None), which
+
+
+@click.command()
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on (behind a TLS proxy: 127.0.0.1)")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE", help="roster CSV (default: the course's)")
+@click.option("--db", metavar="FOLDER|URL",
+              help="a folder of SQLite gradebooks (default: grades/serve) or postgresql://USER@HOST/DATABASE")
+@click.option("--cluster", metavar="ADDRESS", help="grade on a Dask cluster, as qkv grade --cluster")
+@click.option("--jobs", type=click.IntRange(1, 256), help="attempts graded at once (default: CPU cores)")
+@click.option("--isolation", type=click.Choice(["require", "allow-rlimits", "bwrap", "rlimits"]),
+              help="override the manifests' isolation policy (as qkv grade)")
+@click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (set it when a TLS proxy is in front)")
+@click.option("--proxy", is_flag=True,
+              help="a reverse proxy on this machine sets X-Forwarded-For: trust it from 127.0.0.1 (else it is ignored)")
+def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], db: Optional[str],
+          cluster: Optional[str], jobs: Optional[int], isolation: Optional[str], secure_cookies: bool,
+          proxy: bool) -> None:
+    """Serve NAME's built assignments: students sign in with their token, hand in and see their score at once."""
+    extras.require("serve", "qkv serve")
+    import uvicorn
+
+    from autograder.course.find import find_course
+    from autograder.grade.route import open_route
+    from autograder.serve.course import open_accounts, open_gradebook, served_assignment
+    from autograder.serve.grader import Grader
+    from autograder.serve.guard import HEADER_BYTES
+    from autograder.serve.instructor import settle_class
+    from autograder.serve.web import ServiceState, make_app
+
+    course = find_course()
+    assignments = {name: served_assignment(name, course.output("dist", name)) for name in names}
+    class_roster, which = _roster(roster)
+    store = _store(db)
+    books, notes = {}, {}
+    for name, a in assignments.items():
+        books[name], note = open_gradebook(store, a)
+        if note:
+            notes[name] = note
+        if isinstance(store, Path):
+            books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
+        settle_class(a, books[name], class_roster)
+    state = ServiceState(assignments, books, open_accounts(store), class_roster, secure_cookies=secure_cookies,
+                         notes=notes)
+    protect = tuple(a.bundle_dir for a in assignments.values()) + ((store,) if isinstance(store, Path) else ()) \
+        + (() if course.bundled else (course.root,))
+
+    def report(line: str) -> None:
+        click.echo(f"qkv serve: {line}", err=True)
+
+    for name, a in assignments.items():
+        limits = a.bundle.limits
+
+        def route(a=a, limits=limits):
+            return open_route(a.bundle, a.bundle_dir, jobs, limits, isolation or a.bundle.isolation, cluster,
+                              protect=protect)
+        state.graders[name] = Grader(a, books[name], class_roster, route, jobs or os.cpu_count() or 1, report)
+        state.graders[name].start()
+    click.echo(f"{which}", err=True)
+    for note in notes.values():
+        click.echo(f"note: {note}", err=True)
+    where = store if isinstance(store, str) else f"{store}/NAME/gradebook.sqlite"
+    click.echo(f"serving {', '.join(names)} on http://{host}:{port}/ (gradebook: {where}); students sign in with "
+               f"the links `qkv tokens {names[0]} --out tokens.csv` writes", err=True)
+    try:
+        uvicorn.run(make_app(state), host=host, port=port, log_level="warning", access_log=False,
+                    h11_max_incomplete_event_size=HEADER_BYTES, timeout_keep_alive=5, limit_concurrency=500,
+                    # without a proxy, any local user could name another address and dodge the sign-in limits
+                    proxy_headers=proxy, forwarded_allow_ips="127.0.0.1" if proxy else "")
+    finally:
+        for grader in state.graders.values():
+            grader.stop()
+        for book in books.values():
+            book.close()
+        state.accounts.close()
+
+
+@click.command()
+@click.argument("name")
+@click.option("--out", type=click.Path(path_type=Path), metavar="FILE",
+              help="the CSV of new tokens and sign-in links, for a mail merge (owner-only; default: tokens.csv)")
+@click.option("--roster", type=click.Path(path_type=Path), metavar="FILE", help="roster CSV (default: the course's)")
+@click.option("--db", metavar="FOLDER|URL", help="as qkv serve --db (default: grades/serve)")
+@click.option("--url", default="http://127.0.0.1:8000", show_default=True, help="the service's address, for the links")
+@click.option("--student", "students", multiple=True, metavar="ID", help="(re)issue only these students' tokens")
+@click.option("--reissue", is_flag=True, help="issue every roster student a new token (the old ones stop working)")
+@click.option("--revoke", "revoked", multiple=True, metavar="ID", help="revoke this person's token; issue nothing")
+@click.option("--staff", "staff", multiple=True, metavar="PERSON", help="issue a staff token (sees the class)")
+@click.option("--instructor", "instructors", multiple=True, metavar="PERSON",
+              help="issue an instructor token (also regrades and exports)")
+def tokens(name: str, out: Optional[Path], roster: Optional[Path], db: Optional[str], url: str,
+           students: tuple[str, ...], reissue: bool, revoked: tuple[str, ...], staff: tuple[str, ...],
+           instructors: tuple[str, ...]) -> None:
+    """Issue sign-in tokens for NAME's service from the roster: only a slow hash of each is kept."""
+    from autograder.grade.gradebook.accounts import Role
+    from autograder.report.spreadsheet import csv_text
+    from autograder.serve.course import open_accounts
+
+    store = _store(db)
+    now = time.time()
+    with open_accounts(store) as book:
+        if revoked:
+            for person in revoked:
+                click.echo(f"{person}: {book.revoke(person, now)} token(s) revoked")
+            return
+        class_roster, which = _roster(roster)
+        click.echo(which, err=True)
+        wanted: list[tuple[str, str, str, Role]] = []
+        if class_roster is not None:
+            live = book.people()
+            unknown = [s for s in students if class_roster.by_id(s) is None]
+            if unknown:
+                raise QkvError("--student", f"not on the roster: {', '.join(unknown[:5])}")
+            for s in class_roster.students:
+                if (s.id in students) or (not students and (reissue or s.id not in live)):
+                    wanted.append((s.id, s.name, s.email, Role.STUDENT))
+        elif students:
+            raise QkvError("--student", "no roster: name one with --roster FILE")
+        wanted += [(p, p, "", Role.STAFF) for p in staff] + [(p, p, "", Role.INSTRUCTOR) for p in instructors]
+        if not wanted:
+            click.echo("every roster student has a token already (--reissue gives everyone a new one)")
+            return
+        base = url.rstrip("/")
+        rows = [("id", "name", "email", "role", "token", "link")]
+        for person, full_name, email, role in wanted:
+            token = book.issue(person, role, now)
+            rows.append((person, full_name, email, role.value, token, f"{base}/signin?token={token}&next=/a/{name}"))
+    target = out or Path("tokens.csv")
+    _write_private(target, csv_text(rows).encode())
+    click.echo(f"{len(rows) - 1} token(s) issued; wrote {target} (owner-only: it holds the tokens, "
+               "which are shown nowhere else)")
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write a file only its owner can read, whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise QkvError(str(path), f"cannot write the tokens: {err.strerror or err}") from None
+
+
+__all__ = ["serve", "tokens"]

@@ -1,0 +1,125 @@
+"""The service's trust boundary, channel by channel (docs/serve.md says the same for operators):
+
+- request bodies: a declared length over the limit is refused before it is read (413), and any body is
+  read whole, up to the limit, before a route sees it (past the limit: 413); a request line and headers over
+  HEADER_BYTES are refused (431), however they arrived (h11's incomplete-event limit, set in command.py, bounds
+  only what it buffers before a request is whole);
+- file names: a plain name ending .py or .ipynb, never a path; the bytes go to the gradebook, never to
+  a path made from the name;
+- cookies: the session cookie is random, HttpOnly, SameSite=Lax, Secure behind HTTPS, and only its
+  SHA-256 is stored; a cookie the gradebook does not know is no session;
+- forms: every POST carries the session's CSRF token (the sign-in form, before any session, a token
+  that must match a cookie set with the form), compared in constant time; a cross-site Origin is refused;
+- sign-ins: failures are counted by client address and by account, and past the limit refused (429);
+- responses: a Content-Security-Policy that allows no script but the service's own file, nosniff,
+  frame-ancestors 'none', no referrer, no caching.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from typing import Any, Awaitable, Callable, Optional
+
+SESSION_COOKIE = "qkv_session"
+SIGNIN_COOKIE = "qkv_signin"
+SESSION_SECONDS = 12 * 3600
+FAILURE_WINDOW = 15 * 60
+FAILURES_ALLOWED = 10  # per client address, and per account, in the window
+FORM_BYTES = 64 * 1024  # any request that is not an upload
+HEADER_BYTES = 16 * 1024  # the most a request line and its headers may take
+
+# connect-src: the refresh script fetches its own page again (templates/refresh.js)
+CSP = ("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+           (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,99}")
+
+ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+
+
+def clean_filename(name: str) -> tuple[Optional[str], str]:
+    """(the name to keep, '') for a plain .py or .ipynb file name; (None, why) for anything else."""
+    if not name:
+        return None, "the upload has no file name"
+    if "/" in name or "\\" in name or "\x00" in name or name.startswith("."):
+        return None, "the file name is a path; upload the file itself (a name like attention_numpy.py)"
+    if not _PLAIN_NAME.fullmatch(name):
+        return None, "the file name holds characters other than letters, digits, '.', '_', '-' and spaces"
+    if not name.lower().endswith((".py", ".ipynb")):
+        return None, "only a .py or .ipynb file can be graded"
+    return name, ""
+
+
+def same_token(given: Any, expected: str) -> bool:
+    return isinstance(given, str) and bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def upload_limit(path: str, upload_bytes: int) -> int:
+    """The most body bytes a request to `path` may send: an upload's file and its form, else a form's."""
+    return upload_bytes + FORM_BYTES if path.endswith("/attempts") else FORM_BYTES
+
+
+class Guard:
+    """ASGI middleware: security headers on every response, and bounded request headers and bodies."""
+
+    def __init__(self, app: ASGIApp, limit: Callable[[str], int]):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
+                       send: Callable[[dict], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit(scope.get("path", ""))
+
+        async def send_guarded(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message = dict(message, headers=[*message.get("headers", []), *HEADERS])
+            await send(message)
+
+        async def refuse(status: int, text: str) -> None:
+            await send_guarded({"type": "http.response.start", "status": status,
+                                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                            (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": text.encode()})
+
+        head = len(scope.get("raw_path") or b"") + len(scope.get("query_string", b"")) \
+            + sum(len(name) + len(value) + 4 for name, value in scope.get("headers", []))
+        if head > HEADER_BYTES:
+            await refuse(431, f"the request's headers are larger than {HEADER_BYTES:,} bytes")
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                await refuse(400, "a Content-Length that is not a number")
+                return
+            if int(declared) > limit:
+                await refuse(413, f"the request is larger than {limit:,} bytes")
+                return
+        # the body is read here, whole and bounded, before the app sees any of it: a body over the limit
+        # (declared or not) is refused before the app starts, so no half-read form reaches a route
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > limit:
+                await refuse(413, f"the request is larger than {limit:,} bytes")
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send_guarded)

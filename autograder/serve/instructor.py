@@ -1,0 +1,102 @@
+"""What the service shows from a gradebook, through the code the CLI uses: a feedback page (report/), the
+class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py),
+and the late outcomes kept beside the grades so that those exports apply the late policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from autograder.classroom import classbook
+from autograder.classroom.deadlines import LateOutcome
+from autograder.classroom.grades_export import FORMATS, export_files, grade_column, grade_lines
+from autograder.classroom.roster import Roster
+from autograder.classroom.stats_page import class_report
+from autograder.grade.gradebook import Gradebook
+from autograder.grade.gradebook.records import Attempt
+from autograder.report.feedback import feedback_html
+from autograder.results import SubmissionResult
+from autograder.routes.class_grading import late_outcome
+from autograder.serve.course import ServedAssignment
+from autograder.serve.pages import Refusal
+
+TIME_SOURCE = "received by qkv serve"
+
+
+def attempt_late(a: ServedAssignment, roster: Optional[Roster], result: SubmissionResult,
+                 attempt: Attempt) -> Optional[LateOutcome]:
+    """The late policy applied to an attempt, as `qkv grade` applies it, at the time the server received it."""
+    return late_outcome(a.policy, roster, result, attempt.received, TIME_SOURCE, False) if a.bundle.due else None
+
+
+def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt) -> str:
+    graded = book.grading_result(attempt.grading) if attempt.grading else None
+    if graded is None:
+        return ""
+    result, isolation = graded
+    return feedback_html(result, a.bundle.title, a.bundle.due, isolation, attempt_late(a, roster, result, attempt),
+                         a.bundle)
+
+
+def settle_student(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], student: str) -> None:
+    """Keep the late outcome of the student's counted attempt beside the grades (the exports read it)."""
+    counted = next((t for t in book.attempts_of(student) if t.counted and t.grading), None)
+    graded = book.grading_result(counted.grading) if counted and counted.grading else None
+    outcome = attempt_late(a, roster, graded[0], counted) if graded and counted else None
+    if outcome is not None:
+        book.store_late(classbook.late_entry(student, outcome))
+
+
+def settle_class(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -> None:
+    """At start: the class (title, roster, late policy) and every counted attempt's late outcome."""
+    late: dict[str, LateOutcome] = {}
+    for student in book.attempt_totals():
+        counted = next((t for t in book.attempts_of(student) if t.counted and t.grading), None)
+        graded = book.grading_result(counted.grading) if counted and counted.grading else None
+        outcome = attempt_late(a, roster, graded[0], counted) if graded and counted else None
+        if outcome is not None:
+            late[student] = outcome
+    classbook.store_class(book, roster, late, a.bundle.title, a.bundle.due, a.bundle.late)
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    student: str
+    name: str
+    made: int
+    waiting: int
+    score: Optional[float]
+    max_score: Optional[float]
+    final: Optional[float]
+
+
+def class_rows(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -> list[ClassRow]:
+    """One row per roster student and per student with attempts: the grade lines the exports write."""
+    totals = book.attempt_totals()
+    lines, _ = grade_lines(book, roster)
+    rows = [ClassRow(line.student, line.name, *totals.get(line.student, (0, 0)),
+                     line.raw, line.max_score, line.final) for line in lines]
+    listed = {r.student for r in rows}
+    rows += [ClassRow(student, "", made, waiting, None, None, None)
+             for student, (made, waiting) in sorted(totals.items()) if student not in listed]
+    return rows
+
+
+def stats_page(a: ServedAssignment, book: Gradebook) -> str:
+    return class_report(book, a.bundle, a.name, a.name)[1]
+
+
+def export(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], fmt: str) -> tuple[str, bytes]:
+    """(a file name, the LMS import file) as `qkv export-grades --format FMT` writes it."""
+    from autograder.assemble.manifest import lms_links
+    from autograder.course.find import find_course
+
+    if fmt not in FORMATS:
+        raise Refusal(404, f"no export format {fmt!r}: choose {', '.join(FORMATS)}", "Not found")
+    column = grade_column(fmt, classbook.stored_title(book) or a.name,
+                          lms_links(a.name, find_course().assignments).canvas_assignment_id)
+    out = Path(f"{a.name}-{fmt}.csv")
+    files, _ = export_files(book, fmt, out, column, roster)
+    return out.name, files[out]

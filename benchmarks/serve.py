@@ -1,0 +1,402 @@
+"""Benchmark of `qkv serve` on loopback: a class handing in at once, and the same with the server killed (-9) midway.
+
+Everything runs as a user runs it: `qkv init` and `qkv build` make a course of attention-numpy (the 36 problems, its
+dates moved to the future), `qkv tokens` issues a token to each student of a generated roster, and `qkv serve` runs
+as a process of its own (its default jobs: one grading slot per core). Clients are threads of this process, each
+with its own httpx session, and take the browser's route: GET the personal link, POST the sign-in form, POST the
+upload form (multipart, with the session's CSRF token), follow the 303 to the attempt's page and read that page again
+every --poll seconds until it shows the score (a browser's script does the same every 3 s). The API route
+(`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
+
+Each student makes --attempts attempts, one after the other (each waits for its score, as a student reads it before
+handing in again), each file one of the bundled samples (all the .py ones but the hostile one, whose loop would
+measure the time limit) taken in turn and ending with a comment naming the student, so no two digests are the same.
+
+Three runs, each on a store of its own: one student alone (what grading one attempt takes when nothing waits), the
+class (--students x --attempts from --clients clients), and the class again with `kill -9` of the server once half
+the attempts were accepted and a restart on the same store; a client whose request died with the server waits for
+it, looks at its attempts as a student would (the upload may have been stored before the reply was lost) and hands
+in again only if it was not. Checked in each run, against the gradebook once the server has stopped:
+- lost: an attempt the service accepted (a 303, or found stored after a lost reply) that has no grading;
+- duplicated: an attempt with more than one grading;
+- wrong student: a score that is not the sample's (graded once by `qkv grade` as the reference), a page that lists
+  another's attempt or misses one of the student's own, another student's attempt id answering anything but 404,
+  and a stored attempt whose student is not the one its comment names.
+Figures: time from upload to score (the client's, to the poll that saw it; and the server's, received to graded)
+p50, p95 and max, and throughput. Goal: p95 under 5 s. Written to benchmarks/results/serve.json; a Markdown table
+on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results /tmp/serve.json.
+
+    .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--results FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import queue
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from grade import graded_totals, mixed_samples  # noqa: E402
+from served_course import NAME, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
+from servers import ServerProcess  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "serve.json"
+P95_GOAL_S = 5.0
+UPLOAD_NAME = "attention_numpy.py"
+RETRY_S = 300.0  # how long a client keeps trying while the server is down or swamped: a bound, not an expectation
+TIMEOUT_S = 120.0
+ALONE = (2, 3)  # students and attempts of the run with nothing waiting
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+SCORE = re.compile(r'<strong id="score">([^<]*)</strong>')
+LISTED = re.compile(rf'href="/a/{NAME}/attempts/([A-Za-z0-9_-]+)"')
+SIGNED_IN = re.compile(r"signed in as <strong>([^<]+)</strong>")
+NAMED = re.compile(rb"# student (\S+), attempt \d+\s*$")
+
+
+class Failure(Exception):
+    """A client saw something the service must not do (the run goes on; it is counted and reported)."""
+
+
+@dataclass
+class Ledger:
+    """What the clients saw, shared by their threads."""
+
+    acknowledged: dict[str, str] = field(default_factory=dict)  # attempt id -> student, answered with a 303
+    adopted: dict[str, str] = field(default_factory=dict)  # stored, though the reply was lost with the server
+    upload_to_score: list[float] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    foreign_refused: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def accepted(self) -> int:
+        with self.lock:
+            return len(self.acknowledged) + len(self.adopted)
+
+
+def request(web: httpx.Client, method: str, url: str, **kwargs) -> httpx.Response:
+    """A request that is safe to repeat, repeated while the server is away (killed, restarting)."""
+    deadline = time.monotonic() + RETRY_S
+    while True:
+        try:
+            return web.request(method, url, **kwargs)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def found(pattern: re.Pattern, text: str, what: str) -> str:
+    match = pattern.search(text)
+    if match is None:
+        raise Failure(f"no {what} on the page: {text[:300]!r}")
+    return match.group(1)
+
+
+def sign_in(web: httpx.Client, link: str) -> str:
+    """Sign in through the form the personal link opens; the session's CSRF token."""
+    form = request(web, "GET", link)
+    token = re.search(r'id="token"[^>]* value="([^"]+)"', form.text)
+    if token is None:
+        raise Failure("the sign-in form does not hold the link's token")
+    done = request(web, "POST", "/signin", data={"token": token.group(1), "csrf": found(CSRF, form.text, "CSRF"),
+                                                  "next": f"/a/{NAME}"})
+    if done.status_code != 303:
+        raise Failure(f"sign-in answered {done.status_code}")
+    return found(CSRF, request(web, "GET", f"/a/{NAME}").text, "CSRF token")
+
+
+def upload(web: httpx.Client, csrf: str, body: bytes, known: list[str]) -> tuple[str, bool]:
+    """Hand in through the form; (the attempt's id, whether its reply was lost and it was found stored)."""
+    deadline = time.monotonic() + RETRY_S
+    while time.monotonic() < deadline:
+        try:
+            sent = web.post(f"/a/{NAME}/attempts", data={"csrf": csrf},
+                            files={"file": (UPLOAD_NAME, body, "text/x-python")})
+        except httpx.TransportError:
+            # the server went away before it answered: the attempt may be stored; look, as a student would
+            new = [a for a in LISTED.findall(request(web, "GET", f"/a/{NAME}").text) if a not in known]
+            if len(new) > 1:
+                raise Failure(f"{len(new)} attempts appeared for one upload")
+            if new:
+                return new[0], True
+            continue
+        if sent.status_code != 303:
+            raise Failure(f"the upload answered {sent.status_code}: {sent.text[:300]!r}")
+        return sent.headers["location"].rsplit("/", 1)[1], False
+    raise Failure(f"no upload got through in {RETRY_S:g} s")
+
+
+def wait_for_score(web: httpx.Client, attempt: str, poll: float) -> str:
+    while True:
+        page = request(web, "GET", f"/a/{NAME}/attempts/{attempt}")
+        if page.status_code != 200:
+            raise Failure(f"the student's own attempt answered {page.status_code}")
+        score = SCORE.search(page.text)
+        if score:
+            return score.group(1)
+        time.sleep(poll)
+
+
+def one_student(base: str, row: dict, index: int, attempts: int, samples: list[str], expected: list[float],
+                poll: float, ledger: Ledger, done: dict[str, str]) -> None:
+    """One student's session: sign in, hand in `attempts` times reading each score, read the attempts back, and try
+    another student's attempt."""
+    student = row["id"]
+    with httpx.Client(base_url=base, timeout=TIMEOUT_S) as web:
+        csrf = sign_in(web, row["link"])
+        known: list[str] = []
+        for k in range(attempts):
+            sample = (index + k) % len(samples)
+            body = f"{samples[sample]}\n# student {student}, attempt {k + 1}\n".encode()
+            started = time.perf_counter()
+            attempt, adopted = upload(web, csrf, body, known)
+            with ledger.lock:
+                (ledger.adopted if adopted else ledger.acknowledged)[attempt] = student
+            known.append(attempt)
+            score = wait_for_score(web, attempt, poll)
+            with ledger.lock:
+                ledger.upload_to_score.append(time.perf_counter() - started)
+            if float(score.split("/")[0]) != expected[sample]:
+                with ledger.lock:
+                    ledger.wrong.append(f"{student}: attempt {attempt} scored {score}, sample {sample} earns "
+                                        f"{expected[sample]:g}")
+        page = request(web, "GET", f"/a/{NAME}").text
+        shown, listed = found(SIGNED_IN, page, "account"), set(LISTED.findall(page))
+        if shown != student or listed != set(known):
+            with ledger.lock:
+                ledger.wrong.append(f"{student}: the page is {shown}'s and lists {sorted(listed ^ set(known))} "
+                                    "beyond or short of the student's own")
+        with ledger.lock:
+            others = [a for a, who in done.items() if who != student]
+            done.update((a, student) for a in known)
+        if others:
+            foreign = request(web, "GET", f"/a/{NAME}/attempts/{others[index % len(others)]}")
+            with ledger.lock:
+                if foreign.status_code == 404:
+                    ledger.foreign_refused += 1
+                else:
+                    ledger.wrong.append(f"{student}: another student's attempt answered {foreign.status_code}")
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+    p95 = statistics.quantiles(ordered, n=100, method="inclusive")[94] if len(ordered) > 1 else ordered[0]
+    return {"count": len(ordered), "p50": round(statistics.median(ordered), 2), "p95": round(p95, 2),
+            "max": round(ordered[-1], 2)}
+
+
+def stored(store: Path) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
+    """The attempts table (id -> student, received_at, body) and the gradings of each attempt (graded_at, student)."""
+    db = sqlite3.connect(f"file:{store / NAME / 'gradebook.sqlite'}?mode=ro", uri=True)
+    try:
+        attempts = {a: (s, r, bytes(b)) for a, s, r, b in db.execute(
+            "SELECT id, student, received_at, body FROM attempts")}
+        gradings: dict[str, list[tuple]] = {}
+        for attempt, graded_at, student in db.execute("SELECT attempt, graded_at, student FROM gradings"
+                                                       " WHERE attempt IS NOT NULL"):
+            gradings.setdefault(attempt, []).append((graded_at, student))
+    finally:
+        db.close()
+    return attempts, gradings
+
+
+def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: float | None) -> dict:
+    attempts, gradings = stored(store)
+    seen = {**ledger.acknowledged, **ledger.adopted}
+    lost = sorted(a for a in set(seen) | set(attempts) if not gradings.get(a))
+    duplicated = sorted(a for a, g in gradings.items() if len(g) > 1)
+    wrong = list(ledger.wrong)
+    for attempt, (student, _, body) in attempts.items():
+        named = NAMED.search(body)
+        if named is None or named.group(1).decode() != student or seen.get(attempt, student) != student:
+            wrong.append(f"attempt {attempt} is stored as {student}'s")
+        if any(who != student for _, who in gradings.get(attempt, [])):
+            wrong.append(f"attempt {attempt} of {student} was graded as another's")
+    figures = {
+        "accepted": len(attempts), "acknowledged": len(ledger.acknowledged),
+        "found_stored_after_a_lost_reply": len(ledger.adopted),
+        "graded": sum(1 for a in attempts if gradings.get(a)), "lost": len(lost), "duplicated": len(duplicated),
+        "wrong_student": len(wrong), "other_students_attempts_refused": ledger.foreign_refused,
+        "client_failures": len(ledger.failures),
+        "upload_to_score_s": percentiles(ledger.upload_to_score),
+        "received_to_graded_s": percentiles([g[0][0] - attempts[a][1] for a, g in gradings.items() if a in attempts]),
+        "examples": {"lost": lost[:5], "duplicated": duplicated[:5], "wrong": wrong[:5],
+                     "failures": ledger.failures[:5]},
+    }
+    if killed_at is not None:
+        before = [a for a, (_, received, _) in attempts.items() if received < killed_at]
+        figures["accepted_before_the_kill"] = len(before)
+        figures["graded_after_the_restart"] = sum(1 for a in before if gradings.get(a)
+                                                   and gradings[a][0][0] >= restarted_at)
+        figures["graded_exactly_once"] = not lost and not duplicated
+    return figures
+
+
+def run(course: Path, store: Path, roster: Path, students: list[str], attempts: int, clients: int, poll: float,
+        samples: list[str], expected: list[float], jobs: list[str], kill: bool, everyone: bool) -> dict:
+    """One run on a store of its own: `qkv serve` started, `qkv tokens` for the roster (`everyone`) or for
+    `students`, the clients, and, with `kill`, kill -9 of the server once half the attempts are in and a restart."""
+    server = ServerProcess(serve_command(course, store, roster, *jobs), log=store.with_suffix(".log"))
+    server.start()
+    try:
+        started = time.perf_counter()
+        only = [] if everyone else [arg for s in students for arg in ("--student", s)]
+        tokens = issue_tokens(course, store, roster, server.url, store.with_suffix(".csv"), *only)
+        tokens_s = time.perf_counter() - started
+        ledger, done, work = Ledger(), {}, queue.Queue()
+        for index, student in enumerate(students):
+            work.put((index, tokens[student]))
+
+        def client() -> None:
+            while True:
+                try:
+                    index, row = work.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    one_student(server.url, row, index, attempts, samples, expected, poll, ledger, done)
+                except (Failure, httpx.HTTPError) as err:
+                    with ledger.lock:
+                        ledger.failures.append(f"{row['id']}: {type(err).__name__}: {err}")
+
+        load_before = os.getloadavg()[0]
+        started = time.perf_counter()
+        threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+        for thread in threads:
+            thread.start()
+        killed_at = restarted_at = None
+        downtime = None
+        if kill:
+            half = len(students) * attempts // 2
+            while ledger.accepted < half and any(t.is_alive() for t in threads):
+                time.sleep(0.02)
+            killed_at = time.time()
+            server.kill9()
+            server.start()
+            restarted_at = time.time()
+            downtime = restarted_at - killed_at
+        for thread in threads:
+            thread.join()
+        wall = time.perf_counter() - started
+    finally:
+        server.stop()
+    figures = checked(store, ledger, killed_at, restarted_at)
+    figures.update({"students": len(students), "attempts_each": attempts, "clients": clients,
+                    "tokens_issued_s": round(tokens_s, 1), "wall_s": round(wall, 1),
+                    "attempts_per_s": round(figures["graded"] / wall, 2),
+                    "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2)})
+    if kill:
+        figures["killed_after_accepted"] = figures.pop("accepted_before_the_kill")
+        figures["restart_s"] = round(downtime, 1)
+    return figures
+
+
+def write_roster(path: Path, count: int) -> list[str]:
+    ids = [f"b{i:04d}" for i in range(1, count + 1)]
+    lines = ["id,name,email,lms_id,section,extension"]
+    lines += [f"{s},Student {s},{s}@uni.example,{9000 + i},{'AB'[i % 2]}," for i, s in enumerate(ids)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return ids
+
+
+def expected_scores(course: Path, samples: list[str], folder: Path) -> list[float]:
+    """Each sample's score as `qkv grade` gives it: the reference the service's scores must equal."""
+    subs = folder / "samples"
+    subs.mkdir()
+    for i, text in enumerate(samples):
+        (subs / f"sample{i}.py").write_text(text, encoding="utf-8")
+    qkv(course, "grade", NAME, subs, "--out", folder / "reference")
+    totals = graded_totals(folder / "reference")
+    return [float(totals[f"sample{i}"]) for i in range(len(samples))]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--attempts", type=int, default=3, help="each student's, one after the other")
+    parser.add_argument("--clients", type=int, default=50, help="students handing in at the same time")
+    parser.add_argument("--poll", type=float, default=0.5, help="seconds between a client's looks at its attempt")
+    parser.add_argument("--jobs", type=int, help="qkv serve --jobs (default: its own, one slot per core)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="where the figures go (a trial run's "
+                        "figures are no benchmark: write them elsewhere)")
+    args = parser.parse_args(argv)
+    for name in ("students", "attempts", "clients", "jobs"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    if args.poll <= 0:
+        parser.error("--poll must be more than 0")
+    return args
+
+
+def report(figures: dict) -> str:
+    rows = ["| run | attempts | lost | duplicated | wrong student | upload to score p50 / p95 / max | per second |",
+            "|---|---|---|---|---|---|---|"]
+    for key, label in (("alone", "one student alone"), ("class", "the class"),
+                       ("kill9", "the class, kill -9 midway and a restart")):
+        f = figures[key]
+        t = f["upload_to_score_s"]
+        rows.append(f"| {label} | {f['graded']} of {f['accepted']} | {f['lost']} | {f['duplicated']} | "
+                    f"{f['wrong_student']} | {t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | "
+                    f"{f['attempts_per_s']} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+    samples = mixed_samples(SAMPLES)
+    with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-") as scratch:
+        root = Path(scratch)
+        due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
+        started = time.perf_counter()
+        course = make_course(root / "course", {"attempts": max(20, args.attempts),
+                                               "attempts_per_hour": max(6, args.attempts)}, due)
+        build_s = time.perf_counter() - started
+        expected = expected_scores(course, samples, root)
+        roster = root / "roster.csv"
+        students = write_roster(roster, args.students)
+        runs = {"alone": (students[:ALONE[0]], ALONE[1], 1, False),
+                "class": (students, args.attempts, args.clients, False),
+                "kill9": (students, args.attempts, args.clients, True)}
+        figures: dict = {"assignment": NAME, "problems": len(json.loads(
+            (course / "dist" / NAME / "autograder" / "assignment.json").read_text())["problem_order"]),
+            "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page polled",
+            "poll_s": args.poll, "server_jobs": args.jobs or os.cpu_count(), "samples": len(samples),
+            "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S}
+        for key, (who, attempts, clients, kill) in runs.items():
+            figures[key] = run(course, root / key, roster, who, attempts, clients, args.poll, samples, expected,
+                               jobs, kill, everyone=who == students)
+            print(f"{key}: {json.dumps({k: v for k, v in figures[key].items() if k != 'examples'})}", flush=True)
+    figures["p95_within_goal"] = figures["class"]["upload_to_score_s"].get("p95", float("inf")) <= P95_GOAL_S
+    figures["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(figures, indent=1) + "\n")
+    print(report(figures))
+    clean = all(figures[k][c] == 0 for k in ("alone", "class", "kill9")
+                for c in ("lost", "duplicated", "wrong_student", "client_failures"))
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

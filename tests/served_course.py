@@ -1,0 +1,84 @@
+"""A course of the caller's own served by `qkv serve`, made and run through the commands an instructor runs: `qkv init`,
+the bundled attention-numpy manifest (36 problems) with its dates moved to the future and the caller's `serve:`
+limits, `qkv build`, `qkv tokens` and the `qkv serve` command line. The browser tests and benchmarks/serve.py use it,
+and so, through the `served_numpy` fixture (one such course per test run), every other test that serves attention-numpy.
+
+The dates move with the clock because the bundled manifest's are fixed: past its `last` date every upload would be
+refused, and a test or benchmark that worked in the term would fail after it.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+
+from autograder.serve.course import ServedAssignment, served_assignment
+
+ROOT = Path(__file__).resolve().parents[1]
+QKV = Path(sys.executable).with_name("qkv")  # the installed command, run as a user would
+NAME = "attention-numpy"
+SAMPLES = ROOT / "examples" / "submissions" / NAME
+ROSTER = ROOT / "examples" / "canvas" / "roster.csv"
+COMMAND_S = 900  # a bound on one command on a loaded two-core machine (a build takes about 30 s on a quiet one)
+
+
+def qkv(course: Path, *args: object) -> str:
+    """Run `qkv --course COURSE ARGS...`; its stdout, or an AssertionError with what it said."""
+    done = subprocess.run([str(QKV), "--course", str(course), *map(str, args)], capture_output=True, text=True,
+                          timeout=COMMAND_S, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"qkv {' '.join(map(str, args))} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7, grading: dict | None = None) -> Path:
+    """`qkv init FOLDER`, attention-numpy due at `due` (the late policy's last date `last_days` after), with `serve`
+    (and `grading`, when given) as its manifest's `serve:` (`grading:`), built; returns the course folder."""
+    done = subprocess.run([str(QKV), "init", str(folder)], capture_output=True, text=True, timeout=COMMAND_S,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    manifest = yaml.safe_load((ROOT / "assignments" / f"{NAME}.yaml").read_text(encoding="utf-8"))
+    manifest["due"] = due.isoformat()
+    if manifest.get("late"):
+        manifest["late"]["last"] = (due + dt.timedelta(days=last_days)).isoformat()
+    manifest["serve"] = serve
+    if grading is not None:
+        manifest["grading"] = grading
+    (folder / "assignments" / f"{NAME}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    qkv(folder, "build", NAME)
+    return folder
+
+
+@dataclass
+class ServedCourse:
+    """A course made by make_course, and its attention-numpy as `qkv serve` reads it from the build."""
+
+    folder: Path
+
+    @property
+    def dist(self) -> Path:
+        return self.folder / "dist" / NAME
+
+    @cached_property
+    def assignment(self) -> ServedAssignment:
+        return served_assignment(NAME, self.dist)
+
+
+def issue_tokens(course: Path, store: Path, roster: Path, url: str, out: Path, *extra: str) -> dict[str, dict]:
+    """`qkv tokens` for the roster (and `extra`, e.g. --instructor NAME): the CSV's rows by person."""
+    qkv(course, "tokens", NAME, "--roster", roster, "--db", store, "--url", url, "--out", out, *extra)
+    with open(out, newline="", encoding="utf-8") as handle:
+        return {row["id"]: row for row in csv.DictReader(handle)}
+
+
+def serve_command(course: Path, store: Path, roster: Path, *extra: str) -> Callable[[int], Sequence[str]]:
+    """The `qkv serve` command line on a port, for ServerProcess."""
+    return lambda port: [str(QKV), "--course", str(course), "serve", NAME, "--roster", str(roster), "--db",
+                         str(store), "--port", str(port), *extra]
