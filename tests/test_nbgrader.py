@@ -113,7 +113,7 @@ def mistake_source(problem: ImplementProblem, mutant_ref: str, track: str) -> st
     """A student's function built from a bank misconception (NumPy); on the torch track wrapped
     to take and return tensors. None when it needs our `solutions` package, which students lack."""
     body = "\n".join(line for line in solution_body(resolve(mutant_ref)).splitlines()
-                     if not re.match(r"(from solutions\b|import solutions\b|from \. import)", line))
+                     if not re.match(r"(from solutions\b|import solutions\b|from \.\w* import)", line))
     if re.search(r"\bref\.|\bsolutions\b", body):
         return None
     if track == "numpy":

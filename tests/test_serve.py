@@ -4,13 +4,15 @@ JavaScript does. The flows (sign in, hand in, the score `qkv grade` gives the sa
 `qkv_check.py --submit`, the class table, regrading, the export); the manifest's limits; one test per defence
 against a hostile student; and nothing accepted lost to kill -9, on SQLite and on PostgreSQL.
 
-One server per module serves the tests that only hand in as a student of their own; a test that needs other limits,
-another database or a crash starts its own. The client side (the browser, the API, raw requests, the gradebook read
+One server per module and database (a folder of SQLite files, then a PostgreSQL database: every test of it runs on
+both) serves the tests that only hand in as a student of their own; a test that needs other limits or a crash starts
+its own. The client side (the browser, the API, raw requests, the gradebook read
 behind the service's back, the server process) is tests/serve_client.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import io
@@ -32,6 +34,7 @@ from autograder.serve.course import served_assignment
 from autograder.serve.pages import when
 from conftest import QKV, ROOT, gradebook_rows
 from serve_client import Browser, Page, Service, attempts_of, raw_request, serving, stored, wait_for
+from servers import fresh_database
 
 pytestmark = pytest.mark.slow  # servers started, files graded in sandboxes
 
@@ -84,18 +87,23 @@ def reference(numpy_root) -> Reference:
     return Reference(scores, float(rows["ada"]["max"]), out / "feedback")
 
 
-@pytest.fixture(scope="module")
-def numpy_service(numpy_root) -> Service:
-    """The module's server: the class of examples/canvas, a staff member (ta) and an instructor (prof). Each test
-    hands in as students of its own, so that none sees another's attempts. Failed sign-ins from 127.0.0.1 count
-    towards its limit (10 in 15 minutes) for every test: the tests that guess tokens do it from other loopback
-    addresses."""
-    service = Service(numpy_root, (NAME,), ROSTER, str(numpy_root / "store")).start()
-    try:
-        service.issue("--staff", "ta", "--instructor", "prof")
-        yield service
-    finally:
-        service.close()
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def numpy_service(request, numpy_root) -> Service:
+    """The module's server: the class of examples/canvas, a staff member (ta) and an instructor (prof), on a folder of
+    SQLite files and again on a PostgreSQL database (every test of it runs on both). Each test hands in as students of
+    its own, so that none sees another's attempts. Failed sign-ins from 127.0.0.1 count towards its limit (10 in 15
+    minutes) for every test: the tests that guess tokens do it from other loopback addresses."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "postgresql":
+            store = stack.enter_context(fresh_database(request.getfixturevalue("postgres_url")))
+        else:
+            store = str(numpy_root / "store")
+        service = Service(numpy_root, (NAME,), ROSTER, store).start()
+        try:
+            service.issue("--staff", "ta", "--instructor", "prof")
+            yield service
+        finally:
+            service.close()
 
 
 @dataclass
@@ -260,7 +268,7 @@ def own_course(tmp_path_factory) -> Path:
     (root / "assignments" / "closed.yaml").write_text(
         CLOSED % ((now - dt.timedelta(days=30)).isoformat(), (now - dt.timedelta(days=21)).isoformat()))
     (root / "roster.csv").write_text("id,name,email,lms_id,section,extension\n"
-                                     + "".join(f"s00{i},Student {i},s{i}@example.edu,{i},A,\n" for i in range(1, 6)))
+                                     + "".join(f"s00{i},Student {i},s{i}@example.edu,{i},A,\n" for i in range(1, 8)))
     for name in ("limited", "closed"):
         built = subprocess.run([str(QKV), "build", name], cwd=root, capture_output=True, text=True, timeout=900)
         assert built.returncode == 0, built.stderr[-3000:]
@@ -272,7 +280,7 @@ def limits_service(own_course) -> Service:
     service = Service(own_course, ("limited", "closed"), own_course / "roster.csv",
                       str(own_course / "grades" / "store")).start()
     try:
-        service.issue("--staff", "ta")
+        service.issue("--staff", "ta", "--instructor", "prof")
         yield service
     finally:
         service.close()
@@ -331,6 +339,23 @@ def test_the_best_attempt_counts_when_the_manifest_says_best(limits_service):
     assert rows["s003"]["Counted score"] == f"{statuses[better]['score']:g} / {statuses[better]['max_score']:g}"
 
 
+def test_the_instructor_sees_copying_signals_on_the_counted_attempts_and_no_one_else_does(limits_service,
+                                                                                           own_course):
+    """Two students hand in the same code: the copying page, `qkv copying`'s, names the pair from their counted
+    attempts; it is the instructor's only: staff and students are refused."""
+    _, weaker = key_and_weaker(own_course)
+    for student in ("s006", "s007"):
+        answer = limits_service.api_hand_in(student, "limited.py", weaker, name="limited")
+        assert answer.status_code == 202, answer.text
+        limits_service.api_graded(student, answer.json()["attempt"])
+    page = limits_service.signed_in("prof").get("/a/limited/copying")
+    assert page.status_code == 200, page.text[:500]
+    pairs = [row for row in Page(page.text).text.splitlines() if "s006" in row and "s007" in row]
+    assert pairs, Page(page.text).text[:2000]
+    assert limits_service.signed_in("ta").get("/a/limited/copying").status_code == 403
+    assert limits_service.signed_in("s006").get("/a/limited/copying").status_code == 403
+
+
 def test_after_the_last_date_an_upload_is_refused_403(limits_service):
     key, _ = key_and_weaker(limits_service.root)
     browser = limits_service.signed_in("s004")
@@ -363,9 +388,9 @@ def test_another_students_attempt_is_not_found_exactly_like_a_made_up_one(numpy_
     assert numpy_service.signed_in("ta").get(f"/a/{NAME}/attempts/{owner}").status_code == 200  # the id is real
 
 
-def test_a_student_cannot_open_the_staff_pages(numpy_service):
+def test_a_student_cannot_open_the_staff_pages(numpy_service, handed_in):
     student = numpy_service.signed_in("s2026007")
-    for path in ("class", "class/s2026001", "stats", "export/canvas"):
+    for path in ("class", "class/s2026001", "stats", "export/canvas", "copying"):
         answer = student.get(f"/a/{NAME}/{path}")
         assert answer.status_code == 403 and "Ada" not in answer.text, path
     assert student.post(f"/a/{NAME}/regrade", data={"csrf": student.csrf()}).status_code == 403
@@ -474,18 +499,22 @@ def test_an_upload_named_as_a_path_is_refused_and_nothing_is_written(numpy_servi
 
 
 def test_ten_failed_sign_ins_from_one_address_refuse_the_next_429(numpy_service):
-    """From 127.0.0.2 (loopback, as a second client): ten made-up tokens, then the right one is refused; from the
-    usual address the same token still signs in."""
-    address, token = "127.0.0.2", numpy_service.tokens["s2026007"]
+    """From 127.0.0.2 (loopback, as a second client): ten made-up tokens, then a right one not used lately is
+    refused, in the browser and the API; from the usual address it signs in, and once proven there it passes from
+    the guesser's address too (a student behind the same NAT as a guesser is not locked out mid-session)."""
+    address = "127.0.0.2"
+    token = numpy_service.issue("--student", "s2026004")["s2026004"]  # fresh: proven nowhere yet
     guesser = Browser(numpy_service.url, address)
     for _ in range(10):
         assert guesser.sign_in(f"{secrets.token_hex(6)}.{secrets.token_hex(20)}").status_code == 401
     refused = guesser.sign_in(token)
     assert refused.status_code == 429 and Page(refused.text).refusal().startswith("too many failed sign-ins")
-    api = httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=120).get(
-        f"{numpy_service.url}/api/a/{NAME}/attempts/x", headers={"authorization": f"Bearer {token}"})
+    behind = httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=120)
+    api = behind.get(f"{numpy_service.url}/api/a/{NAME}/attempts/x", headers={"authorization": f"Bearer {token}"})
     assert api.status_code == 429
     assert Browser(numpy_service.url).sign_in(token).status_code == 303
+    assert guesser.sign_in(token).status_code == 303
+    assert guesser.sign_in(f"{secrets.token_hex(6)}.{secrets.token_hex(20)}").status_code == 429  # guessing: still not
 
 
 def test_ten_failed_sign_ins_of_one_account_refuse_it_429(numpy_service):
@@ -593,3 +622,10 @@ def test_a_server_killed_while_grading_grades_every_accepted_attempt_once_after_
         assert {a: g[0] for a, g in gradings.items()} == {a: reference.scores[f] for a, f in accepted.items()}
     finally:
         service.close()
+
+
+def test_a_page_with_nothing_to_show_yet_says_so_in_one_line(limits_service):
+    """The item analysis of an assignment nobody handed in: the sentence `qkv stats` would print, not a 500."""
+    answer = limits_service.signed_in("ta").get("/a/closed/stats")
+    assert answer.status_code == 409 and "no graded submission to analyse" in Page(answer.text).text
+    assert "Traceback" not in answer.text

@@ -1,5 +1,6 @@
 """`qkv copying`'s run: SUBMISSIONS (as `qkv grade` takes them), the build and the gradebook in; the answer
 flags, the code report and the two files written beside the gradebook (copying.html, copying.csv) out.
+`class_signals` is the part the service's copying page shares (its code: each student's counted attempt).
 
 The written answers come from the gradebook (what grading saw), the code from SUBMISSIONS (read by the
 same intake, so ids are the roster's), the stub from the student release (module and notebook).
@@ -37,6 +38,17 @@ def stub_text(release: Path, module: str) -> str:
                      for suffix in (".py", ".ipynb"))
 
 
+def class_signals(bundle, release: Path, scores, codes: dict[str, str],
+                  threshold: Optional[float] = None) -> tuple[bool, list[AnswerFlag], CodeReport]:
+    """(per-student numbers?, the answer flags, the code report) of a class: its scores from the gradebook and
+    each student's code as text; `qkv copying` and the service's copying page both come here."""
+    per_student = bundle.variants == "per_student"
+    # problems whose numbers are each student's own: a student who hands in another's numbers stands out
+    numeric = [w.problem for w in bundle.written if kind_of(w.problem).own_numbers(w.problem)]
+    flags = answer_flags(list(scores.students), scores.answers, numeric, bundle.seed) if per_student else []
+    return per_student, flags, code_pairs(codes, stub_text(release, bundle.module), threshold or CODE_THRESHOLD)
+
+
 def copying_signals(name: str, submissions: Path, dist: Path, grades: Path, roster: Optional[Roster],
                     threshold: Optional[float] = None) -> Signals:
     bundle = read_bundle(dist / "autograder")
@@ -45,11 +57,7 @@ def copying_signals(name: str, submissions: Path, dist: Path, grades: Path, rost
     with tempfile.TemporaryDirectory(prefix="qkv-copying-") as work:
         handed = collect(submissions, bundle.module, bundle.name, roster, Path(work))
         codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
-    per_student = bundle.variants == "per_student"
-    # problems whose numbers are each student's own: a student who hands in another's numbers stands out
-    numeric = [w.problem for w in bundle.written if kind_of(w.problem).own_numbers(w.problem)]
-    flags = answer_flags(list(scores.students), scores.answers, numeric, bundle.seed) if per_student else []
-    report = code_pairs(codes, stub_text(dist / "student", bundle.module), threshold or CODE_THRESHOLD)
+    per_student, flags, report = class_signals(bundle, dist / "student", scores, codes, threshold)
     page, table = grades / "copying.html", grades / "copying.csv"
     write_atomic(page, copying_html(bundle.title, per_student, flags, report).encode())
     write_atomic(table, copying_csv(flags, report).encode())

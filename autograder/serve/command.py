@@ -60,6 +60,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     extras.require("serve", "qkv serve")
     import uvicorn
 
+    os.umask(0o077)  # the gradebooks hold every student's files: nothing the service makes is for other users
+
     from autograder.course.find import find_course
     from autograder.grade.route import open_route
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
@@ -104,7 +106,9 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
                f"the links `qkv tokens {names[0]} --out tokens.csv` writes", err=True)
     try:
         uvicorn.run(make_app(state), host=host, port=port, log_level="warning", access_log=False,
-                    h11_max_incomplete_event_size=HEADER_BYTES, timeout_keep_alive=5, limit_concurrency=500,
+                    # h11 always: its bound on a header still arriving is the one HEADER_BYTES is set on
+                    http="h11", h11_max_incomplete_event_size=HEADER_BYTES, timeout_keep_alive=5,
+                    limit_concurrency=500,
                     # without a proxy, any local user could name another address and dodge the sign-in limits
                     proxy_headers=proxy, forwarded_allow_ips="127.0.0.1" if proxy else "")
     finally:

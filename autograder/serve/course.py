@@ -63,7 +63,7 @@ def open_gradebook(store: Store, assignment: ServedAssignment) -> tuple[Gradeboo
     from autograder.routes.class_grading import bundle_fingerprint
 
     where: Union[Path, str] = store if isinstance(store, str) else store / assignment.name / GRADEBOOK_FILE
-    book = Gradebook(where, assignment=assignment.name)
+    book = Gradebook(where, assignment=assignment.name, durable=True)
     mismatch = book.check_assignment(assignment.name, bundle_fingerprint(assignment.bundle_dir))
     if mismatch and "belongs to" in mismatch:
         book.close()

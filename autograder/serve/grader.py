@@ -28,6 +28,7 @@ from autograder.serve.instructor import TIME_SOURCE, attempt_late, settle_studen
 
 STALE_SECONDS = 30.0  # a claim not renewed for this long belongs to a grader that died
 RENEW_SECONDS = 5.0
+RETRY_SECONDS = 10.0
 
 
 class Grader:
@@ -78,19 +79,30 @@ class Grader:
         return batch
 
     def _run(self) -> None:
-        try:
-            with self._open_route() as route:
-                while not self._stop.is_set():
-                    batch = self._claim_batch()
-                    if not batch:
-                        self._wake.wait(1.0)
-                        self._wake.clear()
-                        continue
-                    self._grade(route, batch)
-        except Exception as err:  # the service keeps answering; the failure shows on the class page and stderr
-            self.failure = f"{type(err).__name__}: {err}"
-            self._report(f"grader of {self.assignment.name} stopped: {self.failure}; accepted attempts wait "
-                         "for a restart")
+        # a failure (a database that went away, a sandbox that cannot start) gives the claims back at once and is
+        # tried again after a pause: attempts wait, none is lost, and the class page says why meanwhile
+        while not self._stop.is_set():
+            try:
+                with self._open_route() as route:
+                    while not self._stop.is_set():
+                        batch = self._claim_batch()
+                        if not batch:
+                            self._wake.wait(1.0)
+                            self._wake.clear()
+                            continue
+                        self._grade(route, batch)
+                        self.failure = None
+            except Exception as err:
+                self.failure = f"{type(err).__name__}: {err}"
+                self._report(f"grader of {self.assignment.name}: {self.failure}; its attempts wait, trying again "
+                             f"in {RETRY_SECONDS:g} s")
+                with self._held_lock:
+                    held, self._held = sorted(self._held), set()
+                try:
+                    self.book.renew_claims(held, time.time() - STALE_SECONDS - 1)
+                except Exception:  # the database itself is away: the claims lapse on their own
+                    pass
+                self._stop.wait(RETRY_SECONDS)
 
     def _grade(self, route: Route, batch: list[Attempt]) -> None:
         bundle = self.assignment.bundle

@@ -1,7 +1,8 @@
 """The service's trust boundary, channel by channel (docs/serve.md says the same for operators):
 
 - request bodies: a declared length over the limit is refused before it is read (413), and any body is
-  read whole, up to the limit, before a route sees it (past the limit: 413); a request line and headers over
+  read whole, up to the limit and within 30 seconds, before a route sees it (past the limit: 413; too slow:
+  408), and held once; a request line and headers over
   HEADER_BYTES are refused (431), however they arrived (h11's incomplete-event limit, set in command.py, bounds
   only what it buffers before a request is whole);
 - file names: a plain name ending .py or .ipynb, never a path; the bytes go to the gradebook, never to
@@ -21,12 +22,15 @@ import hmac
 import re
 from typing import Any, Awaitable, Callable, Optional
 
+import anyio
+
 SESSION_COOKIE = "qkv_session"
 SIGNIN_COOKIE = "qkv_signin"
 SESSION_SECONDS = 12 * 3600
 FAILURE_WINDOW = 15 * 60
 FAILURES_ALLOWED = 10  # per client address, and per account, in the window
 FORM_BYTES = 64 * 1024  # any request that is not an upload
+BODY_SECONDS = 30.0  # the longest a request's body may take to arrive
 HEADER_BYTES = 16 * 1024  # the most a request line and its headers may take
 
 # connect-src: the refresh script fetches its own page again (templates/refresh.js)
@@ -102,24 +106,32 @@ class Guard:
                 return
         # the body is read here, whole and bounded, before the app sees any of it: a body over the limit
         # (declared or not) is refused before the app starts, so no half-read form reaches a route
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if len(body) > limit:
-                await refuse(413, f"the request is larger than {limit:,} bytes")
-                return
-            if not message.get("more_body", False):
-                break
-        replayed = False
+        parts: list[bytes] = []
+        size = 0
+        try:
+            with anyio.fail_after(BODY_SECONDS):  # a client that drips its body holds no connection for long
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    parts.append(message.get("body", b""))
+                    size += len(parts[-1])
+                    if size > limit:
+                        await refuse(413, f"the request is larger than {limit:,} bytes")
+                        return
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await refuse(408, f"the request's body took more than {BODY_SECONDS:g} seconds to arrive")
+            return
+        body: Optional[bytes] = b"".join(parts)
+        del parts
 
         async def replay() -> dict:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            nonlocal body
+            if body is not None:
+                message, body = {"type": "http.request", "body": body, "more_body": False}, None
+                return message
             return await receive()
 
         await self.app(scope, replay, send_guarded)

@@ -1,10 +1,12 @@
 """What the service shows from a gradebook, through the code the CLI uses: a feedback page (report/), the
-class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py),
+class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py), the
+copying signals (classroom/signals.py, on each student's counted attempt),
 and the late outcomes kept beside the grades so that those exports apply the late policy.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -16,6 +18,7 @@ from autograder.classroom.roster import Roster
 from autograder.classroom.stats_page import class_report
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.gradebook.records import Attempt
+from autograder.grade.intake import submission_from_bytes
 from autograder.report.feedback import feedback_html
 from autograder.results import SubmissionResult
 from autograder.routes.class_grading import late_outcome
@@ -31,13 +34,22 @@ def attempt_late(a: ServedAssignment, roster: Optional[Roster], result: Submissi
     return late_outcome(a.policy, roster, result, attempt.received, TIME_SOURCE, False) if a.bundle.due else None
 
 
+def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.datetime) -> bool:
+    """Whether nobody can hand in any more: every student's last date (their extension's) has passed. Only then
+    do the service's feedback pages show hidden tests' details and worked solutions: a student past their own
+    due date may still hand in, and a classmate with an extension still works."""
+    students = [s.id for s in roster.students] if roster else []
+    lasts = [a.dates_of(student, roster)[1] for student in students] or [a.dates_of("", roster)[1]]
+    return all(last is not None and now > last for last in lasts)
+
+
 def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt) -> str:
     graded = book.grading_result(attempt.grading) if attempt.grading else None
     if graded is None:
         return ""
     result, isolation = graded
     return feedback_html(result, a.bundle.title, a.bundle.due, isolation, attempt_late(a, roster, result, attempt),
-                         a.bundle)
+                         a.bundle, reveal=closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc)))
 
 
 def settle_student(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], student: str) -> None:
@@ -82,6 +94,30 @@ def class_rows(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -
     rows += [ClassRow(student, "", made, waiting, None, None, None)
              for student, (made, waiting) in sorted(totals.items()) if student not in listed]
     return rows
+
+
+def copying_page(a: ServedAssignment, book: Gradebook) -> str:
+    """`qkv copying`'s page for the class as served: each student's counted attempt is their code."""
+    from autograder import extras
+    from autograder.classroom.collect import program_text
+    from autograder.classroom.copying_page import copying_html
+    from autograder.classroom.signals import class_signals
+    from autograder.classroom.stats import load_scores
+    from autograder.errors import QkvError
+
+    try:
+        extras.require("copying", "the copying page")
+    except QkvError as err:
+        raise Refusal(501, str(err), "Not installed") from None
+    codes = {}
+    for student in book.attempt_totals():
+        counted = next((t for t in book.attempts_of(student) if t.counted), None)
+        if counted is not None:
+            submission = submission_from_bytes(student, Path(counted.filename), book.attempt_body(counted.id))
+            if submission.program is not None:
+                codes[student] = program_text(submission.program)
+    per_student, flags, report = class_signals(a.bundle, a.release_dir, load_scores(book), codes)
+    return copying_html(a.bundle.title, per_student, flags, report)
 
 
 def stats_page(a: ServedAssignment, book: Gradebook) -> str:

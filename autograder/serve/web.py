@@ -10,6 +10,7 @@ event loop only moves bytes.
 from __future__ import annotations
 
 import io
+import ipaddress
 import os
 import secrets
 import time
@@ -26,6 +27,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from autograder.classroom.roster import Roster
+from autograder.errors import QkvError
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.gradebook.accounts import Account, AccountBook, Role, Session
 from autograder.serve import instructor
@@ -73,9 +75,12 @@ def make_app(state: ServiceState) -> Guard:
             raise Refusal(404, "no such attempt", "Not found")
         return attempt
 
-    def check_form(request: Request, form: Any, session: Session) -> None:
+    def cross_site(request: Request) -> bool:
         origin = request.headers.get("origin")
-        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", ""):
+        return bool(origin) and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", "")
+
+    def check_form(request: Request, form: Any, session: Session) -> None:
+        if cross_site(request):
             raise Refusal(403, "a form sent from another site", "Refused")
         if not same_token(form.get("csrf"), session.csrf):
             raise Refusal(403, "the form's security token is missing or stale: reload the page and try again",
@@ -102,6 +107,9 @@ def make_app(state: ServiceState) -> Guard:
             except Refusal as refusal:
                 return html("message.html.j2", refusal.status, heading=refusal.heading, message=refusal.message,
                             session=session, back="/")
+            except QkvError as err:  # what the CLI would say in one line, e.g. no graded submission to analyse yet
+                return html("message.html.j2", 409, heading="Not possible yet", message=str(err), session=session,
+                            back="/")
             finally:
                 if form is not None:
                     await form.close()
@@ -110,7 +118,13 @@ def make_app(state: ServiceState) -> Guard:
     # ------------------------------------------------------------------ signing in
 
     def client(request: Request) -> str:
-        return request.client.host if request.client else "unknown"
+        """Whom failed sign-ins are counted against: the address, or for IPv6 its /64 (one host holds them all)."""
+        host = request.client.host if request.client else "unknown"
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return host
+        return str(ipaddress.ip_network(f"{host}/64", strict=False)) if address.version == 6 else host
 
     async def signin_page(request: Request) -> Response:
         csrf = secrets.token_urlsafe(24)
@@ -124,6 +138,9 @@ def make_app(state: ServiceState) -> Guard:
         now = time.time()
         if not token.strip():  # nothing guessed: a misconfigured client is not an attack to count
             return None, "sign in first: no token was sent"
+        known = state.accounts.known(token, now)
+        if known is not None:  # proven lately: a guesser behind the same address locks no honest student out
+            return known, None
         account_part = token.partition(".")[0][:40]
         if max(state.accounts.failures(f"ip:{who}", now - FAILURE_WINDOW),
                state.accounts.failures(f"account:{account_part}", now - FAILURE_WINDOW)) >= FAILURES_ALLOWED:
@@ -136,6 +153,9 @@ def make_app(state: ServiceState) -> Guard:
         return account, None
 
     async def signin(request: Request) -> Response:
+        if cross_site(request):  # a page elsewhere cannot sign a student in to someone else's account
+            return html("message.html.j2", 403, heading="Refused", message="a form sent from another site",
+                        session=None, back="/signin")
         form = await request.form(max_files=0, max_fields=5)
         token, csrf = str(form.get("token", ""))[:200], form.get("csrf")
         next_path = _local_path(str(form.get("next", "/")))
@@ -286,6 +306,10 @@ def make_app(state: ServiceState) -> Guard:
         a = assignment_of(request.path_params["name"])
         return HTMLResponse(instructor.stats_page(a, state.books[a.name]))
 
+    def copying(request: Request, session: Session, form: Any) -> Response:
+        a = assignment_of(request.path_params["name"])
+        return HTMLResponse(instructor.copying_page(a, state.books[a.name]))
+
     def export(request: Request, session: Session, form: Any) -> Response:
         a = assignment_of(request.path_params["name"])
         name, data = instructor.export(a, state.books[a.name], state.roster, request.path_params["format"])
@@ -306,7 +330,8 @@ def make_app(state: ServiceState) -> Guard:
         Route("/a/{name}/class", signed_in(class_page, staff=True)),
         Route("/a/{name}/class/{student}", signed_in(student_page, staff=True)),
         Route("/a/{name}/stats", signed_in(stats, staff=True)),
-        Route("/a/{name}/export/{format}", signed_in(export, staff=True)),
+        Route("/a/{name}/copying", signed_in(copying, instructor_only=True)),
+        Route("/a/{name}/export/{format}", signed_in(export, instructor_only=True)),
         Route("/a/{name}/regrade", signed_in(regrade, instructor_only=True), methods=["POST"]),
         Route("/api/a/{name}/attempts", api_attempts, methods=["POST"]),
         Route("/api/a/{name}/attempts/{attempt}", api_attempts, methods=["GET"]),

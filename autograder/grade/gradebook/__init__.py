@@ -65,15 +65,17 @@ def _opened(db: Database, where: str, read_only: bool) -> Database:
 
 class Gradebook(Writes, Attempts, Reads, Analysis):
     """One assignment's gradebook: a file (`where` a Path) or a schema of a PostgreSQL database (`where` its URL,
-    `assignment` naming the schema); `read_only` for the commands that only read grades (nothing is made)."""
+    `assignment` naming the schema); `read_only` for the commands that only read grades (nothing is made);
+    `durable` for the service, whose accepted attempts must survive a power cut (database.open_sqlite)."""
 
-    def __init__(self, where: Union[Path, str], read_only: bool = False, assignment: Optional[str] = None):
+    def __init__(self, where: Union[Path, str], read_only: bool = False, assignment: Optional[str] = None,
+                 durable: bool = False):
         if isinstance(where, str) and is_postgres(where):
             self.path: Union[Path, str] = shown_url(where)
             self._db = _opened(open_postgres(where, schema_name(assignment or "")), self.path, read_only)
         else:
             self.path = Path(where)
-            self._db = _opened(open_sqlite(self.path, read_only), str(self.path), read_only)
+            self._db = _opened(open_sqlite(self.path, read_only, durable), str(self.path), read_only)
 
     def close(self) -> None:
         self._db.close()

@@ -102,7 +102,7 @@ class AccountBook:
         else:
             self.where = str(where)
             _owner_only(Path(where))
-            self._db = open_sqlite(Path(where))
+            self._db = open_sqlite(Path(where), durable=True)
         self._db.script(SCHEMA)
         # tokens checked lately, by their SHA-256: the release's --submit polls with its token every few
         # seconds, and a slow hash per poll would spend the server's cores; a revoked account is still refused
@@ -142,6 +142,14 @@ class AccountBook:
             self._db.execute("UPDATE accounts SET revoked_at = ? WHERE id = ?", (now, account))
         return len(live)
 
+    def known(self, token: str, now: float) -> Optional[Account]:
+        """The account of a token that passed the slow check lately and is still live, else None (no scrypt)."""
+        found = self._checked.get(hashlib.sha256(token.strip().encode()).hexdigest())
+        if found is None or found[1] <= now:
+            return None
+        live = self._db.execute("SELECT 1 FROM accounts WHERE id = ? AND revoked_at IS NULL", (found[0].id,)).fetchone()
+        return found[0] if live else None
+
     def check(self, token: str, now: Optional[float] = None) -> Optional[Account]:
         """The live account a token belongs to, or None; the secret is compared in constant time. A token that
         passed the slow check within the last `CHECKED_SECONDS` is known by its SHA-256 (its account still live)."""
@@ -149,11 +157,9 @@ class AccountBook:
         if not account or not secret or len(token) > 200:
             return None
         now = time.time() if now is None else now
-        known = self._checked.get(hashlib.sha256(token.strip().encode()).hexdigest())
-        if known is not None and known[1] > now:
-            live = self._db.execute("SELECT 1 FROM accounts WHERE id = ? AND revoked_at IS NULL",
-                                    (known[0].id,)).fetchone()
-            return known[0] if live else None
+        cached = self.known(token, now)
+        if cached is not None:
+            return cached
         found = self._slow_check(account, secret)
         if found is not None:
             if len(self._checked) > 10_000:
