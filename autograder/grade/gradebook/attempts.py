@@ -3,7 +3,9 @@ a time, graded exactly once (writes.py's `record` marks an attempt graded in the
 
 A grader renews its claims while it grades; a claim not renewed for `stale` seconds (its process was
 killed) is taken again by the next grader, so a restart, or another web process, grades what was
-accepted and never graded, and a grading that lost its claim is refused at `record`.
+accepted and never graded; a second grading of an attempt already graded is refused at `record`. Not
+closed: a grader stalled past `stale` whose attempt another graded and an instructor then queued again
+could still record it (`record` checks the state, not whose claim it is).
 """
 
 from __future__ import annotations
