@@ -21,6 +21,7 @@ from rich.text import Text
 from autograder.errors import QkvError
 from autograder.report.summary import terminal_safe
 from autograder.serve.command import serve, tokens
+from autograder.serve.lti.command import lti
 
 console = Console()
 err_console = Console(stderr=True)
@@ -579,3 +580,4 @@ def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, 
 # the service's commands live with the service (serve/command.py); they load its web stack only when run
 main.add_command(serve)
 main.add_command(tokens)
+main.add_command(lti)

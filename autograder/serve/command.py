@@ -83,7 +83,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
         settle_class(a, books[name], class_roster)
     state = ServiceState(assignments, books, open_accounts(store), class_roster, secure_cookies=secure_cookies,
-                         notes=notes)
+                         notes=notes, lti=_lti_tool(course, store))
     protect = tuple(a.bundle_dir for a in assignments.values()) + ((store,) if isinstance(store, Path) else ()) \
         + (() if course.bundled else (course.root,))
 
@@ -98,6 +98,10 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
                               protect=protect)
         state.graders[name] = Grader(a, books[name], class_roster, route, jobs or os.cpu_count() or 1, report)
         state.graders[name].start()
+    if state.lti is not None:
+        from autograder.serve.lti.grades import ScorePoster
+
+        poster = ScorePoster(state.lti, assignments, books, report).start()
     click.echo(f"{which}", err=True)
     for note in notes.values():
         click.echo(f"note: {note}", err=True)
@@ -114,9 +118,25 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     finally:
         for grader in state.graders.values():
             grader.stop()
+        if state.lti is not None:
+            poster.stop()
         for book in books.values():
             book.close()
         state.accounts.close()
+        if state.lti is not None:
+            state.lti.close()
+
+
+def _lti_tool(course, store):
+    """The LTI tool course.yaml's `lti:` section describes (its launch values beside the accounts), else None."""
+    if course.config.lti is None:
+        return None
+    from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
+    from autograder.serve.lti.launch import LtiTool
+
+    settings = course.config.lti
+    return LtiTool.open(settings, course.root / settings.keys,
+                        store if isinstance(store, str) else store / ACCOUNTS_FILE)
 
 
 @click.command()
@@ -186,7 +206,7 @@ def _write_private(path: Path, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        raise QkvError(str(path), f"cannot write the tokens: {err.strerror or err}") from None
+        raise QkvError(str(path), f"cannot write the file: {err.strerror or err}") from None
 
 
 __all__ = ["serve", "tokens"]

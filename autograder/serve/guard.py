@@ -13,7 +13,7 @@
   that must match a cookie set with the form), compared in constant time; a cross-site Origin is refused;
 - sign-ins: failures are counted by client address and by account, and past the limit refused (429);
 - responses: a Content-Security-Policy that allows no script but the service's own file, nosniff,
-  frame-ancestors 'none', no referrer, no caching.
+  frame-ancestors 'none' (as an LTI tool: the configured platforms' origins only), no referrer, no caching.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ HEADER_BYTES = 16 * 1024  # the most a request line and its headers may take
 
 # connect-src: the refresh script fetches its own page again (templates/refresh.js)
 CSP = ("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-           (b"x-frame-options", b"DENY"), (b"referrer-policy", b"no-referrer"), (b"cache-control", b"no-store")]
+       "img-src 'self' data:; form-action 'self'{forms}; frame-ancestors {ancestors}; base-uri 'none'")
+_COMMON = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+           (b"cache-control", b"no-store")]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,99}")
 
@@ -66,12 +66,24 @@ def upload_limit(path: str, upload_bytes: int) -> int:
     return upload_bytes + FORM_BYTES if path.endswith("/attempts") else FORM_BYTES
 
 
+def security_headers(frame_ancestors: tuple[str, ...] = ()) -> list[tuple[bytes, bytes]]:
+    """The headers of every response. Framing is refused, unless the service is an LMS's tool: then the LMS's
+    origins (and only they) may frame it, which X-Frame-Options cannot say for more than none, so it is left out,
+    and a form may post to them (a deep link's answer goes back to the LMS)."""
+    if not frame_ancestors:
+        return [(b"content-security-policy", CSP.format(forms="", ancestors="'none'").encode()),
+                (b"x-frame-options", b"DENY"), *_COMMON]
+    origins = " ".join(frame_ancestors)
+    return [(b"content-security-policy", CSP.format(forms=f" {origins}", ancestors=origins).encode()), *_COMMON]
+
+
 class Guard:
     """ASGI middleware: security headers on every response, and bounded request headers and bodies."""
 
-    def __init__(self, app: ASGIApp, limit: Callable[[str], int]):
+    def __init__(self, app: ASGIApp, limit: Callable[[str], int], frame_ancestors: tuple[str, ...] = ()):
         self.app = app
         self.limit = limit
+        self.headers = security_headers(frame_ancestors)
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
                        send: Callable[[dict], Awaitable[None]]) -> None:
@@ -82,7 +94,7 @@ class Guard:
 
         async def send_guarded(message: dict) -> None:
             if message["type"] == "http.response.start":
-                message = dict(message, headers=[*message.get("headers", []), *HEADERS])
+                message = dict(message, headers=[*message.get("headers", []), *self.headers])
             await send(message)
 
         async def refuse(status: int, text: str) -> None:

@@ -52,6 +52,24 @@ class ServiceState:
     graders: dict[str, Grader] = field(default_factory=dict)
     secure_cookies: bool = False
     notes: dict[str, str] = field(default_factory=dict)
+    lti: Optional[Any] = None  # an lti.launch.LtiTool when course.yaml has an `lti:` section
+
+
+def refusal_page(status: int, message: str, heading: str = "Refused", back: str = "/") -> HTMLResponse:
+    return HTMLResponse(page("message.html.j2", heading=heading, message=message, session=None, back=back),
+                        status_code=status)
+
+
+def session_response(state: ServiceState, account: Account, next_path: str, framed: bool = False) -> Response:
+    """A new session for `account` and the redirect to `next_path`, as the token sign-in and an LMS launch give.
+    `framed`: the LMS shows the service in a frame of its own site, where only a SameSite=None cookie (which
+    must then be Secure) is sent; without HTTPS it stays Lax (docs/lti.md)."""
+    cookie, _ = state.accounts.open_session(account, time.time(), SESSION_SECONDS)
+    response = RedirectResponse(next_path, status_code=303)
+    response.set_cookie(SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, httponly=True,
+                        samesite="none" if framed and state.secure_cookies else "lax", secure=state.secure_cookies,
+                        path="/")
+    return response
 
 
 def make_app(state: ServiceState) -> Guard:
@@ -166,10 +184,7 @@ def make_app(state: ServiceState) -> Guard:
         if account is None:
             return html("signin.html.j2", 429 if error and error.startswith("too many") else 401, csrf=csrf,
                         token="", next=next_path, error=error, session=None)
-        cookie, _ = await run_in_threadpool(state.accounts.open_session, account, time.time(), SESSION_SECONDS)
-        response = RedirectResponse(next_path, status_code=303)
-        response.set_cookie(SESSION_COOKIE, cookie, max_age=SESSION_SECONDS, httponly=True, samesite="lax",
-                            secure=state.secure_cookies, path="/")
+        response = await run_in_threadpool(session_response, state, account, next_path)
         response.delete_cookie(SIGNIN_COOKIE)
         return response
 
@@ -336,7 +351,10 @@ def make_app(state: ServiceState) -> Guard:
         Route("/api/a/{name}/attempts", api_attempts, methods=["POST"]),
         Route("/api/a/{name}/attempts/{attempt}", api_attempts, methods=["GET"]),
     ]
-    return Guard(Starlette(routes=routes), lambda path: upload_limit(path, most_upload))
+    if state.lti is not None:
+        routes += state.lti.routes(state)
+    return Guard(Starlette(routes=routes), lambda path: upload_limit(path, most_upload),
+                 frame_ancestors=state.lti.origins if state.lti is not None else ())
 
 
 def _local_path(value: str) -> str:
@@ -359,4 +377,4 @@ def _zipped(folder: os.PathLike, name: str) -> bytes:
     return buffer.getvalue()
 
 
-__all__ = ["ServiceState", "make_app"]
+__all__ = ["ServiceState", "make_app", "refusal_page", "session_response"]

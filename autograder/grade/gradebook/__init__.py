@@ -26,6 +26,7 @@ from autograder.grade.gradebook.analysis import Analysis
 from autograder.grade.gradebook.attempts import Attempt, Attempts, NewAttempt
 from autograder.grade.gradebook.database import (Database, database_errors, is_postgres, open_postgres, open_sqlite,
                                                  schema_name, shown_url)
+from autograder.grade.gradebook.lti import ScoreOutbox
 from autograder.grade.gradebook.reads import Reads
 from autograder.grade.gradebook.records import (Grading, GradingContext, HandIn, LateEntry, LateRules, LatestGrading,
                                                 MistakeHit, RosterEntry, ScoreTable, StoredSubmission, TestKey)
@@ -63,7 +64,7 @@ def _opened(db: Database, where: str, read_only: bool) -> Database:
     return db
 
 
-class Gradebook(Writes, Attempts, Reads, Analysis):
+class Gradebook(Writes, Attempts, Reads, Analysis, ScoreOutbox):
     """One assignment's gradebook: a file (`where` a Path) or a schema of a PostgreSQL database (`where` its URL,
     `assignment` naming the schema); `read_only` for the commands that only read grades (nothing is made);
     `durable` for the service, whose accepted attempts must survive a power cut (database.open_sqlite)."""

@@ -25,6 +25,7 @@ ACCOUNTS_FILE = "accounts.sqlite"
 SCHEMA_NAME = "qkv_service"
 _SCRYPT = dict(n=2 ** 14, r=8, p=1, dklen=32)  # about 16 MiB and tens of milliseconds a check
 CHECKED_SECONDS = 300.0
+LAUNCHED = "lti-"  # the id prefix of an account an LMS launch opened: it has no token (token ids are plain hex)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS accounts (
@@ -88,6 +89,18 @@ def _owner_only(path: Path) -> None:
             raise QkvError(str(path), f"cannot make the accounts file: {err.strerror or err}") from None
 
 
+def open_service_database(where: Union[Path, str], schema: str) -> tuple[str, Database]:
+    """(where it is, for messages; the database) of the service's own tables: the accounts file, owner-only,
+    or the PostgreSQL schema SCHEMA_NAME; `schema`'s tables made."""
+    if isinstance(where, str) and is_postgres(where):
+        shown, db = shown_url(where), open_postgres(where, SCHEMA_NAME)
+    else:
+        _owner_only(Path(where))
+        shown, db = str(where), open_sqlite(Path(where), durable=True)
+    db.script(schema)
+    return shown, db
+
+
 def _session_key(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
 
@@ -96,14 +109,7 @@ class AccountBook:
     """The service's accounts in a SQLite file (`where` a Path) or a PostgreSQL database (`where` its URL)."""
 
     def __init__(self, where: Union[Path, str]):
-        if isinstance(where, str) and is_postgres(where):
-            self.where = shown_url(where)
-            self._db: Database = open_postgres(where, SCHEMA_NAME)
-        else:
-            self.where = str(where)
-            _owner_only(Path(where))
-            self._db = open_sqlite(Path(where), durable=True)
-        self._db.script(SCHEMA)
+        self.where, self._db = open_service_database(where, SCHEMA)
         # tokens checked lately, by their SHA-256: the release's --submit polls with its token every few
         # seconds, and a slow hash per poll would spend the server's cores; a revoked account is still refused
         self._checked: dict[str, tuple[Account, float]] = {}
@@ -181,7 +187,17 @@ class AccountBook:
     def people(self) -> dict[str, Role]:
         """Everyone with a live token, and their role."""
         return {person: Role(role) for person, role in
-                self._db.execute("SELECT person, role FROM accounts WHERE revoked_at IS NULL")}
+                self._db.execute("SELECT person, role FROM accounts WHERE revoked_at IS NULL AND id NOT LIKE ?",
+                                 (LAUNCHED + "%",))}
+
+    def launched(self, person: str, role: Role, now: float) -> Account:
+        """The account an LMS launch signs `person` in to: made on their first launch, with an empty hash that no
+        token matches, so it opens sessions only through a verified launch; `revoke` ends it like a token's."""
+        account = LAUNCHED + hashlib.sha256(f"{person}\0{role.value}".encode()).hexdigest()[:20]
+        with self._db.write():
+            self._db.execute("INSERT INTO accounts VALUES (?, ?, ?, ?, ?, ?, NULL) ON CONFLICT (id) DO UPDATE "
+                             "SET revoked_at = NULL", (account, person, role.value, b"", b"", now))
+        return Account(account, person, role)
 
     # ------------------------------------------------------------------ sessions
 

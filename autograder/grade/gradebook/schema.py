@@ -13,7 +13,9 @@ from __future__ import annotations
 
 # 1 kept each latest grading's tests a second time; 2 kept no LMS LATE marker with a grading and no late
 # policy beside the class, so `qkv history` could not say a grading's final score; 3 kept only the latest
-# grading's whole result and no attempts, so `qkv serve` could show no earlier attempt and count no best one
+# grading's whole result and no attempts, so `qkv serve` could show no earlier attempt and count no best one.
+# Format 4 gained lti_scores (the LMS outbox of qkv serve as an LTI tool, gradebook/lti.py) without a new number:
+# no reader needs it, and a format-4 gradebook gets it, empty, when it is next opened for writing
 FORMAT = 4
 GRADEBOOK_FILE = "gradebook.sqlite"
 
@@ -84,4 +86,13 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 CREATE INDEX IF NOT EXISTS attempts_by_student ON attempts (student, received_at);
 CREATE INDEX IF NOT EXISTS attempts_by_state ON attempts (state, received_at);
+CREATE TABLE IF NOT EXISTS lti_scores (
+    grading INTEGER PRIMARY KEY REFERENCES gradings(id),
+    attempt TEXT NOT NULL,
+    student TEXT NOT NULL,
+    sent_at REAL,
+    tries   INTEGER NOT NULL,
+    next_at REAL NOT NULL,
+    error   TEXT NOT NULL
+);
 """

@@ -1,0 +1,71 @@
+"""The `lti:` section of course.yaml: the tool's public address and key pair, and each LMS (platform) it trusts.
+
+Only pydantic here, beside the course loader, which validates the section on every command without the web stack;
+the service's LTI routes (serve/lti/) read it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ISSUER_CHARS = 300
+
+
+def tool_address(value: str) -> str:
+    """An http(s) address without query or fragment, without its trailing slash; ValueError for anything else."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{value!r} is not an http(s) address without query or fragment")
+    return value.rstrip("/")
+
+
+class Platform(BaseModel):
+    """One LMS registration: what its admin shows once the tool is added (docs/lti.md, per LMS)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    issuer: str = Field(min_length=1, max_length=ISSUER_CHARS, description="the platform's `iss`")
+    client_id: str = Field(min_length=1, max_length=200, description="the tool's id at the platform (`aud`)")
+    deployment_ids: list[str] = Field(min_length=1, description="the deployments whose launches are accepted")
+    auth_login_url: str = Field(description="the platform's OIDC authorization endpoint")
+    auth_token_url: str = Field(description="the platform's OAuth2 token endpoint (grades and roster)")
+    key_set_url: str = Field(description="the platform's JWKS")
+    auth_audience: Optional[str] = Field(default=None, description="the token endpoint's `aud`, when not its URL")
+
+    _addresses = field_validator("auth_login_url", "auth_token_url", "key_set_url")(tool_address)
+
+    @property
+    def origin(self) -> str:
+        """The platform's web origin: the only one allowed to frame the service's pages."""
+        parts = urlsplit(self.auth_login_url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+
+class LtiSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool_url: str = Field(description="the service's public address, as the LMS reaches it (https://...)")
+    keys: str = Field(default="lti-keys", description="the folder of the tool's key pair (`qkv lti keys`), "
+                                                      "relative to the course folder")
+    platforms: list[Platform] = Field(min_length=1)
+    add_unknown: bool = Field(default=False, description="a learner the roster lacks is signed in (as lms-USERID) "
+                                                         "rather than refused")
+
+    _tool = field_validator("tool_url")(tool_address)
+
+    @field_validator("platforms")
+    @classmethod
+    def _one_per_issuer(cls, platforms: list[Platform]) -> list[Platform]:
+        issuers = [p.issuer for p in platforms]
+        twice = sorted({i for i in issuers if issuers.count(i) > 1})
+        if twice:
+            raise ValueError(f"issuer {twice[0]!r} is listed twice (one entry per LMS)")
+        return platforms
+
+    def tool_config(self) -> dict:
+        """The platforms in the shape PyLTI1p3's ToolConfDict takes."""
+        return {p.issuer: {"default": True, "client_id": p.client_id, "auth_login_url": p.auth_login_url,
+                           "auth_token_url": p.auth_token_url, "key_set_url": p.key_set_url, "key_set": None,
+                           "auth_audience": p.auth_audience, "deployment_ids": list(p.deployment_ids)}
+                for p in self.platforms}

@@ -1,0 +1,164 @@
+"""PyLTI1p3 on Starlette: the library's request, cookie, session and launch-data abstractions, with the launch
+values in the service's database (gradebook/lti.py) rather than a web framework's session or cache.
+
+Each request gets its own adapter objects: a request's parameters and cookies are read whole before the library
+runs (in a worker thread), and the cookies it sets are put on the response afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Optional
+
+import requests
+from pylti1p3.cookie import CookieService
+from pylti1p3.exception import LtiException
+from pylti1p3.launch_data_storage.base import LaunchDataStorage
+from pylti1p3.message_launch import MessageLaunch
+from pylti1p3.oidc_login import OIDCLogin
+from pylti1p3.redirect import Redirect
+from pylti1p3.request import Request
+from pylti1p3.session import SessionService
+from pylti1p3.tool_config import ToolConfDict
+from starlette.responses import RedirectResponse, Response
+
+from autograder.grade.gradebook.lti import LtiStore
+
+PLATFORM_SECONDS = 10.0  # the longest a platform's JWKS or token endpoint may take to answer
+STATE_COOKIE_PATH = "/lti/"  # the state cookie goes back only with the launch
+
+
+class Platforms(ToolConfDict):
+    """The library's dict of registrations, where an issuer the course does not list is a refusal (LtiException)
+    and not the bare Exception the library raises for it."""
+
+    def get_iss_config(self, iss: Any, client_id: Optional[str] = None):
+        if not isinstance(iss, str) or iss not in self._config:
+            raise LtiException(f"the issuer {str(iss)[:200]!r} is not a platform of this course")
+        return super().get_iss_config(iss, client_id)
+
+
+class LtiRequest(Request):
+    def __init__(self, params: Mapping[str, str], cookies: Mapping[str, str], secure: bool):
+        super().__init__()
+        self._params, self._cookies, self._secure = dict(params), dict(cookies), secure
+
+    @property
+    def session(self):  # the launch values live in LtiStore, never in a framework session
+        raise NotImplementedError
+
+    def is_secure(self) -> bool:
+        return self._secure
+
+    def get_param(self, key: str) -> Optional[str]:
+        return self._params.get(key)
+
+    def get_cookie(self, key: str) -> Optional[str]:
+        return self._cookies.get(key)
+
+
+class CookieJar(CookieService):
+    """The OIDC state cookie: read from the request, set on the response. Behind HTTPS it is SameSite=None, so it
+    comes back with the launch the platform POSTs from its own site; over plain HTTP (tests on loopback) a
+    browser would drop such a cookie, so it is Lax there."""
+
+    def __init__(self, request: LtiRequest):
+        self._request = request
+        self._pending: dict[str, tuple[str, Optional[int]]] = {}
+
+    def _key(self, name: str) -> str:
+        return f"{self._cookie_prefix}-{name}"
+
+    def get_cookie(self, name: str) -> Optional[str]:
+        return self._request.get_cookie(self._key(name))
+
+    def set_cookie(self, name: str, value: Any, exp: Optional[int] = 3600) -> None:
+        self._pending[self._key(name)] = (str(value), exp)
+
+    def apply(self, response: Response) -> Response:
+        secure = self._request.is_secure()
+        for key, (value, exp) in self._pending.items():
+            response.set_cookie(key, value, max_age=exp, path=STATE_COOKIE_PATH, httponly=True, secure=secure,
+                                samesite="none" if secure else "lax")
+        return response
+
+
+class StoredValues(LaunchDataStorage):
+    """PyLTI1p3's key-value storage on LtiStore. No per-browser session id: every key already holds a random
+    id (a nonce, a state, a launch id), and the state is bound to the browser by its cookie."""
+
+    def __init__(self, store: LtiStore):
+        super().__init__()
+        self.store = store
+
+    def get_session_cookie_name(self) -> Optional[str]:
+        return None
+
+    def can_set_keys_expiration(self) -> bool:
+        return True
+
+    def get_value(self, key: str) -> Any:
+        return self.store.get(self._prepare_key(key), time.time())
+
+    def set_value(self, key: str, value: Any, exp: Optional[int] = None) -> None:
+        now = time.time()
+        self.store.put(self._prepare_key(key), value, now + (exp or 3600), now)
+
+    def check_value(self, key: str) -> bool:
+        return self.get_value(key) is not None
+
+
+class Sessions(SessionService):
+    """The library's session service on StoredValues, with one change: a nonce is spent by the launch that
+    shows it (the library only checks that it exists, so a replayed id_token would sign in again)."""
+
+    def __init__(self, values: StoredValues):  # noqa: super's reads a framework session, which there is none of
+        self.data_storage = values
+
+    def check_nonce(self, nonce: str) -> bool:
+        values = self.data_storage
+        return values.store.take(values._prepare_key(self._get_key("nonce", nonce)), time.time()) is not None
+
+
+class _Redirect(Redirect):
+    def __init__(self, location: str, cookies: CookieJar):
+        self._location, self._cookies = location, cookies
+
+    def do_redirect(self) -> Response:
+        return self._cookies.apply(RedirectResponse(self._location, status_code=302))
+
+    do_js_redirect = do_redirect  # the pages run no inline script (the CSP): a plain redirect either way
+
+    def set_redirect_url(self, location: str) -> None:
+        self._location = location
+
+    def get_redirect_url(self) -> str:
+        return self._location
+
+
+class Login(OIDCLogin):
+    def get_redirect(self, url: str) -> Redirect:
+        return _Redirect(url, self._cookie_service)
+
+
+class Launch(MessageLaunch):
+    def __init__(self, request: LtiRequest, tool_config: Any, values: StoredValues, cookies: CookieJar):
+        super().__init__(request, tool_config, Sessions(values), cookies, values, platform_session())
+        # PyJWT checks `exp` only when present, so a token without one would never expire; `aud` is checked
+        # against the registration's client id by the library (validate_registration)
+        self.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})
+
+    def _get_request_param(self, key: str) -> Optional[str]:
+        return self._request.get_param(key)
+
+
+class _Bounded(requests.Session):
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", PLATFORM_SECONDS)
+        return super().request(*args, **kwargs)
+
+
+def platform_session() -> requests.Session:
+    """The HTTP client for a platform's endpoints: the library's calls set no timeout, so a platform that never
+    answers would hold a worker thread for good."""
+    return _Bounded()

@@ -1,0 +1,112 @@
+"""Scores to the LMS (Assignment and Grade Services): each counted attempt's final score, after the late penalty,
+posted to the assignment's line item (found by its tag, else made) with the link to its feedback page.
+
+The outbox is the gradebook's (ScoreOutbox): a thread fills it from the counted gradings and posts what is due,
+one grading at a time; a failed post (the LMS away, a token refused) is tried again after a back-off that doubles
+up to BACKOFF_MOST_S, so nothing is lost while the LMS is down and nothing is sent again once it took a score.
+The one gap: a process killed between the LMS's answer and the row marked sent posts that score once more on
+restart, with the same timestamp, which AGS platforms take as the same score.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.grade import Grade
+from pylti1p3.lineitem import LineItem
+from pylti1p3.service_connector import ServiceConnector
+
+from autograder.grade.gradebook.lti import QueuedScore
+from autograder.serve.lti.adapter import platform_session
+
+POLL_S = 1.0
+BACKOFF_FIRST_S = 2.0
+BACKOFF_MOST_S = 300.0
+UNLINKED_S = 60.0  # a student who never launched from the LMS: looked for again this often
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+
+
+def backoff(tries: int) -> float:
+    return min(BACKOFF_MOST_S, BACKOFF_FIRST_S * 2 ** max(0, tries - 1))
+
+
+class ScorePoster:
+    """Posts every served assignment's counted scores in a thread of its own until `stop`."""
+
+    def __init__(self, tool: Any, assignments: Mapping[str, Any], books: Mapping[str, Any],
+                 report: Callable[[str], None] = lambda line: None):
+        self.tool, self.assignments, self.books, self._report = tool, assignments, books, report
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._connectors: dict[str, ServiceConnector] = {}  # by issuer: each keeps its access token
+        self._thread = threading.Thread(target=self._run, name="qkv-lti-scores", daemon=True)
+
+    def start(self) -> "ScorePoster":
+        self._thread.start()
+        return self
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for name, book in self.books.items():
+                try:
+                    book.queue_counted(time.time())
+                    for queued in book.due_scores(time.time()):
+                        if self._stop.is_set():
+                            return
+                        self._post(name, book, queued)
+                except Exception as err:  # the database away: the outbox waits in it, tried on the next round
+                    self._report(f"LTI scores of {name}: {type(err).__name__}: {err}")
+            self._wake.wait(POLL_S)
+            self._wake.clear()
+
+    def _post(self, name: str, book: Any, queued: QueuedScore) -> None:
+        person = self.tool.store.person(queued.student)
+        if person is None or not person.grades.get("lineitems"):
+            book.score_later(queued.grading, time.time() + UNLINKED_S,
+                             "the student has not opened the assignment from the LMS yet", tried=False)
+            return
+        try:
+            grades = AssignmentsGradesService(self._connector(person.issuer), person.grades)
+            lineitem = self._lineitem(name, person.issuer, grades, queued.max_score)
+            grades.put_grade(self._grade(name, queued, person.sub), lineitem)
+        except Exception as err:
+            self._connectors.pop(person.issuer, None)  # its access token may be what the LMS refused
+            tries = queued.tries + 1
+            book.score_later(queued.grading, time.time() + backoff(tries), f"{type(err).__name__}: {err}")
+            self._report(f"LTI score of {name} attempt {queued.attempt} not posted (try {tries}): {err}")
+            return
+        book.score_sent(queued.grading, time.time())
+
+    def _connector(self, issuer: str) -> ServiceConnector:
+        if issuer not in self._connectors:
+            registration = self.tool.tool_config().find_registration_by_issuer(issuer)
+            self._connectors[issuer] = ServiceConnector(registration, platform_session())
+        return self._connectors[issuer]
+
+    def _lineitem(self, name: str, issuer: str, grades: AssignmentsGradesService, most: float) -> LineItem:
+        known = self.tool.store.lineitem(name, issuer)
+        if known:
+            return LineItem({"id": known})
+        found = grades.find_or_create_lineitem(LineItem().set_tag(name).set_resource_id(name).set_score_maximum(most)
+                                               .set_label(self.assignments[name].bundle.title), find_by="tag")
+        self.tool.store.keep_lineitem(name, issuer, found.get_id())
+        return found
+
+    def _grade(self, name: str, queued: QueuedScore, sub: str) -> Grade:
+        when = dt.datetime.fromtimestamp(queued.graded_at, dt.timezone.utc).isoformat(timespec="milliseconds")
+        feedback = f"{self.tool.settings.tool_url}/a/{name}/attempts/{queued.attempt}/feedback"
+        return (Grade().set_score_given(queued.final).set_score_maximum(queued.max_score).set_timestamp(when)
+                .set_activity_progress("Completed").set_grading_progress("FullyGraded").set_user_id(sub)
+                .set_comment(feedback))

@@ -1,0 +1,196 @@
+"""The routes an LMS calls: OIDC login initiation (/lti/login), the launch (/lti/launch) and the tool's public
+key set (/lti/jwks.json).
+
+A launch PyLTI1p3 validated signs its user in with the same session the token sign-in gives: a student found on
+the roster by the LMS's user id (`lms_id`: the token's `sub`, or its LIS person id) or else by email (or, where
+course.yaml's `lti.add_unknown` says so, one the roster lacks, under an id of their LMS user id); staff by their
+context role. Anything else is one sentence on a refusal page, with what the LMS sent that did not match.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from pylti1p3.exception import LtiException, OIDCException
+from pylti1p3.roles import StudentRole, TeacherRole, TeachingAssistantRole
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from autograder.grade.gradebook.accounts import Role
+from autograder.grade.gradebook.lti import LtiStore
+from autograder.serve.lti.adapter import CookieJar, Launch, LtiRequest, Login, Platforms, Sessions, StoredValues
+from autograder.serve.lti.deep_link import PICK_PATH, picked, picker
+from autograder.serve.lti.grades import AGS_CLAIM
+from autograder.serve.lti.keys import jwks, read_keys
+from autograder.serve.lti.members import lms_person, roster_match
+from autograder.course.lti_settings import LtiSettings
+from autograder.serve.pages import Refusal
+
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+LOGIN_PATH, LAUNCH_PATH, JWKS_PATH = "/lti/login", "/lti/launch", "/lti/jwks.json"
+PARAM_CHARS = 8000  # an id_token is a few kilobytes; anything far longer is not one
+
+
+@dataclass
+class LtiTool:
+    """The tool as `qkv serve` runs it: the course's `lti:` settings, the key pair, and the launch values' store."""
+
+    settings: LtiSettings
+    private_pem: str
+    public_pem: str
+    store: LtiStore
+
+    @classmethod
+    def open(cls, settings: LtiSettings, keys: Path, where: Any) -> "LtiTool":
+        private, public = read_keys(keys)
+        return cls(settings, private, public, LtiStore(where))
+
+    @property
+    def origins(self) -> tuple[str, ...]:
+        return tuple(sorted({p.origin for p in self.settings.platforms}))
+
+    def tool_config(self) -> Platforms:
+        config = Platforms(self.settings.tool_config())
+        for platform in self.settings.platforms:
+            config.set_private_key(platform.issuer, self.private_pem)
+            config.set_public_key(platform.issuer, self.public_pem)
+        return config
+
+    def close(self) -> None:
+        self.store.close()
+
+    def routes(self, state: Any) -> list[Route]:
+        from autograder.serve.web import refusal_page, session_response
+
+        values = StoredValues(self.store)
+        launch_url = self.settings.tool_url + LAUNCH_PATH
+
+        async def params(request: Request) -> dict[str, str]:
+            given = dict(request.query_params)
+            if request.method == "POST":
+                form = await request.form(max_files=0, max_fields=30)
+                given.update({k: v for k, v in form.items() if isinstance(v, str)})
+            return {k: v[:PARAM_CHARS] for k, v in given.items()}
+
+        async def login(request: Request) -> Response:
+            lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
+            target = lti_request.get_param("target_link_uri") or ""
+            if not _on_tool(target, self.settings.tool_url):
+                return refusal_page(400, "the LMS asked to open an address that is not this service's: "
+                                         f"{target[:200]!r}", "Launch refused")
+            cookies = CookieJar(lti_request)
+            try:
+                return await run_in_threadpool(
+                    lambda: Login(lti_request, self.tool_config(), Sessions(values), cookies, values)
+                    .redirect(launch_url))
+            except (LtiException, OIDCException) as err:
+                return refusal_page(403, f"the LMS's sign-in request was refused: {err}", "Launch refused")
+
+        def signed_in(lti_request: LtiRequest) -> Response:
+            launch = Launch(lti_request, self.tool_config(), values, CookieJar(lti_request))
+            try:
+                data = launch.get_launch_data()
+                if not isinstance(data, dict) or not isinstance(data.get(CLAIM + "roles"), list):
+                    raise LtiException("its claims are not an LTI message's")
+            except (LtiException, OIDCException) as err:
+                raise Refusal(403, f"the LMS's launch was refused: {err}", "Launch refused") from None
+            except (ValueError, TypeError, AttributeError, KeyError):  # the library reading claims of other shapes
+                raise Refusal(403, "the LMS's launch was refused: its id_token is not one an LMS would send",
+                              "Launch refused") from None
+            role = role_of(data)
+            if launch.is_deep_link_launch():
+                if role is not Role.INSTRUCTOR:
+                    raise Refusal(403, "only the course's instructors add assignment links", "Launch refused")
+                return picker(values, launch.get_launch_id(), state.assignments)
+            if not launch.is_resource_launch():
+                raise Refusal(400, "this service opens assignment links only (an LTI resource-link launch)",
+                              "Launch refused")
+            person = person_of(data, role, state.roster, self.settings.add_unknown)
+            now = time.time()
+            account = state.accounts.launched(person, role, now)
+            if role is Role.STUDENT:  # where their scores go (grades.py)
+                grades = data.get(AGS_CLAIM)
+                self.store.remember(person, str(data["iss"]), str(data["sub"]),
+                                    grades if isinstance(grades, dict) else {}, now)
+            target = landing(data, self.settings.tool_url, state.assignments)
+            members, context = data.get(NRPS_CLAIM), data.get(CLAIM + "context")
+            if target != "/" and isinstance(members, dict) and members.get("context_memberships_url"):
+                # the LMS course's class list, which `qkv lti sync NAME` reads
+                self.store.keep_context(target.removeprefix("/a/"), str(data["iss"]),
+                                        str(context.get("id", "")) if isinstance(context, dict) else "",
+                                        str(members["context_memberships_url"]), now)
+            return session_response(state, account, target, framed=True)
+
+        async def launch(request: Request) -> Response:
+            lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
+            try:
+                return await run_in_threadpool(signed_in, lti_request)
+            except Refusal as refusal:
+                return refusal_page(refusal.status, refusal.message, refusal.heading)
+
+        async def pick(request: Request) -> Response:
+            form = await params(request)
+            try:
+                return await run_in_threadpool(picked, self, values, form.get("pick", ""),
+                                               form.get("assignment", ""), state.assignments)
+            except Refusal as refusal:
+                return refusal_page(refusal.status, refusal.message, refusal.heading)
+
+        async def key_set(request: Request) -> Response:
+            return JSONResponse(jwks(self.public_pem))
+
+        return [Route(LOGIN_PATH, login, methods=["GET", "POST"]), Route(LAUNCH_PATH, launch, methods=["POST"]),
+                Route(PICK_PATH, pick, methods=["POST"]), Route(JWKS_PATH, key_set, methods=["GET"])]
+
+
+def _on_tool(address: str, tool_url: str) -> bool:
+    parts, tool = urlsplit(address), urlsplit(tool_url)
+    return (parts.scheme, parts.netloc) == (tool.scheme, tool.netloc)
+
+
+def role_of(data: Mapping[str, Any]) -> Role:
+    """The course role the launch claims (the platform signed it): instructors, TAs, learners; no other."""
+    if TeacherRole(data).check():
+        return Role.INSTRUCTOR
+    if TeachingAssistantRole(data).check():
+        return Role.STAFF
+    if StudentRole(data).check():
+        return Role.STUDENT
+    raise Refusal(403, "the LMS gave this account no role in the course that the service knows (learner, "
+                       "teaching assistant, instructor)", "Launch refused")
+
+
+def person_of(data: Mapping[str, Any], role: Role, roster: Any, add_unknown: bool = False) -> str:
+    """Whom the launch signs in: a roster id for a student (or, with `add_unknown`, the id of a student known only
+    to the LMS, members.lms_person), the LMS's email (else its user id) for staff."""
+    sub = str(data.get("sub", ""))[:200]
+    email = str(data.get("email", ""))[:200]
+    if role is not Role.STUDENT:
+        return email or f"lti:{sub}"
+    lis = data.get(CLAIM + "lis")
+    sourced = str(lis.get("person_sourcedid", ""))[:200] if isinstance(lis, dict) else ""
+    found = roster_match(roster, sub, sourced, email) if roster is not None else None
+    if found is not None:
+        return found.id
+    if add_unknown and sub and (roster is None or roster.by_id(lms_person(sub)) is None):
+        return lms_person(sub)
+    if roster is None:
+        raise Refusal(403, "the service runs without a roster, so no LMS student can be matched: ask your "
+                           "instructor to serve with --roster", "Not on the roster")
+    raise Refusal(403, f"you are not on this course's roster (the LMS says user {sub!r}"
+                       f"{f', {email}' if email else ''}): ask your instructor to add you", "Not on the roster")
+
+
+def landing(data: Mapping[str, Any], tool_url: str, assignments: Mapping[str, Any]) -> str:
+    """The page the launch opens: the assignment the link names (its target /a/NAME), else the list."""
+    target = str(data.get(CLAIM + "target_link_uri", ""))
+    path = urlsplit(target).path if _on_tool(target, tool_url) else ""
+    name = path.removeprefix("/a/") if path.startswith("/a/") else ""
+    return f"/a/{name}" if name in assignments else "/"

@@ -1,0 +1,125 @@
+"""The LMS's class list (Names and Role Provisioning Services) against the roster: who the LMS has that the roster
+lacks, who the roster has that the LMS dropped, and whose email changed.
+
+The roster stays the course's own file: a sync shows the differences and keeps them in the history, and writes a
+roster with them applied only to a new file the instructor names (then points course.yaml at it), so a roster
+edited by hand (extensions, sections, ids the LMS does not know) is never overwritten by what the LMS says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pylti1p3.names_roles import NamesRolesProvisioningService
+from pylti1p3.roles import StudentRole
+from pylti1p3.service_connector import ServiceConnector
+
+from autograder.classroom.roster import Roster, Student
+from autograder.serve.lti.adapter import platform_session
+
+MOST_PAGES = 100  # a platform whose `next` links never end is not followed past this
+MOST_MEMBERS = 100_000
+_ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
+
+
+def lms_person(user_id: str) -> str:
+    """The id of a student known only to the LMS: the one a launch signs them in under (with `lti.add_unknown`) and
+    the one their roster row gets from a sync, so their attempts stay theirs once the roster has them."""
+    return "lms-" + (re.sub(r"[^A-Za-z0-9._-]", "_", user_id) or "_")[:60]
+
+
+def roster_match(roster: Roster, user_id: str, sourced_id: str, email: str) -> Optional[Student]:
+    """The roster's student an LMS user is: the LMS user id (`sub`) or LIS person id as `lms_id`, else the email."""
+    return (roster.by_lms_id(user_id) if user_id else None) or (roster.by_lms_id(sourced_id) if sourced_id else None) \
+        or (roster.by_email(email) if email else None)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A learner as the LMS lists them."""
+
+    user_id: str
+    name: str
+    email: str
+    sourced_id: str
+
+
+
+@dataclass
+class RosterDiff:
+    added: list[Member] = field(default_factory=list)
+    dropped: list[Student] = field(default_factory=list)
+    changed: list[tuple[Student, str]] = field(default_factory=list)  # (the student, the LMS's email)
+
+    def as_record(self) -> dict:
+        return {"added": [vars(m) for m in self.added], "dropped": [s.id for s in self.dropped],
+                "changed": [{"id": s.id, "from": s.email, "to": email} for s, email in self.changed]}
+
+    def lines(self) -> list[str]:
+        return ([f"added: {m.name or '(no name)'} <{m.email}> (LMS user {m.user_id})" for m in self.added]
+                + [f"dropped: {s.id} {s.name}" for s in self.dropped]
+                + [f"changed email: {s.id} {s.email} -> {email}" for s, email in self.changed])
+
+
+def learners(tool: Any, issuer: str, memberships_url: str) -> list[Member]:
+    """The course's active learners, pulled from the LMS with the tool's own service token."""
+    registration = tool.tool_config().find_registration_by_issuer(issuer)
+    service = NamesRolesProvisioningService(ServiceConnector(registration, platform_session()),
+                                            {"context_memberships_url": memberships_url})
+    found: list[Member] = []
+    url: Optional[str] = memberships_url
+    for _ in range(MOST_PAGES):
+        if not url or len(found) >= MOST_MEMBERS:
+            break
+        page, url = service.get_members_page(url)
+        for member in page if isinstance(page, list) else []:
+            if not isinstance(member, dict) or member.get("status", "Active") != "Active":
+                continue
+            if StudentRole({_ROLES: list(member.get("roles") or [])}).check():
+                found.append(Member(*(str(member.get(k) or "")[:200] for k in
+                                      ("user_id", "name", "email", "lis_person_sourcedid"))))
+    return found
+
+
+def roster_diff(roster: Roster, members: list[Member]) -> RosterDiff:
+    """Each learner matched to the roster as a launch is (the LMS user id as `lms_id`, its person id, the email)."""
+    diff, matched = RosterDiff(), set()
+    for member in members:
+        student = roster_match(roster, member.user_id, member.sourced_id, member.email)
+        if student is None:
+            diff.added.append(member)
+            continue
+        matched.add(student.id)
+        if member.email and member.email.casefold() != student.email.casefold():
+            diff.changed.append((student, member.email))
+    diff.dropped = [s for s in roster.students if s.id not in matched]
+    return diff
+
+
+def applied(roster: Roster, diff: RosterDiff) -> list[list[str]]:
+    """The roster's rows with the differences applied (its own columns kept), for a new roster file."""
+    extra = [column for column, _ in (roster.students[0].extra if roster.students else ())]
+    header = ["id", "name", "email", "lms_id", "section", "extension", *extra]
+    dropped, emails = {s.id for s in diff.dropped}, {s.id: email for s, email in diff.changed}
+    rows = [header]
+    for s in roster.students:
+        if s.id not in dropped:
+            rows.append([s.id, s.name, emails.get(s.id, s.email), s.lms_id, s.section,
+                         _extension_cell(s), *(s.get(c) for c in extra)])
+    taken = {s.id for s in roster.students}
+    for member in diff.added:
+        if lms_person(member.user_id) not in taken:  # a roster id of that shape is someone else's: left for a hand
+            taken.add(lms_person(member.user_id))
+            rows.append([lms_person(member.user_id), member.name, member.email, member.user_id, "", "",
+                         *("" for _ in extra)])
+    return rows
+
+
+def _extension_cell(student: Student) -> str:
+    """The extension as a roster cell reads it back (hours, or the new due date)."""
+    found = student.extension
+    if found is None:
+        return ""
+    return f"{found.hours:g}" if found.hours is not None else found.due.isoformat()

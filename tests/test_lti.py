@@ -1,0 +1,478 @@
+"""`qkv serve` as an LTI 1.3 tool (autograder/serve/lti/), launched from a local platform (tests/lti_platform.py):
+a real `qkv serve` on a loopback port (on SQLite, then on PostgreSQL), whose course.yaml registers the platform, and
+a browser without JavaScript that goes from the platform's login initiation to the tool's launch as a browser in an
+LMS does.
+
+A learner lands on the assignment signed in, matched to the roster by the LMS's user id or email; staff see the
+class; one test per forged or stale launch the tool must refuse; scores sent back once, the LMS down or not; the
+LMS's class list against the roster; deep linking; and the parts that need no server (the launch
+values' store on SQLite and PostgreSQL, the course.yaml section, the framing headers, the key pair).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import httpx
+import pytest
+import yaml
+
+from autograder.classroom.roster import load_roster, parse_roster
+from autograder.course.find import read_course
+from autograder.errors import QkvError
+from autograder.grade.gradebook import GRADEBOOK_FILE
+from autograder.grade.gradebook.accounts import ACCOUNTS_FILE, SCHEMA_NAME, Role
+from autograder.grade.gradebook.database import is_postgres, open_postgres, open_sqlite, schema_name
+from autograder.grade.gradebook.lti import LtiStore
+from autograder.serve.guard import security_headers
+from autograder.serve.lti.keys import jwks, make_keys, read_keys
+from autograder.serve.lti.launch import person_of
+from autograder.serve.pages import Refusal
+from conftest import QKV, ROOT
+from lti_platform import INSTRUCTOR, LEARNER, TA, Platform, User
+from serve_client import Browser, Page, wait_for
+from servers import ServerProcess, fresh_database
+
+NAME = "attention-numpy"
+ROSTER = ROOT / "examples" / "canvas" / "roster.csv"  # s2026001 Ada (lms_id 1001), s2026002 Ben (ben@uni.example)
+ADA = User("1001", (LEARNER,), "someone-else@uni.example", "Ada Lovelace")
+
+
+def qkv(root: Path, *args: object) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(QKV), "--course", str(root), *map(str, args)], cwd=root, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, f"qkv {' '.join(map(str, args))}: {done.stderr[-3000:]}"
+    return done
+
+
+# ------------------------------------------------------------------ the tool and the platform, served
+
+@dataclass
+class Tool:
+    root: Path
+    store: str  # a folder of SQLite files, or a PostgreSQL URL
+    server: ServerProcess
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def rows(self, sql: str, gradebook: bool = True) -> list:
+        """Read the service's database behind its back: the assignment's gradebook, else the accounts' tables."""
+        if is_postgres(self.store):
+            db = open_postgres(self.store, schema_name(NAME) if gradebook else SCHEMA_NAME)
+        else:
+            db = open_sqlite(Path(self.store) / (f"{NAME}/{GRADEBOOK_FILE}" if gradebook else ACCOUNTS_FILE),
+                             read_only=True)
+        try:
+            return list(db.execute(sql))
+        finally:
+            db.close()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def served(request, served_numpy, tmp_path_factory):
+    """The run's attention-numpy course, given a key pair and an `lti:` section naming a platform of its own, served
+    on a folder of SQLite files and again on a PostgreSQL database (every test of it runs on both)."""
+    root = tmp_path_factory.mktemp("lti") / "course"
+    shutil.copytree(served_numpy.folder, root, symlinks=True)
+    qkv(root, "lti", "keys")
+    config = yaml.safe_load((root / "course.yaml").read_text(encoding="utf-8"))
+    platform = Platform().start()
+
+    def command(port: int) -> list:
+        # the tool's address holds its port, known only now: course.yaml is written for it before each start
+        lti = platform.course_settings(f"http://127.0.0.1:{port}", "lti-keys")
+        (root / "course.yaml").write_text(yaml.safe_dump({**config, "lti": lti}), encoding="utf-8")
+        return [QKV, "--course", root, "serve", NAME, "--roster", ROSTER, "--db", store, "--port", port, "--jobs", 1]
+
+    with contextlib.ExitStack() as stack:
+        stack.callback(platform.stop)
+        store = stack.enter_context(fresh_database(request.getfixturevalue("postgres_url"))) \
+            if request.param == "postgresql" else str(root / "store")
+        server = stack.enter_context(ServerProcess(command, cwd=root))
+        yield Tool(root, store, server), platform
+
+
+@pytest.fixture
+def tool(served) -> Tool:
+    return served[0]
+
+
+@pytest.fixture
+def platform(served) -> Platform:
+    return served[1]
+
+
+def launch(tool: Tool, platform: Platform, user: User, target: Optional[str] = None,
+           tamper: Callable[[dict], dict] = lambda form: form) -> tuple[Browser, httpx.Response, dict]:
+    """A click on the assignment's link in the LMS: the tool's login initiation, the platform's authorization
+    page, and its form posted to the tool's launch (after `tamper`); (the browser, the launch's answer, the form)."""
+    browser = Browser(tool.url)
+    hint = platform.add_user(user)
+    login = browser.get("/lti/login", params=platform.login_params(hint, target or f"{tool.url}/a/{NAME}"))
+    assert login.status_code == 302, f"login initiation: {login.status_code} {login.text[:500]}"
+    assert login.headers["location"].startswith(f"{platform.url}/auth?")
+    authorized = httpx.get(login.headers["location"], timeout=60)
+    assert authorized.status_code == 200, authorized.text
+    form = Page(authorized.text).form(f"{tool.url}/lti/launch")
+    sent = tamper(dict(form))
+    return browser, browser.post("/lti/launch", data=sent), sent
+
+
+def refused(browser: Browser, answer: httpx.Response, reason: str) -> None:
+    """The launch was refused for `reason`, and left no session: the browser is sent to the sign-in page."""
+    assert answer.status_code == 403, f"{answer.status_code}: {answer.text[:500]}"
+    assert reason in Page(answer.text).refusal(), Page(answer.text).refusal()
+    assert "qkv_session" not in answer.cookies
+    assert browser.get(f"/a/{NAME}").headers.get("location", "").startswith("/signin")
+
+
+def token_parts(token: str) -> tuple[dict, dict, str]:
+    head, body, signature = token.split(".")
+    decode = lambda part: json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))  # noqa: E731
+    return decode(head), decode(body), signature
+
+
+def encoded(part: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=").decode()
+
+
+# ------------------------------------------------------------------ launches that sign in
+
+@pytest.mark.slow
+def test_a_learner_launch_lands_on_the_assignment_signed_in(tool, platform):
+    browser, answer, _ = launch(tool, platform, ADA)
+    assert answer.status_code == 303, answer.text[:500]
+    assert answer.headers["location"] == f"/a/{NAME}"
+    page = browser.get(f"/a/{NAME}")
+    assert page.status_code == 200
+    assert "signed in as s2026001 (student)" in Page(page.text).text  # by lms_id: the email matches no one
+    policy = page.headers["content-security-policy"]
+    assert f"frame-ancestors {platform.url};" in policy  # the LMS frames the page, and no other site may
+    assert "x-frame-options" not in page.headers
+
+
+@pytest.mark.slow
+def test_a_learner_unknown_by_lms_id_is_matched_by_email(tool, platform):
+    browser, answer, _ = launch(tool, platform, User("canvas-uuid-77", (LEARNER,), "Ben@uni.example"))
+    assert answer.status_code == 303, answer.text[:500]
+    assert "signed in as s2026002 (student)" in Page(browser.get(f"/a/{NAME}").text).text
+
+
+@pytest.mark.slow
+def test_an_instructor_launch_opens_the_class_and_a_ta_is_staff(tool, platform):
+    browser, answer, _ = launch(tool, platform, User("prof-1", (INSTRUCTOR,), "prof@uni.example"))
+    assert answer.status_code == 303
+    assert browser.get(f"/a/{NAME}").headers["location"] == f"/a/{NAME}/class"
+    assert "(instructor)" in Page(browser.get(f"/a/{NAME}/class").text).text
+    browser, answer, _ = launch(tool, platform, User("ta-1", (TA,), "ta@uni.example"))
+    assert answer.status_code == 303
+    page = Page(browser.get(f"/a/{NAME}/class").text).text
+    assert "signed in as ta@uni.example (staff)" in page
+
+
+@pytest.mark.slow
+def test_a_user_not_on_the_roster_is_refused_with_a_clear_page(tool, platform):
+    browser, answer, _ = launch(tool, platform, User("stranger-9", (LEARNER,), "stranger@elsewhere.example"))
+    refused(browser, answer, "you are not on this course's roster (the LMS says user 'stranger-9'")
+
+
+@pytest.mark.slow
+def test_a_launch_for_another_site_is_refused_at_login(tool, platform):
+    browser = Browser(tool.url)
+    answer = browser.get("/lti/login", params=platform.login_params(platform.add_user(ADA),
+                                                                    "https://evil.example/a/x"))
+    assert answer.status_code == 400
+    assert "not this service's" in Page(answer.text).refusal()
+
+
+# ------------------------------------------------------------------ launches that are refused
+
+@pytest.mark.slow
+def test_a_replayed_launch_is_refused(tool, platform):
+    browser, answer, sent = launch(tool, platform, ADA)
+    assert answer.status_code == 303
+    again = Browser(tool.url)  # the id_token and state copied to another browser, and to the same one
+    refused(again, again.post("/lti/launch", data=sent), "Invalid Nonce")
+    assert browser.post("/lti/launch", data=sent).status_code == 403
+
+
+def _claims(**claims) -> Callable[[Platform], None]:
+    return lambda platform: platform.next_claims.update(claims)
+
+
+def _other_key(platform: Platform) -> None:
+    platform.sign_with_other_key = True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forge, reason", [
+    (_claims(aud="another-tool"), "Client id not registered for this issuer"),
+    (_claims(exp=int(time.time()) - 600, iat=int(time.time()) - 900), "Signature has expired"),
+    (_claims(exp=None), 'Token is missing the "exp" claim'),
+    (_claims(**{"https://purl.imsglobal.org/spec/lti/claim/deployment_id": "deployment-9"}),
+     "Unable to find deployment"),
+    (_other_key, "Signature verification failed"),
+], ids=["wrong-aud", "expired", "no-expiry", "unknown-deployment", "signed-by-another-key"])
+def test_a_forged_or_stale_id_token_is_refused(tool, platform, forge, reason):
+    forge(platform)
+    browser, answer, _ = launch(tool, platform, ADA)
+    refused(browser, answer, reason)
+
+
+def _unsigned(form: dict) -> dict:
+    head, body, _ = token_parts(form["id_token"])
+    return {**form, "id_token": f"{encoded({**head, 'alg': 'none'})}.{encoded(body)}."}
+
+
+def _instructor_claimed(form: dict) -> dict:
+    head, body, signature = token_parts(form["id_token"])
+    body["https://purl.imsglobal.org/spec/lti/claim/roles"] = [INSTRUCTOR]
+    return {**form, "id_token": f"{encoded(head)}.{encoded(body)}.{signature}"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tamper, reason", [
+    (_unsigned, "Unable to find public key"),
+    (_instructor_claimed, "Signature verification failed"),
+], ids=["alg-none", "instructor-role-forged"])
+def test_a_tampered_id_token_is_refused(tool, platform, tamper, reason):
+    browser, answer, _ = launch(tool, platform, ADA, tamper=tamper)
+    refused(browser, answer, reason)
+
+
+@pytest.mark.slow
+def test_a_login_from_a_platform_the_course_does_not_list_is_refused(tool, platform):
+    params = {**platform.login_params(platform.add_user(ADA), f"{tool.url}/a/{NAME}"), "iss": "https://evil.example"}
+    answer = Browser(tool.url).get("/lti/login", params=params)
+    assert answer.status_code == 403
+    assert "the issuer 'https://evil.example' is not a platform of this course" in Page(answer.text).refusal()
+
+
+def _body(change: Callable[[dict], object]) -> Callable[[dict], dict]:
+    """The id_token with its claims changed (the signature kept: it no longer matches)."""
+    def garbled(form: dict) -> dict:
+        head, body, signature = token_parts(form["id_token"])
+        return {**form, "id_token": f"{encoded(head)}.{encoded(change(body))}.{signature}"}
+    return garbled
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tamper, reason", [
+    (lambda form: {**form, "id_token": "not-a-jwt"}, "JWT must contain 3 parts"),
+    (_body(lambda body: [1, 2, 3]), "its id_token is not one an LMS would send"),
+    (_body(lambda body: {**body, "iss": ["a", "list"]}), "its id_token is not one an LMS would send"),
+    (_body(lambda body: "a string"), "its id_token is not one an LMS would send"),
+], ids=["not-a-jwt", "a-list", "iss-a-list", "a-string"])
+def test_a_garbled_id_token_is_refused_in_one_sentence(tool, platform, tamper, reason):
+    browser, answer, _ = launch(tool, platform, ADA, tamper=tamper)
+    refused(browser, answer, reason)
+
+
+@pytest.mark.slow
+def test_the_tool_serves_its_public_key_set(tool):
+    served = httpx.get(f"{tool.url}/lti/jwks.json", timeout=60).json()
+    assert served == jwks(read_keys(tool.root / "lti-keys")[1])
+    assert set(served["keys"][0]) >= {"kty", "n", "e", "kid"} and "d" not in served["keys"][0]
+
+
+# ------------------------------------------------------------------ scores to the LMS
+
+def outbox(tool: Tool) -> dict[str, tuple]:
+    """The gradebook's LMS outbox: by attempt, (tries, sent_at, final)."""
+    return {row[0]: tuple(row[1:]) for row in tool.rows(
+        "SELECT s.attempt, s.tries, s.sent_at, g.final FROM lti_scores AS s JOIN gradings AS g ON g.id = s.grading")}
+
+
+@pytest.mark.slow
+def test_a_score_posted_while_the_platform_is_down_reaches_it_once_when_it_is_back(tool, platform):
+    cho = User("1003", (LEARNER,), "cho@uni.example")
+    browser, answer, _ = launch(tool, platform, cho)
+    assert answer.status_code == 303
+    platform.stop()
+    try:
+        handed = browser.hand_in(NAME, "ada.py", (ROOT / "examples" / "submissions" / NAME / "ada.py").read_bytes())
+        assert handed.status_code == 303, handed.text[:500]
+        attempt = handed.headers["location"].rsplit("/", 1)[1]
+        wait_for(lambda: (outbox(tool).get(attempt) or (0,))[0] >= 1, "a failed post of the score",
+                 lambda: outbox(tool))
+        assert outbox(tool)[attempt][1] is None  # not sent, and kept
+    finally:
+        platform.start()
+    wait_for(lambda: outbox(tool)[attempt][1] is not None, "the score posted", lambda: outbox(tool))
+    mine = [(item, score) for item, score in platform.scores if score["userId"] == cho.sub]
+    assert len(mine) == 1, mine
+    item, score = mine[0]
+    assert score["scoreGiven"] == outbox(tool)[attempt][2] and score["gradingProgress"] == "FullyGraded"
+    assert score["comment"] == f"{tool.url}/a/{NAME}/attempts/{attempt}/feedback"
+    assert [line["id"] for line in platform.lineitems if line.get("tag") == NAME] == [item]
+
+
+# ------------------------------------------------------------------ the LMS's class list
+
+def member(user_id: str, email: str, name: str, roles: tuple[str, ...] = (LEARNER,), status: str = "Active") -> dict:
+    return {"user_id": user_id, "email": email, "name": name, "roles": list(roles), "status": status}
+
+
+@pytest.mark.slow
+def test_a_roster_sync_shows_a_student_added_and_one_dropped_and_leaves_the_roster_alone(tool, platform, tmp_path):
+    launch(tool, platform, User("prof-3", (INSTRUCTOR,), "prof@uni.example"))  # names the course's roster service
+    roster = load_roster(ROSTER)
+    platform.members = [member(s.lms_id, s.email, s.name) for s in roster.students if s.id != "s2026009"] + [
+        member("2001", "zed@uni.example", "Zed Zulu"),
+        member("2002", "gone@uni.example", "Gone Away", status="Inactive"),  # no longer in the course
+        member("prof-3", "prof@uni.example", "The Prof", (INSTRUCTOR,))]  # staff are no roster rows
+    platform.members[1]["email"] = "ben.okafor@uni.example"
+    before = ROSTER.read_bytes()
+    done = qkv(tool.root, "lti", "sync", NAME, "--roster", ROSTER, "--db", tool.store, "--write",
+               tmp_path / "synced.csv")
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if line.startswith(("added", "dropped", "changed"))] == [
+        "added: Zed Zulu <zed@uni.example> (LMS user 2001)", "dropped: s2026009 Ivy Park",
+        "changed email: s2026002 ben@uni.example -> ben.okafor@uni.example"]
+    assert ROSTER.read_bytes() == before
+    synced = load_roster(tmp_path / "synced.csv")
+    # the id a launch signs Zed in under with lti.add_unknown, so attempts made before the roster had him stay his
+    assert [s.id for s in synced.students] == [s.id for s in roster.students if s.id != "s2026009"] + ["lms-2001"]
+    assert synced.by_id("s2026002").email == "ben.okafor@uni.example"
+    assert synced.by_id("s2026003").extension == roster.by_id("s2026003").extension  # the roster's own column kept
+    kept = json.loads(tool.rows("SELECT diff FROM lti_syncs ORDER BY id DESC LIMIT 1", gradebook=False)[0][0])
+    assert kept["dropped"] == ["s2026009"] and [m["user_id"] for m in kept["added"]] == ["2001"]
+
+
+# ------------------------------------------------------------------ deep linking
+
+@pytest.mark.slow
+def test_an_instructor_adding_the_tool_picks_the_assignment_the_link_opens(tool, platform):
+    platform.next_claims.update(platform.deep_linking_claims())
+    browser, answer, _ = launch(tool, platform, User("prof-4", (INSTRUCTOR,), "prof@uni.example"))
+    assert answer.status_code == 200, answer.text[:500]
+    choice = Page(answer.text).form("/lti/deep-link")
+    assert choice["assignment"] == NAME
+    signed = browser.post("/lti/deep-link", data=choice)
+    assert signed.status_code == 200, signed.text[:500]
+    back = Page(signed.text).form(f"{platform.url}/deep-link-return")
+    assert f"form-action 'self' {platform.url};" in signed.headers["content-security-policy"]
+    assert httpx.post(f"{platform.url}/deep-link-return", data=back, timeout=60).status_code == 200
+    items = platform.deep_links[-1]["items"]
+    assert [(i["type"], i["url"]) for i in items] == [("ltiResourceLink", f"{tool.url}/a/{NAME}")]
+    assert browser.post("/lti/deep-link", data=choice).status_code == 403  # one answer per pick
+    _, opened, _ = launch(tool, platform, ADA, target=items[0]["url"])  # the new link, clicked by a learner
+    assert opened.headers["location"] == f"/a/{NAME}"
+
+
+@pytest.mark.slow
+def test_a_learner_cannot_add_links(tool, platform):
+    platform.next_claims.update(platform.deep_linking_claims())
+    browser, answer, _ = launch(tool, platform, ADA)
+    refused(browser, answer, "only the course's instructors add assignment links")
+
+
+# ------------------------------------------------------------------ without a server
+
+def test_the_key_pair_is_made_once_with_an_owner_only_private_key(tmp_path):
+    private = make_keys(tmp_path / "keys")
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
+    assert "PRIVATE KEY" in read_keys(tmp_path / "keys")[0]
+    with pytest.raises(QkvError, match="a key pair is already here"):
+        make_keys(tmp_path / "keys")
+
+
+PLATFORM = {"issuer": "https://lms.example", "client_id": "1", "deployment_ids": ["d"],
+            "auth_login_url": "https://lms.example/auth", "auth_token_url": "https://lms.example/token",
+            "key_set_url": "https://lms.example/jwks"}
+
+
+@pytest.mark.parametrize("lti, message", [
+    ({"tool_url": "https://qkv.example", "platforms": []}, "platforms: List should have at least 1 item"),
+    ({"tool_url": "javascript:alert(1)", "platforms": [PLATFORM]}, "tool_url: 'javascript:alert(1)' is not an http(s)"),
+    ({"tool_url": "https://qkv.example", "platforms": [{**PLATFORM, "secret": "x"}]},
+     "platforms.0.secret: Extra inputs are not permitted"),
+    ({"tool_url": "https://qkv.example", "platforms": [PLATFORM, PLATFORM]},
+     "platforms: issuer 'https://lms.example' is listed twice"),
+])
+def test_a_bad_lti_section_of_course_yaml_is_one_line_naming_the_file_and_field(tmp_path, lti, message):
+    (tmp_path / "course.yaml").write_text(yaml.safe_dump({"title": "A course", "lti": lti}), encoding="utf-8")
+    with pytest.raises(QkvError) as caught:
+        read_course(tmp_path)
+    assert str(tmp_path / "course.yaml") in str(caught.value) and f"lti.{message}" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_canvas_developer_key_names_the_routes_the_service_serves(tmp_path):
+    done = subprocess.run([str(QKV), "lti", "config", "--platform", "canvas", "--url", "https://qkv.example.edu/"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    key = json.loads(done.stdout)
+    assert (key["oidc_initiation_url"], key["target_link_uri"], key["public_jwk_url"]) == (
+        "https://qkv.example.edu/lti/login", "https://qkv.example.edu/lti/launch",
+        "https://qkv.example.edu/lti/jwks.json")
+    assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in key["scopes"]
+    placements = key["extensions"][0]["settings"]["placements"]
+    assert {p["message_type"] for p in placements} == {"LtiDeepLinkingRequest"}
+
+
+def test_the_moodle_settings_and_a_bad_address(tmp_path):
+    run = lambda *args: subprocess.run([str(QKV), "lti", "config", *args], capture_output=True,  # noqa: E731
+                                       text=True, timeout=120, cwd=tmp_path)
+    settings = dict(line.split(": ", 1) for line in run("--platform", "moodle", "--url", "http://lms.test:8000")
+                    .stdout.splitlines())
+    assert settings["Initiate login URL"] == "http://lms.test:8000/lti/login"
+    assert settings["Public keyset"] == "http://lms.test:8000/lti/jwks.json"
+    bad = run("--platform", "moodle", "--url", "javascript:alert(1)")
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().splitlines()[-1] == "error: --url: 'javascript:alert(1)' is not an http(s) address " \
+                                                  "without query or fragment"
+
+
+def test_a_learner_the_roster_lacks_is_refused_unless_the_course_adds_them():
+    roster = load_roster(ROSTER)
+    stranger = {"sub": "canvas/99", "email": "new@uni.example"}
+    with pytest.raises(Refusal, match="you are not on this course's roster"):
+        person_of(stranger, Role.STUDENT, roster)
+    assert person_of(stranger, Role.STUDENT, roster, add_unknown=True) == "lms-canvas_99"
+    assert person_of({"sub": "x", "email": "ADA@uni.example"}, Role.STUDENT, roster, add_unknown=True) == "s2026001"
+    taken = parse_roster("id,name\nlms-canvas_99,Someone Else\n", "roster.csv")  # that id is another's
+    with pytest.raises(Refusal):
+        person_of(stranger, Role.STUDENT, taken, add_unknown=True)
+    assert person_of(stranger, Role.STAFF, None) == "new@uni.example"
+
+
+def test_only_the_platforms_may_frame_the_pages_of_an_lti_tool():
+    alone = dict(security_headers())
+    assert alone[b"x-frame-options"] == b"DENY" and b"frame-ancestors 'none'" in alone[b"content-security-policy"]
+    framed = dict(security_headers(("https://canvas.example", "https://moodle.example")))
+    assert b"x-frame-options" not in framed
+    assert b"frame-ancestors https://canvas.example https://moodle.example;" in framed[b"content-security-policy"]
+    assert b"form-action 'self' https://canvas.example https://moodle.example;" in framed[b"content-security-policy"]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def lti_store(request, tmp_path):
+    where = tmp_path / "accounts.sqlite" if request.param == "sqlite" else request.getfixturevalue("postgres_db")
+    store = LtiStore(where)
+    yield store
+    store.close()
+
+
+def test_a_nonce_is_taken_once_and_values_expire(lti_store):
+    now = time.time()
+    lti_store.put("lti1p3-nonce-abc", True, now + 60, now)
+    lti_store.put("lti1p3-state-1", {"a": 1}, now + 60, now)
+    assert lti_store.get("lti1p3-state-1", now) == {"a": 1} == lti_store.get("lti1p3-state-1", now)
+    assert lti_store.take("lti1p3-nonce-abc", now) is True
+    assert lti_store.take("lti1p3-nonce-abc", now) is None
+    assert lti_store.get("lti1p3-state-1", now + 61) is None
+    assert lti_store.get("x" * 10_000, now) is None  # a hostile state parameter is no key
