@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,10 +34,24 @@ from servers import TEST_USER as USER
 # The rerun takes minutes, so the module is slow as a whole: tests/conftest.py starts such modules first.
 pytestmark = pytest.mark.slow
 
-MODULES = ("test_runtime.py", "test_supervisor.py", "test_intake.py", "test_sandbox.py", "test_execute.py",
-           "test_grade.py", "test_examples.py", "test_pytest_plugin.py", "test_hostile_class.py",
-           "test_class_intake.py", "test_class_attacks.py", "test_class_grading.py", "test_spreadsheet.py",
-           "test_servers.py", "test_serve.py", "test_selfcheck_submit.py")
+@dataclass(frozen=True)
+class Rerun:
+    modules: tuple[str, ...]
+    select: str = ""  # pytest's -k: which of their tests
+
+
+# The modules rerun, in groups of about equal length: each group is a class, so xdist's loadscope gives each its
+# own worker and the rerun is not one long pole at the end of `make test`.
+GROUPS = {
+    "sandbox": Rerun(("test_runtime.py", "test_supervisor.py", "test_sandbox.py", "test_execute.py")),
+    "grading": Rerun(("test_intake.py", "test_grade.py", "test_examples.py", "test_pytest_plugin.py",
+                      "test_hostile_class.py")),
+    "class": Rerun(("test_class_intake.py", "test_class_attacks.py", "test_class_grading.py", "test_spreadsheet.py")),
+    "servers": Rerun(("test_servers.py", "test_selfcheck_submit.py")),
+    # the service on SQLite only: which database holds the attempts is the same code whoever runs the service, and
+    # the root run tries both; what changes with the user (the service's sandbox, its files) is the same on either
+    "service": Rerun(("test_serve.py", "test_lti.py"), select="not postgresql"),
+}
 
 
 def unavailable(why: str) -> None:
@@ -102,7 +117,8 @@ def test_way_in_covers_only_the_folders_others_may_not_search(tmp_path):
     assert oct(target.stat().st_mode & 0o777) == "0o700"  # planned, not done: nothing changed out here
 
 
-def test_sandbox_and_grading_tests_pass_as_an_unprivileged_user():
+def rerun_as_user(rerun: Rerun) -> None:
+    """Runs `rerun` under pytest as USER in a mount namespace of its own; fails with the run's tail."""
     if os.geteuid() != 0:
         unavailable("this run is already unprivileged (the root run is CI's)")
     try:
@@ -124,7 +140,8 @@ def test_sandbox_and_grading_tests_pass_as_an_unprivileged_user():
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "LC_ALL": "C.UTF-8",
                **{name: os.environ[name] for name in ("CI", "PYTHONPATH") if name in os.environ}}
         tests = [tools["runuser"], "-u", USER, "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "--basetemp", str(home / "pytest"), *(str(ROOT / "tests" / m) for m in MODULES)]
+                 "--basetemp", str(home / "pytest"), *(["-k", rerun.select] if rerun.select else []),
+                 *(str(ROOT / "tests" / m) for m in rerun.modules)]
         script = "set -e\n" + "".join(shlex.join(c) + "\n" for c in way_in([ROOT, Path(sys.prefix),
                                                                              interpreter.parent], stage))
         command = [tools["unshare"], "--mount", "--propagation", "private", "--", "sh", "-c",
@@ -136,3 +153,35 @@ def test_sandbox_and_grading_tests_pass_as_an_unprivileged_user():
     summary = (done.stdout + done.stderr)[-6000:]
     assert done.returncode == 0, f"as {USER}:\n{summary}"
     assert " passed" in done.stdout and " skipped" not in done.stdout.splitlines()[-1], summary
+
+
+class TestSandboxAsUser:
+    def test_the_sandbox_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["sandbox"])
+
+
+class TestGradingAsUser:
+    def test_the_grading_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["grading"])
+
+
+class TestClassAsUser:
+    def test_the_class_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["class"])
+
+
+class TestServersAsUser:
+    def test_the_server_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["servers"])
+
+
+class TestServiceAsUser:
+    def test_the_service_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["service"])
+
+
+def test_each_module_is_rerun_once_and_exists():
+    """A module named twice would run twice as the user; one renamed would fail only in the unprivileged run."""
+    rerun = [module for group in GROUPS.values() for module in group.modules]
+    assert len(rerun) == len(set(rerun))
+    assert [module for module in rerun if not (ROOT / "tests" / module).is_file()] == []
