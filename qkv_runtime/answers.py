@@ -9,6 +9,7 @@ answer raises `AnswerFormatError`, whose message says what format is expected.
 from __future__ import annotations
 
 import ast
+import math
 import re
 import threading
 from fractions import Fraction
@@ -106,12 +107,14 @@ def _rectangular(value: Any, depth: int = 0) -> np.ndarray:
 _GROUPED = re.compile(r"[-+]?\d{1,3}(?:(?P<sep>[,_' \u2009\u202f])\d{3})(?:(?P=sep)\d{3})*(?:\.\d+)?")
 
 
-def parse_numbers(value: Any, count: Optional[int] = None) -> np.ndarray:
+def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dict] = None) -> np.ndarray:
     """A scalar, vector or matrix typed as a number, a string or nested lists.
 
     `count`, when known, is how many numbers the answer has: digit groups ("1,050,624", "1 050 624")
     are then read as one number only where one number is expected, and "10,200" is two where two are.
     Without it, commas between groups of three digits make one number and spaces separate numbers.
+    Where one number is expected it may be typed as arithmetic (`parse_expression`) of integers and
+    the problem's whole-number `symbols` ({"d": 512}).
     """
     if isinstance(value, bool):
         raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
@@ -130,7 +133,13 @@ def parse_numbers(value: Any, count: Optional[int] = None) -> np.ndarray:
     grouped = _GROUPED.fullmatch(text)
     if grouped and (count == 1 or (count is None and grouped.group("sep") not in (" ",))):
         text = re.sub(r"[,_' \u2009\u202f]", "", text)
-    return _rectangular(_nested_numbers(text))
+    try:
+        return _rectangular(_nested_numbers(text))
+    except AnswerFormatError:
+        if count not in (None, 1) or not _EXPRESSION.fullmatch(text) or not _OPERATOR.search(text) \
+                or not re.search(r"\d", text):
+            raise
+    return np.asarray(parse_expression(text, symbols))
 
 
 _SHAPE_HINT = "a shape such as (3, 4), 3x4 or n x d_v"
@@ -233,7 +242,7 @@ def _shape_dims(text: str) -> list:
     return _split_at(squeezed, [m.span() for m in re.finditer(r"\s+", _top_level(squeezed))])
 
 
-def _canonical_dim(dim: str) -> str:
+def canonical_dim(dim: str) -> str:
     dim = _unwrap(dim).lower().replace(" ", "").replace("_", "").replace("·", "*")
     return _unwrap(dim.replace("{", "").replace("}", "").replace("\\", ""))
 
@@ -248,50 +257,122 @@ def parse_shape(value: Any) -> tuple[str, ...]:
         dims = _shape_dims(value.strip())
     else:
         raise _unreadable_shape(value)
-    dims = [_canonical_dim(d) for d in dims if d.strip()]
+    dims = [canonical_dim(d) for d in dims if d.strip()]
     if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) or not _balanced(d) for d in dims):
         raise _unreadable_shape(value)
     return tuple(dims)
 
 
-def _arithmetic(node: ast.AST) -> Fraction:
-    """+, -, * and / on integers, nothing else: a typed shape can never run code or take long."""
+# An expression a student types for a count or a dimension: integers, the prompt's symbols, + - * / and
+# powers (^ or **) in parentheses; read from Python's syntax tree against this whitelist, never evaluated
+# as Python, and bounded so that no answer can take long or grow large (9^9^9 is refused, not computed).
+MAX_EXPRESSION_TEXT = 200
+MAX_EXPRESSION_NODES = 100
+MAX_EXPONENT = 64
+MAX_MAGNITUDE = 10**18
+_EXPRESSION_HINT = "a whole number such as 1050624, or arithmetic such as 4*512^2 + 4*512"
+_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b}
+
+
+def _bounded(value: Fraction, what: str) -> Fraction:
+    if abs(value.numerator) > MAX_MAGNITUDE or value.denominator > MAX_MAGNITUDE:
+        raise AnswerFormatError(f"{what} is too large to be the answer")
+    return value
+
+
+def _power(base: Fraction, exponent: Fraction, what: str) -> Fraction:
+    if exponent.denominator != 1 or not 0 <= exponent <= MAX_EXPONENT:
+        raise AnswerFormatError(f"{what} has a power that is not a whole number from 0 to {MAX_EXPONENT}")
+    # the size of the result known before computing it: a large power is refused, never built
+    largest = max(abs(base.numerator), base.denominator)
+    if largest > 1 and int(exponent) * math.log2(largest) > math.log2(MAX_MAGNITUDE) + 1:
+        raise AnswerFormatError(f"{what} is too large to be the answer")
+    return _bounded(base ** int(exponent), what)
+
+
+def _arithmetic(node: ast.AST, names: dict, powers: bool, what: str, hint: str) -> Fraction:
+    """The value of a whitelisted syntax tree: integers, `names`, + - * /, and ** where `powers`; `what` and
+    `hint` word the refusal ("the expression '...'", what is expected)."""
     if isinstance(node, ast.Expression):
-        return _arithmetic(node.body)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        if node.value > 10**12:
-            raise AnswerFormatError("a dimension that large is not a shape")
-        return Fraction(node.value)
+        return _arithmetic(node.body, names, powers, what, hint)
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return _bounded(Fraction(node.value), what)
+    if isinstance(node, ast.Name) and node.id in names:
+        return Fraction(names[node.id])
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _arithmetic(node.operand)
+        value = _arithmetic(node.operand, names, powers, what, hint)
         return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-        left, right = _arithmetic(node.left), _arithmetic(node.right)
+    if isinstance(node, ast.BinOp) and (type(node.op) in _OPERATORS or isinstance(node.op, ast.Div)
+                                        or (powers and isinstance(node.op, ast.Pow))):
+        left, right = (_arithmetic(side, names, powers, what, hint) for side in (node.left, node.right))
+        if isinstance(node.op, ast.Pow):
+            return _power(left, right, what)
         if isinstance(node.op, ast.Div):
             if right == 0:
-                raise AnswerFormatError("a dimension divides by zero")
-            return left / right
-        result = {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
-        if abs(result) > 10**12:
-            raise AnswerFormatError("a dimension that large is not a shape")
-        return result
-    raise AnswerFormatError(f"could not read a dimension of the answer: expected {_SHAPE_HINT}")
+                raise AnswerFormatError(f"{what} divides by zero")
+            return _bounded(left / right, what)
+        return _bounded(_OPERATORS[type(node.op)](left, right), what)
+    if isinstance(node, ast.Name):
+        raise AnswerFormatError(f"{what} uses {node.id!r}, which is not a symbol of the problem: expected {hint}")
+    raise AnswerFormatError(f"could not read {what}: expected {hint}")
 
 
-def evaluate_dim(dim: str, symbols: dict[str, int]) -> str:
-    """A dim such as 'd/h' with numbers for its symbols, as a canonical string ('4')."""
-    dim = _canonical_dim(dim)
-    if not symbols:
+def _syntax_tree(text: str, what: str, hint: str) -> ast.AST:
+    try:
+        with _AST_LOCK:
+            tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise AnswerFormatError(f"could not read {what}: expected {hint}") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_EXPRESSION_NODES:
+        raise AnswerFormatError(f"{what} has more than {MAX_EXPRESSION_NODES} terms")
+    return tree
+
+
+def symbol_values(params: Optional[dict]) -> dict[str, int]:
+    """The whole-number parameters of a problem: the symbols an expression may use (lists and text are not)."""
+    return {str(name): int(value) for name, value in (params or {}).items()
+            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))}
+
+
+# what is read as arithmetic once the number reader has refused it: these characters only, with a digit and
+# an operator the number reader has no use for (a text of words, or of "/" alone, keeps the number reader's
+# message: "fifty-six" and "1/0" are malformed numbers, not arithmetic)
+_EXPRESSION = re.compile(r"[\d\sA-Za-z_{}\\()+\-*/^×·]+")
+_OPERATOR = re.compile(r"(?<=.)[-+*^×·()]|^\(")
+
+
+def parse_expression(text: str, symbols: Optional[dict] = None) -> float:
+    """One number typed as arithmetic (`4*512^2`, `2^26`, `3*d^2+3*d` with d a symbol of the problem)."""
+    what = "the expression " + quoted(text, 40)
+    if len(text) > MAX_EXPRESSION_TEXT:
+        raise AnswerFormatError(f"the expression is longer than {MAX_EXPRESSION_TEXT} characters")
+    # names are read as dims are (d_model, dmodel and d_{model} are one name); ^ is a power, as on paper
+    source = re.sub(r"[A-Za-z][A-Za-z0-9_{}\\]*", lambda m: canonical_dim(m.group(0)), text)
+    source = source.replace("^", "**").replace("×", "*").replace("·", "*")
+    given = symbol_values(symbols)
+    hint = _EXPRESSION_HINT + (f" (the symbols: {', '.join(sorted(given))})" if given else "")
+    names = {canonical_dim(name): value for name, value in given.items()}
+    return float(_arithmetic(_syntax_tree(source, what, hint), names, True, what, hint))
+
+
+def evaluate_dim(dim: str, symbols: dict[str, Any]) -> str:
+    """A dim such as 'd/h' with numbers for its symbols, as a canonical string ('4').
+
+    A symbol whose value is text is another name of a dim ({"d_k": "d/h"}: the notation a course
+    teaches), read as that dim when it is the whole dim."""
+    dim = canonical_dim(dim)
+    other_names = {canonical_dim(k): canonical_dim(v) for k, v in symbols.items() if isinstance(v, str)}
+    dim = other_names.get(dim, dim)
+    names = {canonical_dim(k): v for k, v in symbols.items() if not isinstance(v, str)}
+    if not names:
         return dim
-    names = {_canonical_dim(k): v for k, v in symbols.items()}
     expr = re.sub(r"[a-z][a-z0-9]*", lambda m: str(names.get(m.group(0), m.group(0))), dim)
     if len(expr) <= 60 and re.fullmatch(r"[\d/()+*-]+", expr):
-        try:
-            with _AST_LOCK:
-                tree = ast.parse(expr, mode="eval")
-        except SyntaxError:
-            raise AnswerFormatError(f"could not read the dimension {dim!r}: expected {_SHAPE_HINT}") from None
-        return str(_arithmetic(tree))
+        what = f"the dimension {dim!r}"  # a dim is +, -, * and / of its symbols: no powers
+        value = _arithmetic(_syntax_tree(expr, what, _SHAPE_HINT), {}, False, what, _SHAPE_HINT)
+        if abs(value) > 10**12:
+            raise AnswerFormatError("a dimension that large is not a shape")
+        return str(value)
     return dim
 
 

@@ -39,15 +39,21 @@ class Named:
 
 def name_mistake(matches: Callable[[Any], bool], own: Mapping[str, Any],
                  upstream: Sequence[Tuple[str, Mapping[str, Any]]],
-                 confirmed: Callable[[str, str], bool]) -> Optional[Named]:
+                 confirmed: Callable[[str, str], bool], shown_here: Iterable[str] = ()) -> Optional[Named]:
     """The mistake a failed output shows, or None. `matches(outputs)` compares the student's output with
     precomputed outputs (arrays, or a digest); `upstream` lists (problem id, {mistake: outputs}) in the
-    assignment's order, most basic first; `confirmed(problem, mistake)`: that problem shows the mistake."""
+    assignment's order, most basic first; `confirmed(problem, mistake)`: that problem shows the mistake;
+    `shown_here`: the mistakes earlier tests of this problem showed, in the same run.
+
+    Two mistakes can give the same output on one input (a softmax over axis 0 and one over axis -2 agree on a
+    single matrix): a mistake this problem already showed wins such a tie, so one wrong line is named once, by
+    the test that told the two apart (run first: see softmax-rows' public tests), not under two names."""
     for problem, mistakes in upstream:
         for mistake in sorted(mistakes):
             if confirmed(problem, mistake) and matches(mistakes[mistake]):
                 return Named(mistake, problem, CONFIRMED)
-    for mistake in sorted(own):
+    earlier = frozenset(shown_here)
+    for mistake in sorted(own, key=lambda m: (m not in earlier, m)):
         if matches(own[mistake]):
             return Named(mistake, None, OWN)
     for problem, mistakes in upstream:
@@ -66,6 +72,11 @@ def mistake_text(named: Named, function: str, message: str, reason: str, upstrea
     if named.how == INSIDE:
         return f"your {function} has the mistake of a wrong {upstream_function} inside it: {message} ({reason})"
     return f"{message} ({reason})"
+
+
+def written_mistake_text(message: str) -> str:
+    """A written answer's named mistake (`message`, the bank's), as the grader and the self-check both add it."""
+    return f"common mistake: {message}"
 
 
 def shown(results: Iterable[Tuple[Optional[str], Optional[str]]]) -> frozenset:

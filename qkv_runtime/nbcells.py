@@ -33,7 +33,7 @@ import numpy as np
 
 from . import answers, judge
 from .compare import compare, select
-from .diagnosis import mistake_text, name_mistake, shown
+from .diagnosis import mistake_text, name_mistake, shown, written_mistake_text
 from .values import exception_text, plain_answers, to_arrays, to_track
 
 
@@ -167,7 +167,7 @@ class CodeTests:
                 return None
             named = name_mistake(lambda outputs: compare(got, outputs, tol[0], tol[1]) is None, mutants,
                                  [(p, upstream[p]) for p in self.builds_on if p in upstream],
-                                 lambda p, m: m in SHOWN.get(p, ()))
+                                 lambda p, m: m in SHOWN.get(p, ()), SHOWN.get(self.problem, ()))
             if named is None:
                 return mismatch.reason
             self.named.append((named.mistake, named.cause))
@@ -196,6 +196,7 @@ class WrittenAnswer:
         self.problem, self.points = problem, points
         self.checks, self.right = 0, 0
         self.messages: List[str] = []
+        self.named: List[str] = []  # the common mistakes the wrong parts are, each once (qkv grade names them so)
         self.notes: List[str] = []
         if self._unanswered():
             print(f"ANSWERS[{problem!r}] is not set yet")
@@ -218,17 +219,29 @@ class WrittenAnswer:
         else:
             self.messages.append(f"{label}: not the answer")
 
-    def number(self, part: str, want: Any, tol_abs: float, tol_rel: float, single: bool = False) -> None:
-        def check() -> bool:
+    def number(self, part: str, want: Any, tol_abs: float, tol_rel: float, single: bool = False,
+               symbols: Optional[Dict[str, int]] = None, mistakes: Optional[Dict[str, Any]] = None) -> None:
+        """`mistakes`: {message: this part's answer by that misconception's wrong method}."""
+        def close_to(value: Any) -> bool:
             typed = judge.part_of(self.answer, part, single)
             if typed is None:
                 raise answers.AnswerFormatError("not answered")
-            w = np.asarray(want, dtype=float)
-            got = answers.parse_numbers(typed, w.size)
+            w = np.asarray(value, dtype=float)
+            got = answers.parse_numbers(typed, w.size, symbols)
             if got.size == w.size and got.shape != w.shape:
                 got = got.reshape(w.shape)
             return judge.close(got, w, tol_abs, tol_rel)
-        self._judge(part, check)
+
+        right = self.right
+        self._judge(part, lambda: close_to(want))
+        if self.right == right and not self._unanswered():
+            with _quiet(self.notes):
+                for message, value in (mistakes or {}).items():
+                    try:
+                        if close_to(value) and message not in self.named:
+                            self.named.append(message)
+                    except answers.AnswerFormatError:
+                        break
 
     def _part(self, key: Optional[str]) -> Any:
         """The whole answer, or (`key`) one entry of it, such as a true/false problem's "follow_up"."""
@@ -262,6 +275,6 @@ class WrittenAnswer:
             print(f"ANSWERS[{self.problem!r}] is not set")
             return _result(0.0)
         print(f"{self.problem}: {self.right} of {self.checks} correct")
-        for message in self.messages:
+        for message in self.messages + [written_mistake_text(m) for m in self.named]:
             print("  " + message)
         return _result(min(self.points, round(self.points * self.right / self.checks, 4)))

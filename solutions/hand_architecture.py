@@ -111,6 +111,12 @@ def generation_scores(n, m):
     }
 
 
+def generation_scores_feasible(params, answers):
+    if params["m"] > params["n"]:
+        return "the step asked comes after the last token"
+    return None
+
+
 def generation_scores_wrong_cache_quadratic(n, m):
     """Believes a step with a KV cache still scores every cached token against every other (t^2 per step)."""
     answers = generation_scores(n, m)

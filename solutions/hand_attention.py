@@ -43,6 +43,39 @@ def third_query_wrong_scaled(q, K, V, shown):
     return {**answers, "weights": weights, "output": weights @ _f(V)}
 
 
+# a figure drawn as the slide's is, for numbers of the student's own: the weights rounded to 1 decimal
+
+def _figure_weights(q, K):
+    return np.round(ref.softmax_rows(ref.attention_scores(_f(q)[None], _f(K), scale=False)[0]), 1)
+
+
+def rounded_figure(q, K, V):
+    """`third_query` of a figure that draws the weights rounded to 1 decimal (the slide's rounding)."""
+    return {**third_query(q, K, V, _figure_weights(q, K)), "shown": _figure_weights(q, K)}
+
+
+def rounded_figure_feasible(params, answers):
+    weights = answers["weights"]
+    if weights.min() >= 0.05:
+        return "no weight is drawn as 0"
+    if np.abs(weights * 10 - np.round(weights * 10) - 0.5).min() < 0.02 or \
+            np.abs(weights * 10 - np.round(weights * 10) + 0.5).min() < 0.02:
+        return "a weight is too near a rounding boundary of the figure"
+    if np.abs(answers["output"] - answers["figure_output"]).max() < 0.05:
+        return "the figure's rounding hardly moves the output"
+    return None
+
+
+def rounded_figure_wrong_figure_exact(q, K, V):
+    """Takes the figure's rounded weights as the exact softmax."""
+    return third_query_wrong_figure_exact(q, K, V, _figure_weights(q, K))
+
+
+def rounded_figure_wrong_scaled(q, K, V):
+    """Divides by sqrt(d_k) although the figure's weights are unscaled."""
+    return third_query_wrong_scaled(q, K, V, _figure_weights(q, K))
+
+
 # ------------------------------------- why Q and K are separate: the asymmetry (Lecture 16 notes, 16.3)
 
 

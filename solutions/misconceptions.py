@@ -67,6 +67,30 @@ def softmax_over_columns(S, mask=None):
         return np.nan_to_num(e / e.sum(axis=-2, keepdims=True))
 
 
+def softmax_over_axis_0(S, mask=None):
+    """np.exp(S) / np.exp(S).sum(axis=0): the first axis, which is the queries of one score matrix but the batch
+    (or the heads) of a stack of them."""
+    S = _f(S)
+    moved = None if mask is None else np.moveaxis(np.broadcast_to(mask, S.shape), 0, -1)
+    return np.moveaxis(ref.softmax_rows(np.moveaxis(S, 0, -1), moved), -1, 0)
+
+
+def softmax_over_axis_1(S, mask=None):
+    """axis=1: the keys of one score matrix, but the queries of a batch (b, n, m) and the heads of (b, h, n, m)."""
+    S = _f(S)
+    moved = None if mask is None else np.moveaxis(np.broadcast_to(mask, S.shape), 1, -1)
+    return np.moveaxis(ref.softmax_rows(np.moveaxis(S, 1, -1), moved), -1, 1)
+
+
+def softmax_over_whole_table(S, mask=None):
+    """np.exp(S) / np.exp(S).sum(): one softmax over every entry, so the whole table sums to 1, not each row."""
+    S = _f(S)
+    logits = np.where(mask, S, -np.inf) if mask is not None else S
+    with np.errstate(all="ignore"):
+        e = np.exp(logits - np.max(logits))
+        return np.nan_to_num(e / e.sum())
+
+
 def softmax_zero_after(S, mask=None):
     """Softmax over all keys, then masked weights set to 0 without renormalising."""
     weights = ref.softmax_rows(S)
@@ -196,6 +220,19 @@ def sdpa_mask_inverted(Q, K, V, mask=None, scale=True):
     """True read as "blocked", as in nn.MultiheadAttention's boolean attn_mask: the allowed keys are hidden."""
     inverted = None if mask is None else ~np.asarray(mask, dtype=bool)
     return ref.scaled_dot_product_attention(Q, K, V, mask=inverted, scale=scale)
+
+
+def sdpa_keys_as_values(Q, K, V, mask=None, scale=True):
+    """weights @ K: the keys read out as if they were the values (the lecture's "the key is the value")."""
+    weights = ref.softmax_rows(ref.attention_scores(Q, K, scale=scale), mask)
+    return weights @ _f(K), weights
+
+
+def sdpa_reads_only_itself(Q, K, V, mask=None, scale=True):
+    """Weight 1 on the query's own position and 0 elsewhere: "self-attention" read as a token attending to itself."""
+    n_q, n_k = _f(Q).shape[-2], _f(K).shape[-2]
+    weights = np.broadcast_to(np.eye(n_q, n_k), (*np.broadcast_shapes(_f(Q).shape[:-2], _f(K).shape[:-2]), n_q, n_k))
+    return weights @ _f(V), weights
 
 
 # ---------------------------------------------------------------- padding_mask

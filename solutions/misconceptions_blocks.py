@@ -68,6 +68,11 @@ def ffn_relu_on_output(x, W1, b1, W2, b2):
     return np.maximum(ref.feed_forward(x, W1, b1, W2, b2), 0.0)
 
 
+def ffn_relu_after_second(x, W1, b1, W2, b2):
+    """max(0, (x W1 + b1) W2 + b2): the ReLU moved from the hidden layer to the output."""
+    return np.maximum((_f(x) @ _f(W1) + _f(b1)) @ _f(W2) + _f(b2), 0.0)
+
+
 def ffn_biases_ignored(x, W1, b1, W2, b2):
     """ReLU(x W1) W2: both biases left out."""
     return np.maximum(_f(x) @ _f(W1), 0.0) @ _f(W2)

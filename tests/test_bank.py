@@ -621,7 +621,8 @@ def test_shape_messages_quote_what_was_typed(bank: Bank) -> None:
     for typed in ("n x (d/h)", "(n, (d/h))", "[n d/h]"):
         assert check_shape(problem, typed).correct, typed
     assert check_shape(problem, "n x (d/h").message.endswith('got "n x (d/h"')  # was "n x (d/h is not the shape"
-    assert check_shape(problem, "[n d_v]").message == '"[n d_v]" is not the shape'  # was "ndv is not the shape"
+    # d_v is the head width here (a notation of d/h, accepted); d_ff is not
+    assert check_shape(problem, "[n d_ff]").message == '"[n d_ff]" is not the shape'  # was "ndff is not the shape"
 
 
 @pytest.mark.parametrize(("typed", "count", "want"), [
@@ -762,11 +763,11 @@ def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
 
 
 @pytest.mark.parametrize("file, old, new, message", [
-    ("positional/pe-entry.yaml", "range: [1, 6]", "range: [8, -4]", ":9: parameters.p: range must be [low, high]"),
+    ("positional/pe-entry.yaml", "range: [1, 30]", "range: [8, -4]", ":9: parameters.p: range must be [low, high]"),
     ("positional/pe-entry.yaml", "{ints: [], range", "{intz: [], range", ":9: parameters.p: a parameter is {ints"),
     ("attention/softmax-rows.yaml", "{causal_mask: 6}", "{causal_mask: 0}",
-     ":48: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
-    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":39: public_tests[0].kwargs.mask.dtype: Input should be"),
+     ":54: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
+    ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":43: public_tests[1].kwargs.mask.dtype: Input should be"),
 ])
 def test_a_wrong_input_or_parameter_spec_names_its_own_field(file, old, new, message) -> None:
     text = (ROOT / "question_bank" / file).read_text()

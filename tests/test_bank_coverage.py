@@ -34,6 +34,22 @@ LECTURE_TOPICS = {
     "residuals as a gradient path": ["residual-gradient", "residual-purpose"],
     "cells of weight 0.01 are still computed": ["small-weights-still-computed"],
     "the softmax Jacobian diag(a) - a a^T": ["softmax-jacobian-by-hand"],
+    # issue 24: the lecture sections and the misconceptions the lectures warn about that had no problem
+    "L08 p.1-4: a Transformer arranges familiar modules; the weights mixing positions come from the input":
+        ["transformer-ingredients"],
+    "L08 p.12: token, id, one-hot vector and embedding": ["token-embedding-one-hot"],
+    "L08 p.28: learned-position similarity need not fall with distance": ["learned-position-similarity"],
+    "L08 p.29: every stacked layer computes attention again": ["layers-recompute-attention"],
+    "L08 small check: head axis against key axis; a length-3 row is not three heads": ["weight-row-axes"],
+    "Lecture 16, 16.1: from the MLP to the CNN to attention": ["mlp-cnn-attention"],
+    "Lecture 16, 16.5: parameters are not shared across layers": ["layers-share-parameters"],
+    "Lecture 16, 16.6: relative position by the rotation R_delta": ["rotation-relative-position"],
+    "3-8 section 9: positional encoding beyond the trained length does not extrapolate": ["pe-beyond-trained-length"],
+    "softmax along each row, not over the whole table": ["softmax-whole-table"],
+    "a token's key need not equal its value": ["key-equals-value"],
+    "'self' names the source of Q, K and V, not a token reading only itself": ["self-means-same-sequence"],
+    "L08 p.22: the heat maps are cross-language alignment, not one sentence's self-attention": ["head-heat-maps"],
+    "LayerNorm does not make tokens identical": ["normalised-tokens-differ"],
 }
 
 

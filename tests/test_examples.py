@@ -134,4 +134,4 @@ def test_the_release_names_an_upstream_mistake_in_the_graders_words(built_numpy,
             function, messages = built_on[named.cause] if named.cause else ("", entry["misconceptions"])
             assert mistake_text(named, entry["function"], messages[named.mistake], mismatch.reason, function) == test.message
             upstream_named += named.cause is not None
-    assert upstream_named == 4  # scaled_dot_product_attention's three public tests and multi_head_attention's one
+    assert upstream_named == 5  # scaled_dot_product_attention's four public tests and multi_head_attention's one

@@ -79,7 +79,9 @@ def test_feedback_names_the_mistake(graded, student, mistake):
     others = [pid for pid in run.bundle.problem_order if pid != "softmax-rows"]
     assert all(float(table[student][pid]) == float(gradebook_rows(out)["perfect"][pid]) for pid in others)
     messages = [t["output"] for t in results(out, student)["tests"] if t["score"] == 0]
-    assert any(problem.misconceptions[mistake] in m for m in messages)
+    # results.json names it once, in its summary, and the tests it explains point there
+    assert problem.misconceptions[mistake] in results(out, student)["output"]
+    assert messages and all(m.startswith("mistake 1 of what to fix first") for m in messages)
     html = (out / "feedback" / student / "feedback.html").read_text()
     fix_first = html.split('id="fix-first"', 1)[1].split('id="by-problem"', 1)[0]
     assert fix_first.count(problem.misconceptions[mistake]) == 1 and html.count(problem.misconceptions[mistake]) == 1

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from autograder.assemble.manifest import find_manifest, resolve_assignment
 from autograder.bank import guessing, measures
-from autograder.bank.guessing import Sitting
+from autograder.bank.guessing import Guesser, Sitting
 from autograder.bank.load import Bank, load_bank
 from autograder.bank.validate import bank_warnings, validate_bank
 from autograder.cli import main
@@ -63,23 +63,51 @@ def papers(bank: Bank) -> dict[str, list[list[Sitting]]]:
     return out
 
 
+VERDICTS = {"all true": guessing.always(True), "all false": guessing.always(False)}
+PICKS = {"the longest": guessing.longest, "the shortest": guessing.shortest, "the first shown": guessing.first,
+         "the last shown": guessing.last, "the first shown between the length ends": guessing.between_ends}
+NUMBERS = (0, 1, 2, 0.5, 4)  # typed into every numeric part and follow-up
+SHAPES = ("n x d", "n x n", "n x d_k", "d x d")  # typed for every shape
+
+
+def _slack(paper, part: str, total: float) -> float:
+    """5 points of the part, or one question where a paper holds so few that one is worth more (`total` is the
+    part's points summed over the students)."""
+    return max(MARGIN, guessing.largest_question(paper, part) * len(paper) / total)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("scope", ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)])
 def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank, papers, scope: str) -> None:
+    """Every strategy of issue 24 through the grader: the verdicts (all true, all false, the cue), the picks (by
+    length at either end, by place, between the ends), constants (numbers, shapes) and the strongest combination
+    of them; each earns at most chance plus 5 points of what it answers, or one question more where a paper is
+    too small for 5 points to hold one."""
     paper = papers[scope]
-    verdicts = {"all true": guessing.always(True), "all false": guessing.always(False),
-                "the cue": guessing.cue_guess(bank)}
+    verdicts = {**VERDICTS, "the cue": guessing.cue_guess(bank)}
     scores = {name: guessing.verdict_score(paper, guess) for name, guess in verdicts.items()}
     assert scores["all true"].total > 0, f"{scope} holds no true/false statement to guess"
     for name, score in scores.items():
-        assert score.share <= 0.5 + MARGIN, f"{scope}: answering {name} earns {score.share:.1%} of the verdicts"
+        assert score.share <= 0.5 + _slack(paper, "verdicts", score.total), \
+            f"{scope}: answering {name} earns {score.share:.1%} of the verdicts"
     best_single = max(scores["all true"].earned, scores["all false"].earned)
     assert scores["the cue"].earned <= best_single + 1e-9, f"{scope}: the wording tells the verdict"
-    for name, pick in (("the longest", guessing.longest), ("the shortest", guessing.shortest)):
+    for name, pick in PICKS.items():
         score = guessing.choice_score(paper, pick)
         assert score.total > 0, f"{scope} holds no choice question to guess"
-        assert score.share <= score.chance_share + MARGIN, \
+        assert score.share <= score.chance_share + _slack(paper, "choices", score.total), \
             f"{scope}: picking {name} choice earns {score.share:.1%} against {score.chance_share:.1%} by chance"
+    constants = [Guesser(number=x) for x in NUMBERS] + [Guesser(shape=x) for x in SHAPES]
+    for guesser in constants:
+        score = guessing.paper_score(paper, guesser)
+        assert score.share <= _slack(paper, "all", score.total), \
+            f"{scope}: typing {guesser.number if guesser.shape is None else guesser.shape} everywhere earns " \
+            f"{score.share:.1%} of the written points"
+    combined = guessing.best_combination(paper, verdicts.values(), PICKS.values(), NUMBERS, SHAPES)
+    score = guessing.paper_score(paper, combined)
+    assert score.share <= score.chance_share + _slack(paper, "all", score.total), \
+        f"{scope}: the best combination earns {score.share:.1%} of the written points against " \
+        f"{score.chance_share:.1%} by chance"
 
 
 def test_the_guessers_are_scored_by_the_grader(bank: Bank) -> None:
@@ -185,11 +213,12 @@ def test_validate_refuses_a_topic_whose_right_choices_sit_at_one_end(tmp_path: P
         in found[0] and found[0].startswith(str(tmp_path / "pick-0.yaml")), found
     warned = [str(w) for w in bank_warnings(report.bank)]
     assert any(f"the {end}" in w and "pick-2" in w for w in warned), warned
-    # one of three at an end is what chance gives: warned about, not refused
+    # one of three at an end is what chance gives: neither refused nor warned about
     for n in (1, 2):
         (tmp_path / f"pick-{n}.yaml").write_text(_choice_problem(
             f"pick-{n}", "lengths/ends", "A right one of middle size.", ["Wrong, short.", "A wrong one, the longest of all."]))
     assert validate_bank(load_bank(tmp_path).bank) == []
+    assert measures.length_warnings(load_bank(tmp_path).bank) == []
 
 
 @pytest.mark.parametrize("texts, end", [
@@ -203,9 +232,44 @@ def test_a_right_choice_at_either_end_of_the_lengths_is_found_ties_included(text
     assert measures.length_end(measures.ChoiceSet("mask-before-softmax", "choices", texts, "renormalised")) == end
 
 
-def test_every_choice_set_of_the_bank_has_its_right_choice_between_the_ends(bank: Bank) -> None:
+def test_the_right_choices_sit_at_each_end_about_as_often_as_chance_puts_them(bank: Bank) -> None:
+    """About a quarter of the right choices at each end and half between them, as among 4 choices by chance: a
+    bank that kept every right choice between the ends (as this one did) gave a guesser who drops the longest and
+    the shortest half of every four-choice question."""
     sets = list(measures.choice_sets(bank))
-    assert len(sets) >= 29
-    at_ends = [(c.problem_id, measures.length_end(c)) for c in sets if measures.length_end(c)]
-    assert at_ends == []
+    assert len(sets) >= 36
+    where = {end: sum(measures.length_end(c) == end for c in sets) / len(sets) for end in ("longest", "shortest")}
+    assert all(0.2 <= share <= 0.3 for share in where.values()), where
     assert measures.length_warnings(bank) == []
+
+
+def test_dropping_the_length_ends_is_played_and_scored(bank: Bank) -> None:
+    """The guesser who drops both ends earns half of a four-choice question whose right choice sits between them,
+    and nothing where it sits at an end; first and last are read in each student's own order."""
+    ends = {c.problem_id: measures.length_end(c) for c in measures.choice_sets(bank)
+            if c.field == "choices" and len(c.texts) == 4}
+    middle, end = (bank.get(next(pid for pid, where in ends.items() if where == wanted)) for wanted in (None, "longest"))
+    paper = [[Sitting(p, p.points, kind_of(p).variant(p, 0, "per_student", s)) for p in (middle, end)]
+             for s in STUDENTS]
+    one = lambda p: [[row[i]] for row in paper for i in range(2) if row[i].problem is p]  # noqa: E731
+    assert 0.4 <= guessing.choice_score(one(middle), guessing.between_ends).share <= 0.6
+    assert guessing.choice_score(one(end), guessing.between_ends).earned == 0
+    assert guessing.choice_score(one(end), guessing.longest).share == 1.0
+    for pick in (guessing.first, guessing.last):
+        assert 0.15 <= guessing.choice_score(paper, pick).share <= 0.35
+
+
+def test_constants_are_typed_in_every_blank_and_scored_by_the_grader(bank: Bank) -> None:
+    """A constant fills every numeric part (a vector or matrix of it where one is asked), every follow-up number
+    and every shape, and earns what the grader gives it."""
+    shape, follow, numeric = bank.get("output-shape"), bank.get("attention-op-parameters"), bank.get("layer-norm-by-hand")
+    variant = kind_of(numeric).variant(numeric, 0, "same", None)
+    typed = guessing.typed_by(Sitting(numeric, 3.0, variant), Guesser(number=1))
+    assert typed["normalised"] == [1.0] * len(variant.answers["normalised"]) and typed["mean"] == 1
+    paper = [[Sitting(shape, shape.points, None), Sitting(follow, follow.points, None)]]
+    assert guessing.paper_score(paper, Guesser(shape="n x d_v")).earned == shape.points
+    assert guessing.paper_score(paper, Guesser(number=0)).earned == follow.points / 2  # the follow-up's half
+    assert guessing.paper_score(paper, Guesser(number=1, shape="n x n")).earned == 0
+    both = guessing.best_combination(paper, [guessing.always(not follow.answer), guessing.always(follow.answer)],
+                                     [guessing.first], [1, 0], ["n x n", "n x d_v"])
+    assert guessing.paper_score(paper, both).earned == shape.points + follow.points

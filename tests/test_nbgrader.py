@@ -541,7 +541,8 @@ def test_per_student_assignment_uses_class_wide_numbers(fixture_build) -> None:
         per_student = variant_for(problem, assignment.manifest.seed, "per_student", "s001")
         tests = cells[f"{problem.id}-tests"].source
         for part in problem.parts:
-            want = re.search(rf"_w\.number\('{part.name}', (.*?), [^,]+, [^,]+, single=\w+\)$", tests, re.M).group(1)
+            want = re.search(rf"_w\.number\('{part.name}', (.*?), [^,]+, [^,]+, single=\w+, symbols=.*\)$", tests,
+                             re.M).group(1)
             assert np.allclose(np.asarray(ast.literal_eval(want)), class_wide.answers[part.name])
         assert any(not np.allclose(class_wide.answers[p.name], per_student.answers[p.name]) for p in problem.parts)
 

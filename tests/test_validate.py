@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -66,8 +67,12 @@ CASES: dict[str, tuple[str, str]] = {
     "infeasible-by-hand": (
         "infeasible-by-hand.yaml", r"^: parameters: no feasible parameters .*total has more than 3 digits"),
     "missing-by-hand": ("missing-by-hand.yaml", r"^: by_hand: a problem with parameters says what makes its variants"),
+    "few-variants": ("few-variants.yaml", r"^: parameters: only 6 different answers in 200 draws; per-student numbers"),
     # an instructor's compute that raises on some draws: the problem's error, not validate's traceback
     "compute-raises": ("compute-raises.yaml", r"^: checking failed: ValueError: number of heads h=3 must divide"),
+    # a hidden test a function returning zeros passes (issue 24): its points are earned without knowing anything
+    "passed-by-zeros": (
+        "passed-by-zeros.yaml", r"^: hidden test 'values all zero': passed by a function that returns zeros\b"),
 }
 WARNINGS = Path(__file__).parent / "fixtures" / "warnings"
 
@@ -200,3 +205,70 @@ def test_messages_keep_their_brackets_through_the_terminal_markup(tmp_path: Path
 
     assert "[torch]" in extras.install_hint("torch")
     assert f"torch references were not checked ({extras.install_hint('torch')})" in run.stderr
+
+
+# ------------------------------------------------------------------ test power
+
+
+def _with_hidden_test(tmp_path: Path, test: dict) -> Path:
+    """The passed-by-zeros fixture with its zeros test replaced by `test`, in a bank of its own."""
+    problem = yaml.safe_load((FIXTURES / "passed-by-zeros" / "passed-by-zeros.yaml").read_text())
+    problem["hidden_tests"][1] = test
+    (tmp_path / "passed-by-zeros.yaml").write_text(yaml.safe_dump(problem, sort_keys=False))
+    return tmp_path
+
+
+HALVES = [[0.5, 0.5, 0, 0], [0.25, 0.25, 0.25, 0.25], [1, 0, 0, 0]]  # rows summing to 1 exactly
+
+# stand-in as the finding names it -> a hidden test of attention_output(weights, V) that only it (and those
+# that coincide with it there) passes
+STAND_INS = {
+    "ones": {"name": "weights of rows summing to 1, values of ones", "args": [{"array": HALVES}, {"array": [[1, 1]] * 4}]},
+    "its first argument": {"name": "identity values", "args": [
+        {"random": "uniform", "shape": [3, 4], "seed": 3, "low": 0, "high": 1}, {"array": np.eye(4).tolist()}]},
+    "a constant (its right output's mean)": {
+        "name": "values that are all 2", "args": [{"array": HALVES}, {"array": [[2, 2]] * 4}]},
+    # the public test's weights and values are [[0.5, 0.5], [1, 0]] and [[2, 4], [6, 8]]: output [[4, 6], [2, 4]]
+    "a constant (the right output of test 'two queries')": {
+        "name": "the public test's output, from other inputs", "args": [
+            {"array": [[1, 0], [0, 1]]}, {"array": [[4, 6], [2, 4]]}]},
+}
+
+
+@pytest.mark.parametrize("what", sorted(STAND_INS))
+def test_a_hidden_test_any_stand_in_passes_is_refused_naming_the_stand_in(what: str, tmp_path: Path) -> None:
+    test = STAND_INS[what]
+    result = CliRunner().invoke(main, ["validate", str(_with_hidden_test(tmp_path, test))])
+    assert result.exit_code == 1, result.output
+    lines = _error_lines(result.stderr)
+    assert len(lines) == 1, lines
+    where, _, rest = lines[0].partition(": ")
+    assert where == str(tmp_path / "passed-by-zeros.yaml")
+    assert rest.startswith(f"hidden test '{test['name']}': passed by a function that returns "), rest
+    named = rest.split("returns ", 1)[1].split(", whatever its input")[0].split(" or ")
+    assert what in named, rest
+
+
+def test_a_hidden_test_worth_no_points_may_have_a_constant_answer(tmp_path: Path) -> None:
+    """It earns nothing, so a stub earns nothing from it: an edge case kept for its feedback."""
+    zeros = yaml.safe_load((FIXTURES / "passed-by-zeros" / "passed-by-zeros.yaml").read_text())["hidden_tests"][1]
+    result = CliRunner().invoke(main, ["validate", str(_with_hidden_test(tmp_path, {**zeros, "points": 0}))])
+    assert result.exit_code == 0, result.stderr
+    assert _error_lines(result.stderr) == []
+
+
+def test_no_hidden_test_of_the_bundled_bank_is_passed_by_a_stand_in() -> None:
+    from autograder.bank.load import load_bank
+    from autograder.kinds import kind_of
+    from autograder.kinds.implement.power import power_findings, right_outputs, stand_ins
+
+    code = [p for p in load_bank().bank.problems.values() if kind_of(p).code]
+    assert len(code) >= 20
+    assert power_findings(code) == {}
+    # what it ran: every hidden test worth points that returns a value met zeros and ones at least
+    hidden = {(p.id, t.name) for p in code for t in p.hidden_tests if t.points and not t.expect_error}
+    met: dict[tuple[str, str], set[str]] = {}
+    for stand_in in stand_ins(code, {p.id: right_outputs(p) for p in code}):
+        met.setdefault((stand_in.problem, stand_in.test.name), set()).add(stand_in.what)
+    assert set(met) == hidden
+    assert all({"zeros", "ones"} <= whats for whats in met.values())

@@ -9,15 +9,22 @@ choice part is its choice questions and its follow-ups with choices. The strateg
 - the cue (`cue_guess`): the verdict that the wording around a statement suggests, learned from the
   whole bank's key as a student learns it from last year's answers: the prompt, whether there
   is a follow-up, a follow-up question or title that takes its verdict for granted;
-- the longest, the shortest choice (`longest`, `shortest`), the first shown of equals.
-Chance is half of the verdict points, and 1/n of a choice part's points for n choices.
+- the longest, the shortest choice (`longest`, `shortest`), the first shown of equals; the first or the last
+  shown (`first`, `last`); the first shown once the longest and the shortest are dropped (`between_ends`), which
+  earns most where every right choice is kept away from the ends;
+- constants (`Guesser.number`, `Guesser.shape`): the same number for every numeric part and follow-up (filled
+  into a vector or a matrix of the right size), the same shape for every shape;
+- the combination (`best_combination`): a verdict, a pick, a number and a shape together, each the one that
+  earns most on the paper.
+Chance is half of the verdict points, 1/n of a choice part's points for n choices, and nothing for a number or
+a shape; `paper_score` weighs what a `Guesser` earns against all the paper's points.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from autograder.bank.load import Bank
 from autograder.kinds import kind_of
@@ -115,3 +122,73 @@ def choice_score(paper: Sequence[Sequence[Sitting]], pick: Callable[[Shown], str
                 total += right
                 chance += right / len(texts)
     return Score(earned, total, chance)
+
+
+def first(shown: Shown) -> str:
+    return shown[0][0]
+
+
+def last(shown: Shown) -> str:
+    return shown[-1][0]
+
+
+def between_ends(shown: Shown) -> str:
+    """The first shown of the choices left once the longest and the shortest are dropped (the first, when none is)."""
+    ends = {longest(shown), shortest(shown)}
+    return next((cid for cid, _ in shown if cid not in ends), shown[0][0])
+
+
+@dataclass(frozen=True)
+class Guesser:
+    """A student who knows nothing, by what they type in each kind of blank; None leaves that blank empty (the
+    kinds' `Guess`: each kind says what such a student hands in, `Kind.guessed`)."""
+    verdict: Callable[[Any], bool] | None = None
+    pick: Callable[[Shown], str] | None = None
+    number: float | None = None
+    shape: str | None = None
+
+    def says(self, problem) -> bool | None:
+        return None if self.verdict is None else self.verdict(problem)
+
+    def letter(self, variant, question: str, choices: dict[str, str]) -> str | None:
+        if self.pick is None:
+            return None
+        order = ch.order_in(variant, question, list(choices))
+        return ch.letter_of(order, self.pick([(cid, choices[cid]) for cid in order]))
+
+
+def typed_by(sitting: Sitting, guesser: Guesser) -> Any:
+    """What `guesser` types for one problem, as a student would hand it in (None: nothing)."""
+    return kind_of(sitting.problem).guessed(sitting.problem, sitting.variant, guesser)
+
+
+def paper_score(paper: Sequence[Sequence[Sitting]], guesser: Guesser) -> Score:
+    """What `guesser` earns of all the paper's (written) points, against what random verdicts and picks in the
+    blanks it fills would earn."""
+    earned = total = 0.0
+    for sittings in paper:
+        for sitting in sittings:
+            total += sitting.points
+            typed = typed_by(sitting, guesser)
+            if typed is not None:
+                earned += _points(sitting, typed)
+    chance = (verdict_score(paper, always(True)).chance if guesser.verdict else 0.0) + \
+        (choice_score(paper, first).chance if guesser.pick else 0.0)
+    return Score(earned, total, chance)
+
+
+def best_combination(paper: Sequence[Sequence[Sitting]], verdicts: Iterable[Callable[[Any], bool]],
+                     picks: Iterable[Callable[[Shown], str]], numbers: Iterable[float],
+                     shapes: Iterable[str]) -> Guesser:
+    """Each blank's strategy that earns most on this paper, together: the strongest guesser made of them."""
+    def best(options: Iterable[Any], field: str) -> Any:
+        return max(options, key=lambda option: paper_score(paper, Guesser(**{field: option})).earned)
+    return Guesser(best(verdicts, "verdict"), best(picks, "pick"), best(numbers, "number"), best(shapes, "shape"))
+
+
+def largest_question(paper: Sequence[Sequence[Sitting]], part: str) -> float:
+    """The most one question is worth in a part ("verdicts": one statement's verdict, "choices": one set of
+    choices, "all": one problem): no guesser can be held nearer chance than one lucky question."""
+    worth = {"verdicts": lambda s: verdict_score([[s]], always(True)).total,
+             "choices": lambda s: choice_score([[s]], first).total, "all": lambda s: s.points}[part]
+    return max((worth(s) for sittings in paper for s in sittings), default=0.0)

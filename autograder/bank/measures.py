@@ -6,10 +6,10 @@ true (`balance`, enforced on the whole bank and on each topic once they hold eno
 statements, the topic's finding on its first file), and so is every paper a student sits,
 an assignment or a drawn exam (`paper_balance_finding`: true and false, weighted by points,
 differ by at most one statement or a tenth of the points, so that answering all true or all
-false earns about half); the right choice sits at neither end of its set's lengths
-(`length_end`: each one that does is a warning, and a topic where more than a third of the
-right choices sit at one end is an error: the right choice's length rank must be spread, so
-that picking the longest or the shortest choice earns what chance does); and no prompt,
+false earns about half); the right choice's length rank is spread (`length_end`: a topic where
+more than a third of the right choices sit at one end is an error, more than a quarter a warning),
+so that picking the longest or the shortest choice earns what chance does, and so does dropping
+both ends, which a bank that kept every right choice between them would reward; and no prompt,
 statement or choice quotes a number that another problem asks for (`leaks`, an error): a
 draw's answers, a lecture example's when a problem has no parameters, a follow-up's number.
 """
@@ -25,6 +25,7 @@ import numpy as np
 
 from autograder.bank.load import Bank
 from autograder.kinds import kind_of
+from autograder.kinds.true_false import VERDICT_SHARE
 
 TRUE_SHARE = (0.35, 0.65)  # of a bank's true/false statements that are true
 BALANCE_FROM = 12  # true/false problems a bank needs before its balance is enforced
@@ -32,6 +33,7 @@ TOPIC_TRUE_SHARE = (0.25, 0.75)  # of one topic's statements: looser, a topic ho
 TOPIC_BALANCE_FROM = 4  # true/false problems a topic needs before its own balance is enforced
 CLEAR_MARGIN = 1.2  # the right choice is "clearly" the longest when it is this much longer than every other
 LONGEST_SHARE = 1 / 3  # of a topic's choice questions, at either end of the lengths (chance: 1/4 with 4 choices)
+CHANCE_AT_END = 1 / 4  # of a topic's choice questions, at one end of the lengths, that chance gives with 4 choices
 TOPIC_CHOICES_FROM = 3  # choice questions a topic needs before the spread of its right choices' lengths is enforced
 PAPER_MARGIN = 0.05  # of a paper's verdict points: what answering all true or all false may earn above half
 LEAK_DECIMALS = range(0, 7)
@@ -178,6 +180,22 @@ def length_end(choices: ChoiceSet) -> str | None:
     return None
 
 
+def length_lean(items: Iterable[tuple[Any, float]]) -> float:
+    """How many points above chance a guesser by length earns on the choice questions among (problem, points)
+    pairs: the longest, the shortest, or one of the choices between the two (on average, in a student's own order),
+    whichever earns most; a follow-up's choices carry the follow-up's share of the points."""
+    longest = shortest = between = chance = 0.0
+    for problem, points in items:
+        for field, texts, answer in kind_of(problem).choice_sets(problem):
+            worth = points * (1 - VERDICT_SHARE) if field.startswith("follow_up.") else points
+            end = length_end(ChoiceSet(problem.id, field, texts, answer))
+            longest += worth * (end == "longest")
+            shortest += worth * (end == "shortest")
+            between += worth / (len(texts) - 2) if end is None else 0.0
+            chance += worth / len(texts)
+    return max(longest, shortest, between) - chance
+
+
 def ends_by_topic(bank: Bank) -> dict[str, list[tuple[ChoiceSet, str | None]]]:
     """topic -> each choice question of the topic and the end of the lengths its right choice sits at."""
     out: dict[str, list[tuple[ChoiceSet, str | None]]] = defaultdict(list)
@@ -197,7 +215,8 @@ def longest_by_topic(bank: Bank) -> dict[str, tuple[int, int]]:
 
 
 def length_warnings(bank: Bank) -> list[str]:
-    """One line per topic naming its choice questions whose right choice sits at an end of the lengths."""
+    """One line per topic naming its choice questions whose right choice sits at an end of the lengths more often
+    than chance puts it there."""
     out = []
     for topic, sets in ends_by_topic(bank).items():
         parts = []
@@ -209,7 +228,8 @@ def length_warnings(bank: Bank) -> list[str]:
             clearly = []
         for end in ("longest", "shortest"):
             which = [c.problem_id for c, where in sets if where == end and c.problem_id not in clearly]
-            if which:
+            # chance puts a right choice among 4 at each end one time in 4: only more than that is a lean
+            if len(which) > max(1, CHANCE_AT_END * len(sets)):
                 parts.append(f"the {end} (or tied for it) in {', '.join(which)}")
         if parts:
             out.append(f"{topic}: the right choice is {'; '.join(parts)}; a guesser who picks by length earns them")

@@ -6,7 +6,8 @@ its kind's own checks pass (`Kind.check`): a lecture example reproduces the
 lecture's figures; drawn variants are feasible; templates render; and for each
 `implement` problem the reference passes every test on every track, the stub
 fails every test, and each misconception fails at least one hidden test (the
-hidden tests can catch it); what an `implement` problem
+hidden tests can catch it), and no hidden test worth points is passed by an answer
+that ignores its input (kinds/implement/power.py); what an `implement` problem
 `builds_on` must be other implement problems of the bank. Then what only the whole
 bank shows (bank/measures.py): the balance of true and false statements, and numbers
 that one problem's text quotes from another's answers; `bank_warnings` adds the
@@ -23,6 +24,7 @@ from autograder import extras
 from autograder.bank.load import Bank, LoadReport, load_bank
 from autograder.kinds.resolve import UnresolvedReference, resolve
 from autograder.kinds import Problem, kind_of
+from autograder.kinds.implement.power import power_findings
 
 
 @dataclass(frozen=True)
@@ -79,13 +81,20 @@ def validate_bank(bank: Bank) -> list[Finding]:
 
     findings = []
     functions = {p.id for p in bank.problems.values() if kind_of(p).code}
+    gradable = []
     for problem_id, problem in sorted(bank.problems.items()):
         where = str(bank.paths[problem_id])
-        findings += [Finding(where, what) for what in check_problem(problem)]
+        found = check_problem(problem)
+        findings += [Finding(where, what) for what in found]
+        if kind_of(problem).code and not found:
+            gradable.append(problem)
         # the one field that names other problems: feedback composes their mistakes into this one's reference
         for other in getattr(problem, "builds_on", None) or ():
             if other not in functions or other == problem_id:
                 findings.append(Finding(where, f"builds_on: {other} is not another implement problem of the bank"))
+    # in one sandboxed run for the whole bank; a problem that failed its own checks has no right outputs to trust
+    for problem_id, found in sorted(power_findings(gradable).items()):
+        findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
     # what only the whole bank shows: a guessable balance of true and false, answers quoted elsewhere
     findings += [Finding(str(bank.root), what) for what in measures.balance_findings(bank)]
     for problem_id, found in sorted(measures.topic_balance_findings(bank).items()):

@@ -18,10 +18,12 @@ from autograder.exam.select import Exam, ExamItem
 from autograder.kinds import kind_of
 from autograder.kinds.items import Blank, ProblemKey
 
+# the paper's one rule for numbers: each blank says its decimals (those its key shows), and a fraction or,
+# for a count, arithmetic is read as the number it is, by the grader's own answer reader
 INSTRUCTIONS = (
-    "Give each number to the decimals asked for; an answer within the stated tolerance earns the marks. "
-    "Write vectors as (a, b, c), matrices row by row as [1 2; 3 4], shapes as (n, d_v), "
-    "and fractions as decimals unless asked otherwise."
+    "Give each number to the decimals its blank asks for; an answer within the stated tolerance earns the marks, "
+    "and an exact fraction such as 2/3 counts as the number it is. Counts may be written as arithmetic "
+    "(4*512^2 + 4*512). Write vectors as (a, b, c), matrices row by row as [1 2; 3 4] and shapes as (n, d_v)."
 )
 
 

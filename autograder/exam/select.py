@@ -7,7 +7,9 @@ with the student id, their numbers; the problems do not depend on the student, s
 a class sits the same questions, each student with numbers of their own. The true
 and false statements drawn are made to hold equal points where swaps of problems of
 the same difficulty can do it (in the same topic first), and a draw that cannot keep
-the rule an assignment keeps (bank/measures.py's `paper_balance_finding`) is refused.
+the rule an assignment keeps (bank/measures.py's `paper_balance_finding`) is refused. The choice
+questions drawn are then swapped the same way until a guesser by length earns as near chance as
+the pool allows (`length_lean`), the verdicts kept as even.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from typing import Callable
 
 from autograder.bank import measures
 from autograder.bank.load import Bank
@@ -128,7 +131,10 @@ def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> 
             left[topic].remove(problem)
             picked[topic] += 1
             chosen.append((topic, problem))
+    # lengths first with a free hand, the verdicts evened after, then lengths again as far as the verdicts allow
+    balance_lengths(chosen, left, picked, rng, keep_verdicts=False)
     balance_verdicts(chosen, left, picked, rng)
+    balance_lengths(chosen, left, picked, rng, keep_verdicts=True)
     unbalanced = measures.paper_balance_finding((p, p.points) for _, p in chosen)
     if unbalanced:
         raise QkvError("--topics", f"{unbalanced}; draw from more topics or kinds, or fewer problems")
@@ -140,24 +146,53 @@ def _gap(chosen: list[tuple[str, Problem]]) -> float:
     return measures.verdict_gap((p, p.points) for _, p in chosen)
 
 
+def _lean(chosen: list[tuple[str, Problem]]) -> float:
+    return measures.length_lean((p, p.points) for _, p in chosen)
+
+
+def _statement(problem: Problem) -> bool:
+    return kind_of(problem).truth(problem) is not None
+
+
+def _choices(problem: Problem) -> bool:
+    return bool(kind_of(problem).choice_sets(problem))
+
+
 def balance_verdicts(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
                      rng: random.Random) -> None:
-    """Swap drawn problems for undrawn ones of the same difficulty, the swap that evens the true and false points
-    most (in the same topic first), until no swap evens them further; a swap into another topic only where that
-    topic has fewer problems, so that the spread over topics stays as even as it was."""
-    while _gap(chosen) > 0:
-        current, swaps = _gap(chosen), []
+    """Even the true and false points: a swap that changes a statement."""
+    _rebalance(chosen, left, picked, rng, _gap, lambda a, b: _statement(a) or _statement(b), lambda trial: True)
+
+
+def balance_lengths(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
+                    rng: random.Random, keep_verdicts: bool) -> None:
+    """Bring a guesser by length nearest chance: a swap that changes a choice question (with `keep_verdicts`, one
+    that leaves the true and false points as even as they are). A draw of few choice questions can put most of its
+    right choices at one end of the lengths, which no rule of the bank's topics sees."""
+    kept = _gap(chosen)
+    _rebalance(chosen, left, picked, rng, _lean, lambda a, b: _choices(a) or _choices(b),
+               lambda trial: not keep_verdicts or _gap(trial) <= kept + 1e-9)
+
+
+def _rebalance(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
+               rng: random.Random, measure: Callable[[list[tuple[str, Problem]]], float],
+               swappable: Callable[[Problem, Problem], bool], keeps: Callable[[list[tuple[str, Problem]]], bool]) -> None:
+    """Swap drawn problems for undrawn ones of the same difficulty (pairs `swappable` allows), the swap that lowers
+    `measure` most (in the same topic first) and `keeps` accepts, until no swap lowers it further; a swap into
+    another topic only where that topic has fewer problems, so that the spread over topics stays as even as it was."""
+    while measure(chosen) > 1e-9:
+        current, swaps = measure(chosen), []
         for i, (topic, problem) in enumerate(chosen):
             for other, pool in left.items():
                 if other != topic and picked[other] >= picked[topic]:
                     continue
                 for candidate in pool:
-                    if candidate.difficulty != problem.difficulty or (kind_of(candidate).truth(candidate) is None
-                                                                       and kind_of(problem).truth(problem) is None):
+                    if candidate.difficulty != problem.difficulty or not swappable(problem, candidate):
                         continue
-                    gap = _gap(chosen[:i] + [(other, candidate)] + chosen[i + 1:])
-                    if gap < current - 1e-9:
-                        swaps.append((other != topic, gap, i, other, candidate))
+                    trial = chosen[:i] + [(other, candidate)] + chosen[i + 1:]
+                    value = measure(trial)
+                    if value < current - 1e-9 and keeps(trial):
+                        swaps.append((other != topic, value, i, other, candidate))
         if not swaps:
             return
         best = min(swaps, key=lambda s: s[:2])[:2]

@@ -55,13 +55,16 @@ def _raised(error: str) -> str:
     return match.group(0) if match else ""
 
 
-def diagnose(test: GradedTest, got: tuple[np.ndarray, ...], upstream: Upstream | None = None) -> Named | None:
-    """The mistake this student's output shows, if any (qkv_runtime.diagnosis.name_mistake's order)."""
+def diagnose(test: GradedTest, got: tuple[np.ndarray, ...], upstream: Upstream | None = None,
+             problem: str = "") -> Named | None:
+    """The mistake this student's output shows, if any (qkv_runtime.diagnosis.name_mistake's order); `problem`:
+    the test's own, whose earlier tests' mistakes win a tie."""
     def matches(outputs) -> bool:
         return compare(got, outputs, test.tolerance.abs, test.tolerance.rel) is None
 
     upstream = upstream or Upstream()
-    return name_mistake(matches, test.mutant_outputs, list(test.upstream_outputs.items()), upstream.confirmed)
+    return name_mistake(matches, test.mutant_outputs, list(test.upstream_outputs.items()), upstream.confirmed,
+                        upstream.shown.get(problem, ()))
 
 
 def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
@@ -88,7 +91,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
     if mismatch is None:
         return result(True, "passed")
     upstream = upstream or Upstream()
-    named = diagnose(test, got, upstream)
+    named = diagnose(test, got, upstream, problem.id)
     message = mismatch.reason
     if named:
         own = upstream.messages.get(named.cause, {}) if named.cause else problem.misconceptions
@@ -104,8 +107,11 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
 
 def score_code_problem(problem: CodeProblem, run: SubmissionRun, upstream: Upstream | None = None) -> ProblemResult:
     problem_run = run.problems.get(problem.id)
-    tests = tuple(score_test(problem, t, problem_run, upstream) for t in problem.tests)
-    if upstream is not None:
+    upstream = upstream if upstream is not None else Upstream()
+    upstream.shown[problem.id] = frozenset()  # what this problem shows, growing test by test, in the tests' order
+    tests: tuple[TestResult, ...] = ()
+    for test in problem.tests:
+        tests += (score_test(problem, test, problem_run, upstream),)
         upstream.shown[problem.id] = shown((t.misconception, t.cause) for t in tests)
     if problem.function not in run.defined:
         message = f"{problem.function} is not defined"

@@ -8,7 +8,7 @@ questions (the values of items.py). `WrittenKind` is the part shared by kinds
 answered in `ANSWERS`, and `AllOrNothingKind` that of those with one answer, right
 or wrong. Kinds import qkv_runtime and one another, never the bank or a stage, not
 even for typing: the stages hand them objects with what the protocols `Draws`,
-`Build`, `Placed` and `CodeProblems` name (the build's manifest, assignment and
+`Build`, `Placed`, `CodeProblems` and `Guess` name (the build's manifest, assignment and
 assigned problems, and the grading bundle, are such objects), so every stage can
 import the kinds.
 """
@@ -66,6 +66,19 @@ class CodeProblems(Protocol):
 
     @property
     def code(self) -> Sequence[Any]: ...
+
+
+class Guess(Protocol):
+    """A student who knows nothing (bank/guessing.py): what they type in each kind of blank; None leaves it empty."""
+
+    number: float | None
+    shape: str | None
+
+    def says(self, problem) -> bool | None:
+        """The verdict they give a true/false statement."""
+
+    def letter(self, variant, question: str, choices: dict[str, str]) -> str | None:
+        """The letter they pick among `choices` ({id: text}), shown in the order of `variant` for `question`."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +166,10 @@ class Kind(ABC):
     def texts_shown(self, problem) -> list[tuple[str, str]]:
         """(field, text) of what a student reads before answering."""
         return [("prompt", problem.prompt)]
+
+    def guessed(self, problem, variant, guess: Guess) -> Any:
+        """What `guess` hands in for the problem, as a student would (None: nothing; code is not guessed)."""
+        return None
 
     def draw_summary(self, problem):
         """How varied and how workable its drawn numbers are (numeric/checks.py's DrawSummary), for validate's

@@ -68,7 +68,7 @@ def _bank_words(bundle: GradingBundle | None) -> tuple[dict[str, str], dict[tupl
 
 def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle | None) -> dict[str, Any]:
     functions, messages = _bank_words(bundle)
-    summary: Summary = summarise(result, functions, messages, written_mistakes=past_due)
+    summary: Summary = summarise(result, functions, messages, verdict_words=past_due)
     pictures: dict[tuple[str, str], list[Image]] = {}
 
     def draw(tests: list[TestResult]) -> Optional[TestResult]:

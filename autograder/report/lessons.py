@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from autograder.kinds import KINDS
 from autograder.results import ProblemResult, SubmissionResult, TestResult
+from qkv_runtime.diagnosis import written_mistake_text
 
 NOT_RUN = "no result: "  # grade/score.py's prefix of a test whose call never returned
 
@@ -92,10 +93,11 @@ def _short(test: TestResult) -> str:
 
 
 def summarise(result: SubmissionResult, functions: dict[str, str], messages: dict[tuple[str, str], str],
-              written_mistakes: bool = True) -> Summary:
+              verdict_words: bool = True) -> Summary:
     """`functions` by problem id, `messages` the bank's by (problem, mistake); without them (an old page)
-    the test's own words stand in. `written_mistakes`: whether written answers' mistakes may be named
-    (after the due date only)."""
+    the test's own words stand in. `verdict_words`: whether a written answer's verdict may be shown (after the
+    due date only: "the statement is false" gives the answer away); a hand calculation's common mistake, in the
+    words the self-check also says at any time (diagnosis.written_mistake_text), is named before it too."""
     lessons: dict[tuple[str, str], Lesson] = {}
     lesson_of: dict[tuple[str, str], tuple[str, str]] = {}
     loose: dict[tuple[str, str], list[TestResult]] = {}
@@ -106,11 +108,13 @@ def summarise(result: SubmissionResult, functions: dict[str, str], messages: dic
             if test.passed:
                 continue
             written = not _is_code(problem)
-            if test.misconception and (written_mistakes or not written):
+            said_anyway = written and written_mistake_text(test.misconception or "") in test.message
+            if test.misconception and (verdict_words or not written or said_anyway):
                 origin = test.cause or problem.problem_id
                 key = (origin, test.misconception)
                 if key not in lessons:
-                    text = messages.get(key) or (test.message if written else _short(test))
+                    text = messages.get(key) or (test.misconception if said_anyway else
+                                                 test.message if written else _short(test))
                     lessons[key] = Lesson(origin, test.misconception, text, functions.get(origin, ""))
                 lesson = lessons[key]
                 lesson.tests.append(test)
@@ -122,7 +126,7 @@ def summarise(result: SubmissionResult, functions: dict[str, str], messages: dic
                         into.append(function)
                 continue
             text = test.message
-            if written and not written_mistakes and text != "not answered":
+            if written and not verdict_words and text != "not answered":
                 text = "answer not right"  # a written answer's verdict may give the answer away before the due date
             loose.setdefault((problem.problem_id, text), []).append(test)
     ordered = sorted(lessons.values(), key=lambda lesson: (-lesson.points, lesson.problem, lesson.mistake))

@@ -6,8 +6,9 @@ Schema: top-level `score`, `output`, `stdout_visibility`, and `tests[]` with
 `after_due_date`, so students see them only once the due date has passed;
 their inputs and expected values are never in the output. The top-level output
 opens with what to fix first (report/lessons.py): each recognised mistake of the
-code once, with its points and the problems it touches; each test's output
-names its mistake in the words of every other route (qkv_runtime.diagnosis).
+code and of the written answers once, with its points and the problems it touches, in the
+words of every other route (qkv_runtime.diagnosis); a test it explains points to it
+by number and says only what differs.
 """
 
 from __future__ import annotations
@@ -15,15 +16,32 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder.kinds import KINDS
 from autograder.results import SubmissionResult, TestResult
 from autograder.report.files import write_atomic
-from autograder.report.lessons import summarise
+from autograder.report.lessons import Summary, summarise
+from qkv_runtime.diagnosis import written_mistake_text
 
 
-def _test_output(test: TestResult) -> str:
+def _what_differs(test: TestResult, message: str, code: bool) -> str:
+    """A test that `message` (its mistake's words, which the summary says once) explains, without them: for code,
+    what differs (diagnosis.mistake_text closes with it in parentheses); for a written answer, its parts' verdicts."""
+    if code:
+        _, found, rest = test.message.partition(f"{message} (")
+        return rest[:-1] if found and rest.endswith(")") else ""
+    return test.message.replace(f"; {written_mistake_text(message)}", "")
+
+
+def _test_output(test: TestResult, summary: Summary, code: bool) -> str:
     if test.passed:
         return test.message
-    lines = [test.message]
+    lesson = summary.lesson_of.get((test.problem_id, test.name))
+    if lesson is None:
+        lines = [test.message]
+    else:
+        differs = _what_differs(test, summary.lessons[lesson].message, code)
+        lines = [f"mistake {lesson + 1} of what to fix first ({summary.lessons[lesson].title})"
+                 + (f": {differs}" if differs else "")]
     if test.visibility == "public":
         if test.input_shapes:
             lines.append(f"input shapes: {test.input_shapes}")
@@ -45,11 +63,16 @@ def _points(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")  # as the page shows them (report.summary.points, without rich)
 
 
-def fix_first(result: SubmissionResult, bundle=None) -> list[str]:
-    """The summary's lines: the code's recognised mistakes, largest first (written answers' stay with their tests)."""
+def summary_of(result: SubmissionResult, bundle=None) -> Summary:
+    """What to fix first, in the bank's words when `bundle` gives them (a written answer's verdict words hidden:
+    results.json is what Gradescope shows before the due date)."""
     functions = {p.id: p.function for p in bundle.code} if bundle is not None else {}
     messages = {(p.id, m): t for p in bundle.code for m, t in p.misconceptions.items()} if bundle is not None else {}
-    summary = summarise(result, functions, messages, written_mistakes=False)
+    return summarise(result, functions, messages, verdict_words=False)
+
+
+def fix_first(summary: Summary) -> list[str]:
+    """The summary's lines: every recognised mistake once, largest first, with its points and problems."""
     lines = []
     for n, lesson in enumerate(summary.lessons, 1):
         where = ", ".join(f"{pid} -{_points(lost)}" for pid, lost in lesson.problems)
@@ -62,13 +85,15 @@ def fix_first(result: SubmissionResult, bundle=None) -> list[str]:
 
 
 def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
-    """`bundle` (the GradingBundle) gives the summary the bank's words; without it, the tests' own stand in."""
+    """`bundle` (the GradingBundle) gives the summary the bank's words; without it, the tests' own stand in.
+    Each mistake is named once, in the summary; a test it explains points there and says what differs."""
+    summary = summary_of(result, bundle)
     tests = [
         {
             "name": f"{t.problem_id}: {t.name}",
             "score": round(t.score, 4),
             "max_score": round(t.max_score, 4),
-            "output": _test_output(t),
+            "output": _test_output(t, summary, KINDS[p.kind].code),
             "visibility": "visible" if t.visibility == "public" else "after_due_date",
             "status": "passed" if t.passed else "failed",
         }
@@ -78,7 +103,7 @@ def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
     output += f"\nsandbox: {ISOLATION_TEXT.get(isolation, isolation)}"
     for note in result.notes:
         output += f"\n{note}"
-    for line in fix_first(result, bundle):
+    for line in fix_first(summary):
         output += f"\n{line}"
     return {"score": round(result.score, 4), "output": output, "stdout_visibility": "hidden", "tests": tests,
             "extra_data": {"isolation": isolation}}

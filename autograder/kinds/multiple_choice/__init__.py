@@ -99,6 +99,9 @@ class MultipleChoiceKind(AllOrNothingKind):
     def choice_sets(self, problem: MultipleChoiceProblem) -> list[tuple[str, dict[str, str], str]]:
         return [("choices", {c.id: c.text for c in problem.choices}, problem.answer)]
 
+    def guessed(self, problem: MultipleChoiceProblem, variant, guess) -> Any:
+        return guess.letter(variant, problem.id, {c.id: c.text for c in problem.choices})
+
     def texts_shown(self, problem: MultipleChoiceProblem) -> list[tuple[str, str]]:
         return super().texts_shown(problem) + [(f"choices[{i}].text", c.text) for i, c in enumerate(problem.choices)]
 

@@ -32,7 +32,10 @@ from autograder.kinds.numeric.parts import (
 from autograder.kinds.numeric.render import render_prompt, render_solution
 from autograder.kinds.numeric.seals import numeric_data
 from autograder.kinds.numeric.variants import distinct_variants, variant_for
+from autograder.kinds.resolve import resolve
 from qkv_runtime import judge
+from qkv_runtime.answers import AnswerFormatError, symbol_values
+from qkv_runtime.diagnosis import written_mistake_text
 
 
 # --------------------------------------------------------------------- drill
@@ -40,13 +43,40 @@ from qkv_runtime import judge
 
 def _judge_part(problem: NumericProblem, variant: Variant, part: AnswerPart) -> Callable[[str], Verdict]:
     def judge(typed: str) -> Verdict:
-        verdict = check_part(part, variant.answers[part.name], typed)
+        verdict = check_part(part, variant.answers[part.name], typed, variant.params)
         if verdict.correct:
             return verdict
         message = numeric_misconception(problem, variant, part, typed)
         return Verdict(False, message, misconception=message) if message else verdict
 
     return judge
+
+
+def _mistakes_named(problem: NumericProblem, variant: Variant, answer: Any, verdicts: list[Verdict | None]) -> list[str]:
+    """The message of each misconception some wrong part's answer is, once each (the drill's and the self-check's)."""
+    single, named = len(problem.parts) == 1, []
+    for part, verdict in zip(problem.parts, verdicts):
+        if verdict is None or verdict.correct:
+            continue
+        try:
+            message = numeric_misconception(problem, variant, part, judge.part_of(answer, part.name, single))
+        except AnswerFormatError:
+            continue
+        if message and message not in named:
+            named.append(message)
+    return named
+
+
+def _wrong_values(problem: NumericProblem, variant: Variant, part: AnswerPart) -> dict[str, Any]:
+    """{message: the part's answer by that misconception's method}, where it differs from the right one: what
+    nbgrader's cell names (qkv_runtime.nbcells.WrittenAnswer.number), as `grade` does."""
+    right = np.asarray(variant.answers[part.name], dtype=float)
+    found = {}
+    for wrong in problem.misconceptions:
+        value = resolve(wrong.compute)(**variant.params).get(part.name)
+        if value is not None and not judge.close(value, right, part.tolerance.abs, part.tolerance.rel):
+            found[wrong.message] = np.asarray(value, dtype=float)
+    return found
 
 
 def _shape_hint(value: np.ndarray) -> str:
@@ -109,6 +139,13 @@ class NumericKind(WrittenKind):
     def numbers_asked(self, problem: NumericProblem) -> list[float]:
         return [float(x) for v in checked_variants(problem) for a in v.answers.values() for x in np.ravel(a)]
 
+    def guessed(self, problem: NumericProblem, variant, guess) -> Any:
+        if guess.number is None:
+            return None
+        # the constant in every entry: a vector or matrix answer of the right size, not a bare number it would refuse
+        return {part.name: np.full(np.shape(variant.answers[part.name]), guess.number).tolist()
+                if np.ndim(variant.answers[part.name]) else guess.number for part in problem.parts}
+
     def draw_summary(self, problem: NumericProblem):
         return summary(problem)
 
@@ -139,8 +176,10 @@ class NumericKind(WrittenKind):
     def nbgrader_checks(self, problem: NumericProblem, variant: Variant | None) -> list[str]:
         assert variant is not None
         single = len(problem.parts) == 1
+        symbols = plain_literal(symbol_values(variant.params))
         return [f"_w.number({p.name!r}, {plain_literal(np.asarray(variant.answers[p.name], dtype=float))}, "
-                f"{float(p.tolerance.abs)!r}, {float(p.tolerance.rel)!r}, single={single!r})" for p in problem.parts]
+                f"{float(p.tolerance.abs)!r}, {float(p.tolerance.rel)!r}, single={single!r}, symbols={symbols}, "
+                f"mistakes={plain_literal(_wrong_values(problem, variant, p))})" for p in problem.parts]
 
     def selfcheck_data(self, assigned: Placed, assignment: Build, bundle: CodeProblems,
                        students: list[str]) -> dict[str, Any]:
@@ -152,17 +191,19 @@ class NumericKind(WrittenKind):
         verdicts = []
         for part in problem.parts:
             typed = judge.part_of(answer, part.name, single)
-            verdicts.append(check_part(part, variant.answers[part.name], typed) if typed is not None
+            verdicts.append(check_part(part, variant.answers[part.name], typed, variant.params) if typed is not None
                             else None)
         right = sum(bool(v and v.correct) for v in verdicts)
         notes = [v.message if v else f"{p.label}: not answered" for v, p in zip(verdicts, problem.parts)]
-        return Marked(right / len(problem.parts), "; ".join(notes))
+        named = _mistakes_named(problem, variant, answer, verdicts)
+        notes += [written_mistake_text(message) for message in named]
+        return Marked(right / len(problem.parts), "; ".join(notes), named[0] if named else None)
 
     # ------------------------------------------------------------- exam
 
     def blanks(self, problem: NumericProblem, variant: Variant | None) -> tuple[Blank, ...]:
         assert variant is not None
-        return tuple(Blank(part.label + answer_form(variant.answers[part.name], part.form)) for part in problem.parts)
+        return tuple(Blank(part.label + answer_form(variant.answers[part.name], part)) for part in problem.parts)
 
     def key(self, problem: NumericProblem, variant: Variant | None) -> ProblemKey:
         assert variant is not None, "a numeric problem's key needs its variant"
@@ -174,7 +215,7 @@ class NumericKind(WrittenKind):
         assert variant is not None
         share = problem.points / len(problem.parts)
         return [DrillQuestion(part.label + _shape_hint(variant.answers[part.name]),
-                              read_numbers(variant.answers[part.name]),
+                              read_numbers(variant.answers[part.name], variant.params),
                               _judge_part(problem, variant, part), share) for part in problem.parts]
 
     def lms_groups(self, problem: NumericProblem, points: float, seed: int, variants: int) -> list[QuestionGroup]:

@@ -2,10 +2,10 @@
 
 The lecture's figures are reproduced; 200 variants are drawn (each must be feasible and
 keep the problem's `by_hand` rules, which the generator enforces, so a rule no draw can
-keep shows up as an infeasible problem); every rule names a quantity `compute` gives;
-the tables the rules promise and the counting base of each position part are printed
-in the prompt; and every misconception's wrong method differs from the right answers
-on every variant. `draws` keeps the 200 variants for the summary validate prints.
+keep shows up as an infeasible problem) with at least 50 different answers; every rule
+names a quantity `compute` gives; the tables the rules promise and the counting base of
+each position part are printed in the prompt; and every misconception's wrong method
+differs from the right answers on every variant. `draws` keeps the 200 variants for the summary validate prints.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from autograder.kinds.resolve import resolve
 from qkv_runtime import judge
 
 VARIANTS_CHECKED = 200  # drawn by `qkv validate` for each parameterised problem
+# per-student numbers are a student's own only if few others share them: with 50 variants a class of 200
+# has about 4 students per variant, and no one can look the answers up in a short list
+MIN_VARIANTS = 50
 _DRAWN: dict[int, tuple[object, list[Variant]]] = {}
 
 
@@ -66,6 +69,16 @@ def summary(problem) -> DrawSummary | None:
     named = [] if rules is None else [f"{k}" for k, v in rules.model_dump(exclude_defaults=True).items() if v]
     spread = spread_report(rules, [v.quantities for v in variants]) if rules is not None else ""
     return DrawSummary(problem.id, len(variants), distinct, ", ".join(named), spread)
+
+
+def _variety_findings(drawn: list[Variant]) -> list[str]:
+    # answers, not parameters, are what students share: a parameter the answer ignores adds no variant
+    answers = {repr([np.round(np.asarray(a, dtype=float), 9).tolist() for _, a in sorted(v.answers.items())])
+               for v in drawn}
+    if len(answers) >= MIN_VARIANTS:
+        return []
+    return [f"parameters: only {len(answers)} different answers in {len(drawn)} draws; per-student numbers need "
+            f"at least {MIN_VARIANTS} (students could share the few answers): widen the ranges or choices"]
 
 
 def _lecture_findings(problem, variant: Variant) -> list[str]:
@@ -140,4 +153,5 @@ def numeric_findings(problem, render_findings) -> list[str]:
             found += [f for f in _position_findings(problem, render_prompt(problem, variant)) if f not in found]
         except Exception:  # noqa: BLE001 - a template that does not render is reported above
             pass
-    return found
+    # how many variants there are matters once the draws themselves are sound: one finding at a time
+    return found or (_variety_findings(variants[-VARIANTS_CHECKED:]) if problem.parameters else [])

@@ -26,9 +26,10 @@ def close(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> bool:
     return judge.close(got, want, tolerance.abs, tolerance.rel)
 
 
-def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
+def check_part(part: AnswerPart, want: np.ndarray, typed: Any, symbols: dict[str, Any] | None = None) -> Verdict:
+    """`symbols`: the variant's parameters, which a count typed as arithmetic (`4*d^2`) may name."""
     try:
-        got = parse_numbers(typed, np.size(want))
+        got = parse_numbers(typed, np.size(want), symbols)
     except AnswerFormatError as err:
         return Verdict(False, f"{part.label}: {err}")
     want = np.asarray(want, dtype=float)
@@ -44,7 +45,7 @@ def check_part(part: AnswerPart, want: np.ndarray, typed: Any) -> Verdict:
 def numeric_misconception(problem: NumericProblem, variant: Variant, part: AnswerPart, typed: str) -> str | None:
     """The message of the misconception whose wrong-method answer to this part the typed answer equals."""
     right = variant.answers[part.name]
-    got = parse_numbers(typed, np.size(right))
+    got = parse_numbers(typed, np.size(right), variant.params)
     for wrong in problem.misconceptions:
         answers = resolve(wrong.compute)(**variant.params)
         if part.name not in answers:
@@ -92,20 +93,25 @@ def numeric_mistakes(problem: NumericProblem, variant: Variant) -> list[Mistake]
     return mistakes
 
 
-def answer_form(value: np.ndarray, form: str) -> str:
+def answer_form(value: np.ndarray, part: AnswerPart) -> str:
+    """What a blank asks for: how many numbers, and to how many decimals (the part's own `decimals`, which
+    the key shows too, so the paper states each part's rounding once, at its blank)."""
+    rounding = f", {part.decimals} decimals" if part.decimals else ""
     if np.ndim(value) == 1:
-        return f" ({np.size(value)} numbers)"
+        return f" ({np.size(value)} numbers{rounding})"
     if np.ndim(value) == 2:
-        return f" ({np.shape(value)[0]} × {np.shape(value)[1]} matrix, row by row)"
-    if form == "position":
-        return " (a position, counted as the problem says)"
-    return " (a whole number)" if form == "integer" else ""
+        return f" ({np.shape(value)[0]} × {np.shape(value)[1]} matrix, row by row{rounding})"
+    if part.form == "position":
+        return f" (a position, counted from {part.base})"
+    if part.form == "integer":
+        return " (a whole number)"
+    return f" ({part.decimals} decimals)" if part.decimals else ""
 
 
-def read_numbers(want: np.ndarray) -> Callable[[str], object]:
+def read_numbers(want: np.ndarray, symbols: dict[str, Any] | None = None) -> Callable[[str], object]:
     """A drill reader: the typed numbers, or AnswerFormatError when they are malformed or too few or many."""
     def read(typed: str) -> object:
-        got = parse_numbers(typed, np.size(want))
+        got = parse_numbers(typed, np.size(want), symbols)
         if got.size != np.size(want):
             raise AnswerFormatError(wrong_count(np.size(want), got.size, typed))
         return got

@@ -67,7 +67,10 @@ def variant_context(problem: NumericProblem, variant: Variant) -> dict[str, Any]
     parts: dict[str, AnswerPart] = {p.name: p for p in problem.parts}
     rounded = {name: np.round(value, parts[name].decimals) if parts[name].decimals is not None else value
                for name, value in variant.answers.items()}
-    return {**variant.params, "answer": rounded, "tables": table_markdown(problem.by_hand, variant.quantities)}
+    # what compute gives besides the answers (a figure's rounded weights), for a prompt that prints it
+    given = {name: value for name, value in variant.quantities.items() if name not in parts}
+    return {**variant.params, "answer": rounded, "given": given,
+            "tables": table_markdown(problem.by_hand, variant.quantities)}
 
 
 def render_prompt(problem: NumericProblem, variant: Variant | None) -> str:

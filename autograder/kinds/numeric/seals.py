@@ -16,6 +16,7 @@ from autograder.kinds.numeric.variants import variant_for
 from autograder.kinds.resolve import resolve
 from autograder.kinds.sealing import Seal, derive_seals, number_seals
 from qkv_runtime import sealed
+from qkv_runtime.answers import symbol_values
 
 
 def numeric_part_plan(salt: Callable[[str], str], want: Any, part: AnswerPart,
@@ -48,10 +49,12 @@ def numeric_data(problem: NumericProblem, assignment: Build, students: list[str]
     digests: dict[str, dict[str, Any]] = {}
     shapes: dict[str, list[int]] = {}
     wrong: dict[str, list[dict[str, Any]]] = {}
+    symbols: dict[str, dict[str, int]] = {}  # in clear, as the student's prompt shows them
     for student in students:
         variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants,
                               None if student == CLASS else student)
         mistakes = [resolve(m.compute)(**variant.params) for m in problem.misconceptions]
+        symbols[student] = symbol_values(variant.params)
         digests[student] = {}
         found: list[dict[str, list[Seal]]] = [{} for _ in mistakes]
         for part in parts:
@@ -71,4 +74,5 @@ def numeric_data(problem: NumericProblem, assignment: Build, students: list[str]
                    "tolerance": p.tolerance.model_dump()} for p in parts],
         "digests": digests,
         "misconceptions": wrong,
+        "symbols": symbols,
     }

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from autograder.kinds.model import ProblemBase, Strict
 from autograder.kinds.base import AllOrNothingKind
 from autograder.kinds.sealing import class_answer, class_mistakes
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Verdict
-from qkv_runtime.answers import AnswerFormatError, evaluate_dim, not_the_shape, parse_shape
+from qkv_runtime.answers import AnswerFormatError, canonical_dim, evaluate_dim, not_the_shape, parse_shape
 
 
 class ShapeMisconception(Strict):
@@ -31,22 +31,40 @@ class ShapeProblem(ProblemBase):
         default={}, description="values of the symbols, when the answer is asked in numbers"
     )
     answer: list[str] = Field(min_length=1, description="one entry per axis: a symbol, a number, or d/h")
+    notations: dict[str, str] = Field(
+        default={}, description="other names students are taught for a dim of the answer, {d_k: d/h}: each is "
+                                "accepted where it stands for the whole dim")
     misconceptions: list[ShapeMisconception] = []
+
+    @model_validator(mode="after")
+    def _notations_name_dims(self) -> "ShapeProblem":
+        answer = {canonical_dim(d) for d in self.answer}
+        for name, dim in self.notations.items():
+            if canonical_dim(dim) not in answer:
+                raise ValueError(f"notations.{name}: {dim!r} is not a dim of the answer")
+            if name in self.parameters:
+                raise ValueError(f"notations.{name}: already a parameter")
+        return self
+
+
+def symbols(problem: ShapeProblem) -> dict[str, Any]:
+    """What a typed dim's names stand for: the parameters' numbers and the notations' dims."""
+    return {**problem.notations, **problem.parameters}
 
 
 def expected_shape(problem: ShapeProblem) -> tuple[str, ...]:
-    return tuple(evaluate_dim(d, problem.parameters) for d in problem.answer)
+    return tuple(evaluate_dim(d, symbols(problem)) for d in problem.answer)
 
 
 def check_shape(problem: ShapeProblem, typed: Any) -> Verdict:
     try:
-        got = tuple(evaluate_dim(d, problem.parameters) for d in parse_shape(typed))
+        got = tuple(evaluate_dim(d, symbols(problem)) for d in parse_shape(typed))
     except AnswerFormatError as err:
         return Verdict(False, str(err))
     if got == expected_shape(problem):
         return Verdict(True, "correct shape")
     for wrong in problem.misconceptions:
-        if got == tuple(evaluate_dim(d, problem.parameters) for d in wrong.answer):
+        if got == tuple(evaluate_dim(d, symbols(problem)) for d in wrong.answer):
             return Verdict(False, wrong.message, misconception=" x ".join(wrong.answer))
     return Verdict(False, not_the_shape(typed))
 
@@ -63,10 +81,10 @@ def shape_spellings(dims: list[str]) -> list[str]:
 def _selfcheck_data(problem: ShapeProblem, name: str, students: list[str]) -> dict[str, Any]:
     # a shape is the same for every student: one class-wide seal (kinds/sealing.py)
     return {
-        "symbols": problem.parameters,
+        "symbols": symbols(problem),
         "digests": class_answer(name, problem.id, "x".join(expected_shape(problem))),
         "misconceptions": class_mistakes(name, problem.id, [
-            (m.message, "x".join(evaluate_dim(d, problem.parameters) for d in m.answer)) for m in problem.misconceptions]),
+            (m.message, "x".join(evaluate_dim(d, symbols(problem)) for d in m.answer)) for m in problem.misconceptions]),
     }
 
 
@@ -82,7 +100,7 @@ class ShapeKind(AllOrNothingKind):
         return '"..."  # a shape such as "n x d_v" or (3, 4)'
 
     def nbgrader_checks(self, problem: ShapeProblem, variant) -> list[str]:
-        return [f"_w.shape({plain_literal(tuple(expected_shape(problem)))}, {plain_literal(dict(problem.parameters))})"]
+        return [f"_w.shape({plain_literal(tuple(expected_shape(problem)))}, {plain_literal(symbols(problem))})"]
 
     def selfcheck_data(self, assigned, assignment, bundle, students: list[str]) -> dict[str, Any]:
         return _selfcheck_data(assigned.problem, assignment.name, students)
@@ -92,6 +110,9 @@ class ShapeKind(AllOrNothingKind):
 
     def judge(self, problem: ShapeProblem, typed: Any, variant) -> Verdict:
         return check_shape(problem, typed)
+
+    def guessed(self, problem: ShapeProblem, variant, guess) -> Any:
+        return guess.shape
 
     def blanks(self, problem: ShapeProblem, variant) -> tuple[Blank, ...]:
         return (Blank("shape"),)
@@ -108,6 +129,8 @@ class ShapeKind(AllOrNothingKind):
 
     def lms_question(self, problem: ShapeProblem, points: float, variant) -> Question:
         accepted = shape_spellings(list(problem.answer))
+        for name, dim in problem.notations.items():  # each notation in place of the dim it names
+            accepted += shape_spellings([name if canonical_dim(d) == canonical_dim(dim) else d for d in problem.answer])
         if problem.parameters:
             accepted += shape_spellings(list(expected_shape(problem)))
         return Question(problem.id, problem.title, "shortanswer", problem.prompt, points, problem.solution,

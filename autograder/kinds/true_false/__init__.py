@@ -259,6 +259,18 @@ class TrueFalseKind(WrittenKind):
         follow = problem.follow_up
         return [float(follow.number)] if follow is not None and follow.number is not None else []
 
+    def guessed(self, problem: TrueFalseProblem, variant, guess) -> Any:
+        typed: dict[str, Any] = {}
+        verdict = guess.says(problem)
+        if verdict is not None:
+            typed["answer"] = "true" if verdict else "false"
+        follow = problem.follow_up
+        if follow is not None:
+            typed["follow_up"] = {"choice": lambda: guess.letter(variant, problem.id,
+                                                                 {c.id: c.text for c in follow.choices}),
+                                  "number": lambda: guess.number, "shape": lambda: guess.shape}[follow.form]()
+        return typed or None
+
     def texts_shown(self, problem: TrueFalseProblem) -> list[tuple[str, str]]:
         shown = [("prompt", self.prompt_text(problem)), ("statement", problem.statement)]
         if problem.follow_up is not None:

@@ -161,7 +161,8 @@ class PublicCheck:
         upstream = self.test.get("upstream", {})
         return diagnosis.name_mistake(lambda outputs: outputs == digest, self.test.get("mutants", {}),
                                       [(u, upstream[u]) for u in self.builds_on if u in upstream],
-                                      lambda problem, mistake: mistake in shown.get(problem, ()))
+                                      lambda problem, mistake: mistake in shown.get(problem, ()),
+                                      shown.get(self.problem["id"], ()))
 
 
 def public_checks(data: Dict[str, Any]) -> List[PublicCheck]:

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from qkv_runtime import answers as qkv_answers
-from qkv_runtime import judge, sealed
+from qkv_runtime import diagnosis, judge, sealed
 from qkv_runtime.values import plain
 
 from .data import CLASS, student_key
@@ -119,7 +119,7 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
             continue
         size = int(np.prod(part["shape"])) if part["shape"] else 1
         try:
-            got = qkv_answers.parse_numbers(value, size)
+            got = qkv_answers.parse_numbers(value, size, problem.get("symbols", {}).get(student))
         except qkv_answers.AnswerFormatError as err:
             outcomes.append(Outcome(FAIL, f"{label}: {err}"))
             continue
@@ -132,7 +132,7 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
             outcomes.append(Outcome(PASS, f"{label}: correct"))
             continue
         messages = {m["label"]: m["message"] for m in mistakes}
-        details = [f"common mistake: {messages[h]}" for h in named]
+        details = [diagnosis.written_mistake_text(messages[h]) for h in named]
         tol = part["tolerance"]
         outcomes.append(Outcome(FAIL, f"{label}: {qkv_answers.not_close(tol['abs'], tol['rel'])}", details))
     return outcomes

@@ -1,0 +1,293 @@
+"""Answer forms every route reads alike: counts as arithmetic, shapes in the taught notations, Fraction and
+Decimal objects, one decimal rule per paper, and hand problems whose numbers test the method.
+
+The routes are the real ones: the grader's kind (`qkv grade` scores written answers with it), the
+self-check's judge on the release's own selfcheck.json, and nbgrader's test cells, run as the code
+strings the build writes into them.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from autograder.exam.paper import INSTRUCTIONS
+from autograder.kinds import kind_of
+from autograder.kinds.numeric.checks import MIN_VARIANTS, checked_variants, numeric_findings
+from autograder.kinds.numeric.model import NumericProblem
+from autograder.kinds.numeric.variants import draw_variant
+from autograder.kinds.shape import ShapeProblem, check_shape
+from autograder.selfcheck import qkv_check
+from qkv_runtime import nbcells
+from qkv_runtime.answers import AnswerFormatError, parse_expression, parse_numbers
+from qkv_runtime.values import plain_answers
+
+# ------------------------------------------------------------ arithmetic for counts
+
+
+@pytest.mark.parametrize("typed, symbols, value", [
+    ("4*512^2", {}, 4 * 512**2),
+    ("2^26", {}, 2**26),
+    ("4 * 512**2 + 4*512", {}, 4 * 512**2 + 4 * 512),
+    ("3*d^2+3*d", {"d": 512}, 3 * 512**2 + 3 * 512),
+    ("(d/h) * 2 * h", {"d": 768, "h": 12}, 2 * 768),
+    ("n_old^2", {"n_old": 640}, 640**2),
+    ("N_old^2", {"n_old": 640}, 640**2),  # names read as dims are: case and _ do not matter
+    ("d_{model} × 4", {"d_model": 96}, 384),
+    ("2^3^2", {}, 2**9),  # a power tower reads right to left, as on paper
+    ("-(2-5)*3", {}, 9),
+])
+def test_a_count_typed_as_arithmetic_is_the_number_it_names(typed, symbols, value):
+    assert parse_numbers(typed, 1, symbols).item() == value
+
+
+@pytest.mark.parametrize("typed", [
+    "9^9^9",  # the inner power is built (9^9), the outer is refused before it is computed
+    "2**10**10",
+    "10^18*10",
+    "2^64",
+    "2^-1",
+    "2^(1/2)",
+    "d^d",  # d = 512: a power beyond 64
+    "__import__('os').system('true')",
+    "(1).__class__",
+    "[x for x in (1, 2)]",
+    "lambda: 1",
+    "1 if 1 else 2",
+    "x + 1",  # not a symbol of the problem
+    "1.5*2",  # integers only: a decimal is typed as a number
+    "1/0*2",
+    "2 ^ ",
+    "(" * 120 + "1" + ")" * 120 + "*2",
+    "+".join(["1"] * 90),
+    "1" + "*1" * 300,
+    "2 ** 3 ** 4 ** 5",
+])
+def test_hostile_arithmetic_is_refused_in_one_line_and_never_run(typed):
+    with pytest.raises(AnswerFormatError) as err:
+        parse_numbers(typed, 1, {"d": 512})
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message and len(message) < 300
+
+
+def test_arithmetic_is_read_only_where_one_number_is_expected():
+    assert parse_numbers("2^3", 1).item() == 8
+    with pytest.raises(AnswerFormatError):
+        parse_numbers("2^3", 2)
+    # what the number reader takes stays as it was: a fraction, a sign, digit groups, lists
+    assert parse_numbers("1/7", 1).item() == pytest.approx(1 / 7)
+    assert parse_numbers("-3", 1).item() == -3
+    assert parse_numbers("1,050,624", 1).item() == 1050624
+    assert parse_numbers("1 2", 2).tolist() == [1, 2]
+
+
+def test_an_unknown_name_is_refused_with_the_problems_own_names():
+    with pytest.raises(AnswerFormatError, match=r"'x'.*the symbols: d, h"):
+        parse_expression("x*2", {"d": 512, "h": 8, "K": [[1, 2]]})
+
+
+# ------------------------------------------------------------ the same verdicts in every route
+
+
+def _nbgrader(kind, problem, variant, answer) -> float:
+    """The points nbgrader's test cell of `problem` gives `answer`: the cell's own checks, run."""
+    helper = nbcells.WrittenAnswer({"ANSWERS": {problem.id: answer}}, problem.id, 1.0)
+    for line in kind.nbgrader_checks(problem, variant):
+        eval(line, {"_w": helper})  # noqa: S307 - the build's own cell code, as nbgrader runs it
+    return helper.score()
+
+
+def _selfcheck(data, problem_id, answer) -> bool:
+    entry = next(p for p in data["problems"] if p["id"] == problem_id)
+    return all(o.passed for o in qkv_check.check_written(data, entry, answer))
+
+
+def _grader(kind, problem, variant, answer) -> float:
+    return kind.grade(problem, plain_answers({"a": answer})["a"], variant).fraction
+
+
+@pytest.fixture(scope="module")
+def release(built_numpy):
+    data = qkv_check.load_data(built_numpy.out / "student" / "selfcheck.json")
+    written = {w.problem.id: w.problem for w in built_numpy.assignment.written}
+    manifest = built_numpy.assignment.manifest
+    return data, written, manifest
+
+
+def _variant(problem, manifest):
+    return kind_of(problem).variant(problem, manifest.seed, manifest.variants, None)
+
+
+def test_counts_as_arithmetic_and_exact_objects_pass_in_every_route(release):
+    data, written, manifest = release
+    problem = written["mha-parameter-count"]
+    kind, variant = kind_of(problem), _variant(problem, manifest)
+    d = variant.params["d"]
+    forms = [
+        {"weights": "4*d^2", "biases": "4*d", "total": "4*d^2 + 4*d"},
+        {"weights": f"4*{d}^2", "biases": f"4 * {d}", "total": f"4*{d}**2+4*{d}"},
+        {"weights": Decimal(4 * d * d), "biases": Fraction(8 * d, 2), "total": Decimal(f"{4 * d * d + 4 * d}.0")},
+    ]
+    for answer in forms:
+        assert _grader(kind, problem, variant, answer) == 1.0, answer
+        assert _selfcheck(data, problem.id, answer), answer
+        assert _nbgrader(kind, problem, variant, answer) == pytest.approx(1.0), answer
+    wrong = {"weights": "3*d^2", "biases": "4*d", "total": "3*d^2+3*d"}  # W_O forgotten
+    assert _grader(kind, problem, variant, wrong) < 1.0
+    assert not _selfcheck(data, problem.id, wrong)
+    assert _nbgrader(kind, problem, variant, wrong) < 1.0
+
+
+def test_a_fraction_object_is_a_number_in_every_route(release):
+    data, written, manifest = release
+    problem = written["score-growth"]
+    kind, variant = kind_of(problem), _variant(problem, manifest)
+    ratio = Fraction(variant.answers["ratio"].item()).limit_denominator(1000)
+    answer = {"scores_old": Decimal(int(variant.answers["scores_old"])), "scores_new": "(n_old*factor)^2",
+              "ratio": ratio}
+    assert _grader(kind, problem, variant, answer) == 1.0
+    assert _selfcheck(data, problem.id, answer)
+    assert _nbgrader(kind, problem, variant, answer) == pytest.approx(1.0)
+
+
+def test_hostile_arithmetic_is_refused_alike_in_every_route(release):
+    data, written, manifest = release
+    problem = written["mha-parameter-count"]
+    kind, variant = kind_of(problem), _variant(problem, manifest)
+    for typed in ("9^9^9", "__import__('os')", "d^d"):
+        answer = {"weights": typed, "biases": typed, "total": typed}
+        assert _grader(kind, problem, variant, answer) == 0.0
+        entry = next(p for p in data["problems"] if p["id"] == problem.id)
+        outcomes = qkv_check.check_written(data, entry, answer)
+        assert not any(o.passed for o in outcomes) and all("\n" not in o.message for o in outcomes)
+        assert _nbgrader(kind, problem, variant, answer) == 0.0
+
+
+# ------------------------------------------------------------ shapes in the notations students are taught
+
+
+@pytest.mark.parametrize("problem_id, accepted, refused", [
+    ("split-heads-shape", ["n x d_k", "(n, d_v)", "n x d_head", "[n d_{k}]", "n x d/h"], ["n x d", "n/h x d", "d_k x n"]),
+    ("pe-shape", ["n x d_model", "(n, d_{model})", "n x d"], ["n x 2d", "n x 2d_model", "n+1 x d"]),
+    ("split-heads-batch-shape", ["b x h x n x d_k", "(2, 8, 10, 64)"], ["b x h x n x d"]),
+    ("concat-shape", ["n x d_model", "10 x 512"], ["n x d_k"]),
+])
+def test_the_taught_notations_of_a_dim_are_the_dim(bank, problem_id, accepted, refused):
+    problem = bank.get(problem_id)
+    for typed in accepted:
+        assert check_shape(problem, typed).correct, typed
+    for typed in refused:
+        assert not check_shape(problem, typed).correct, typed
+
+
+def test_split_heads_in_d_k_passes_in_every_route(release):
+    data, written, _ = release
+    problem = written["split-heads-shape"]
+    kind = kind_of(problem)
+    for typed, right in (("n x d_k", True), ("(n, d_head)", True), ("n x d", False)):
+        assert kind.grade(problem, typed, None).fraction == float(right), typed
+        assert _selfcheck(data, problem.id, typed) == right, typed
+        assert (_nbgrader(kind, problem, None, typed) > 0) == right, typed
+
+
+def test_a_notation_must_name_a_dim_of_the_answer():
+    fields = dict(id="head-out", title="head shape", topic="multi-head/shapes", points=1, difficulty=1,
+                  source="a test", prompt="The shape of one head?", solution="n x d/h, as the heads split d.",
+                  kind="shape", answer=["n", "d/h"])
+    with pytest.raises(ValueError, match="notations.d_k: 'd' is not a dim of the answer"):
+        ShapeProblem(**fields, notations={"d_k": "d"})
+    with pytest.raises(ValueError, match="notations.h: already a parameter"):
+        ShapeProblem(**fields, parameters={"h": 8, "d": 64, "n": 3}, notations={"h": "d/h"})
+
+
+# ------------------------------------------------------------ hand problems that test the method
+
+
+def _numeric(bank) -> list[NumericProblem]:
+    return [p for p in bank.problems.values() if p.kind == "numeric"]
+
+
+def test_every_per_student_problem_has_at_least_50_different_answers(bank):
+    for problem in _numeric(bank):
+        assert problem.parameters, f"{problem.id}: the lecture's numbers are its only variant"
+        answers = {repr([np.round(a, 9).tolist() for _, a in sorted(v.answers.items())])
+                   for v in checked_variants(problem)}
+        assert len(answers) >= MIN_VARIANTS, (problem.id, len(answers))
+
+
+def test_validate_refuses_a_problem_with_few_answers(bank):
+    problem = bank.get("mha-parameter-count").model_copy(
+        update={"parameters": {"d": bank.get("mha-parameter-count").parameters["d"].model_copy(
+            update={"choice": [64, 128, 256]}), "h": bank.get("mha-parameter-count").parameters["h"]}})
+    found = numeric_findings(problem, lambda problem, variant: [])
+    assert found == [f"parameters: only 3 different answers in 200 draws; per-student numbers need at least "
+                     f"{MIN_VARIANTS} (students could share the few answers): widen the ranges or choices"]
+
+
+def test_no_drawn_variant_is_the_lectures_own(bank):
+    for problem in _numeric(bank):
+        if problem.lecture_example is None:
+            continue
+        lecture = {k: np.asarray(v, dtype=float).tolist() for k, v in problem.lecture_example.params.items()}
+        for variant in checked_variants(problem):
+            drawn = {k: np.asarray(v, dtype=float).tolist() for k, v in variant.params.items()}
+            assert drawn != lecture, problem.id
+    # the course page prints the count for d = 512 (its Q4): no student is given it
+    assert 512 not in bank.get("mha-parameter-count").parameters["d"].choice
+
+
+def test_softmax_by_hand_asks_few_decimals_from_short_tables(bank):
+    one = bank.get("one-query-by-hand")
+    parts = {p.name: p for p in one.parts}
+    assert parts["weights"].decimals <= 2 and parts["scaled_weights"].decimals <= 2
+    third = bank.get("third-query-rounding")
+    assert third.parameters
+    assert all(t.decimals <= 4 for t in third.by_hand.tables)
+
+
+def test_about_two_thirds_is_the_ffn_share(bank):
+    problem = bank.get("ffn-parameter-count")
+    kind = kind_of(problem)
+    for seed in range(60):
+        variant = draw_variant(problem, seed)
+        fraction = "2/3" if variant.params["ratio"] == 4 else "1/2"
+        decimal = "0.667" if variant.params["ratio"] == 4 else "0.5"
+        for typed in (fraction, decimal):
+            answer = {p.name: variant.answers[p.name].item() for p in problem.parts} | {"ffn_share": typed}
+            assert kind.grade(problem, answer, variant).fraction == 1.0, (variant.params, typed)
+
+
+def test_the_kv_cache_prompt_says_how_many_tokens_are_cached(bank):
+    prompt = bank.get("kv-cache-memory").prompt
+    assert re.search(r"all \$n\$ of them: not\s+\$n - 1\$", prompt)
+
+
+def test_an_index_asked_is_a_position_part_with_its_base_stated(bank):
+    part = next(p for p in bank.get("pe-entry").parts if p.name == "pair")
+    assert part.form == "position" and part.base == 0
+
+
+# ------------------------------------------------------------ one decimal rule per paper
+
+
+def test_the_paper_states_one_rule_and_each_blank_its_decimals(bank):
+    assert "fractions as decimals" not in INSTRUCTIONS
+    assert "decimals its blank asks for" in INSTRUCTIONS
+    for problem in _numeric(bank):
+        kind = kind_of(problem)
+        variant = draw_variant(problem, 0)
+        for part, blank in zip(problem.parts, kind.blanks(problem, variant)):
+            if part.decimals and part.form not in ("integer", "position"):
+                assert f"{part.decimals} decimals" in blank.label, (problem.id, blank.label)
+
+
+def test_every_decimals_a_prompt_names_is_a_parts(bank):
+    words = {"one": 1, "two": 2, "three": 3, "four": 4}
+    for problem in _numeric(bank):
+        named = {int(words.get(n, n)) for n in re.findall(r"\b(\d|one|two|three|four)\s+decimals?\b", problem.prompt)}
+        shown = {p.decimals for p in problem.parts if p.decimals}
+        assert named <= shown, (problem.id, named, shown)
