@@ -34,6 +34,7 @@ ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#"
 LEARNER, INSTRUCTOR = ROLE + "Learner", ROLE + "Instructor"
 TA = "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"  # a sub-role of Instructor
 KID = "platform-key-1"
+CONTEXT = "course-1"  # the LMS course the launches come from
 TOKEN_SECONDS = 300
 AGS = "https://purl.imsglobal.org/spec/lti-ags/"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
@@ -74,6 +75,7 @@ class Platform:
     tokens: set[str] = field(default_factory=set)
     members: list[dict] = field(default_factory=list)  # the course's class list, as its roster service gives it
     deep_links: list[dict] = field(default_factory=list)  # the content items of each deep-linking answer taken
+    key_set_fetches: int = 0
     _server: Optional[ThreadingHTTPServer] = None
     _port: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -131,7 +133,8 @@ class Platform:
         self.tool_jwks = f"{tool_url}/lti/jwks.json"
         return {"tool_url": tool_url, "keys": keys,
                 "platforms": [{"issuer": self.issuer, "client_id": self.client_id,
-                               "deployment_ids": [self.deployment_id], "auth_login_url": f"{self.url}/auth",
+                               "deployment_ids": [self.deployment_id], "context_ids": [CONTEXT],
+                               "auth_login_url": f"{self.url}/auth",
                                "auth_token_url": f"{self.url}/token", "key_set_url": f"{self.url}/jwks"}]}
 
     # ------------------------------------------------------------------ the endpoints
@@ -139,6 +142,7 @@ class Platform:
     def answer(self, method: str, path: str, query: dict[str, str], sent: bytes,
                authorization: str) -> tuple[int, str, bytes]:
         if (method, path) == ("GET", "/jwks"):
+            self.key_set_fetches += 1
             return 200, "application/json", json.dumps({"keys": [public_jwk(self.key)]}).encode()
         if (method, path) == ("GET", "/auth"):
             return self.authorize(query)
@@ -150,7 +154,7 @@ class Platform:
             return 401, "application/json", b'{"error": "no valid access token"}'
         if (method, path) == ("GET", "/memberships"):
             return 200, "application/vnd.ims.lti-nrps.v2.membershipcontainer+json", json.dumps(
-                {"id": f"{self.url}/memberships", "context": {"id": "course-1"}, "members": self.members}).encode()
+                {"id": f"{self.url}/memberships", "context": {"id": CONTEXT}, "members": self.members}).encode()
         if path == "/lineitems":
             return self.lineitems_of(method, sent)
         if method == "POST" and path.endswith("/scores"):
@@ -209,7 +213,7 @@ class Platform:
     def lineitems_of(self, method: str, sent: bytes) -> tuple[int, str, bytes]:
         if method == "GET":
             return 200, "application/vnd.ims.lis.v2.lineitemcontainer+json", json.dumps(self.lineitems).encode()
-        item = {**json.loads(sent), "id": f"{self.url}/lineitems/{len(self.lineitems) + 1}"}
+        item = {**json.loads(sent), "id": f"{self.url}/lineitems/{uuid.uuid4().hex[:12]}"}  # never one deleted
         self.lineitems.append(item)
         return 201, "application/vnd.ims.lis.v2.lineitem+json", json.dumps(item).encode()
 
@@ -236,7 +240,7 @@ class Platform:
                   CLAIM + "message_type": "LtiResourceLinkRequest", CLAIM + "version": "1.3.0",
                   CLAIM + "deployment_id": self.deployment_id, CLAIM + "target_link_uri": target,
                   CLAIM + "resource_link": {"id": link}, CLAIM + "roles": list(user.roles),
-                  CLAIM + "context": {"id": "course-1", "title": "Transformers"},
+                  CLAIM + "context": {"id": CONTEXT, "title": "Transformers"},
                   AGS + "claim/endpoint": {"scope": AGS_SCOPES, "lineitems": f"{self.url}/lineitems"},
                   NRPS_CLAIM: {"context_memberships_url": f"{self.url}/memberships", "service_versions": ["2.0"]}}
         claims.update(self.next_claims)  # a claim set to None is left out
@@ -260,4 +264,4 @@ class Platform:
         return hint
 
 
-__all__ = ["INSTRUCTOR", "KID", "LEARNER", "TA", "Platform", "User", "public_jwk"]
+__all__ = ["AGS", "CLAIM", "CONTEXT", "INSTRUCTOR", "KID", "LEARNER", "NRPS_CLAIM", "TA", "Platform", "User", "public_jwk"]

@@ -30,17 +30,21 @@ import yaml
 
 from autograder.classroom.roster import load_roster, parse_roster
 from autograder.course.find import read_course
+from autograder.course.lti_settings import LtiSettings
 from autograder.errors import QkvError
 from autograder.grade.gradebook import GRADEBOOK_FILE
-from autograder.grade.gradebook.accounts import ACCOUNTS_FILE, SCHEMA_NAME, Role
+from autograder.grade.gradebook.accounts import ACCOUNTS_FILE, SCHEMA_NAME, AccountBook, Role
 from autograder.grade.gradebook.database import is_postgres, open_postgres, open_sqlite, schema_name
 from autograder.grade.gradebook.lti import LtiStore
-from autograder.serve.guard import security_headers
+from autograder.serve.command import protected
+from autograder.serve.guard import FAILURE_WINDOW, security_headers
+from autograder.serve.lti.adapter import LAUNCH_SECONDS
 from autograder.serve.lti.keys import jwks, make_keys, read_keys
-from autograder.serve.lti.launch import person_of
+from autograder.serve.lti.launch import LtiTool, in_course, login_allowed, person_of, role_of
+from autograder.serve.lti.members import lms_person
 from autograder.serve.pages import Refusal
 from conftest import QKV, ROOT
-from lti_platform import INSTRUCTOR, LEARNER, TA, Platform, User
+from lti_platform import AGS, CLAIM, INSTRUCTOR, NRPS_CLAIM, LEARNER, TA, Platform, User
 from serve_client import Browser, Page, wait_for
 from servers import ServerProcess, fresh_database
 
@@ -165,10 +169,9 @@ def test_a_learner_launch_lands_on_the_assignment_signed_in(tool, platform):
 
 
 @pytest.mark.slow
-def test_a_learner_unknown_by_lms_id_is_matched_by_email(tool, platform):
+def test_a_learner_with_a_students_email_but_another_lms_id_is_not_that_student(tool, platform):
     browser, answer, _ = launch(tool, platform, User("canvas-uuid-77", (LEARNER,), "Ben@uni.example"))
-    assert answer.status_code == 303, answer.text[:500]
-    assert "signed in as s2026002 (student)" in Page(browser.get(f"/a/{NAME}").text).text
+    refused(browser, answer, "you are not on this course's roster (the LMS says user 'canvas-uuid-77'")
 
 
 @pytest.mark.slow
@@ -225,7 +228,11 @@ def _other_key(platform: Platform) -> None:
     (_claims(**{"https://purl.imsglobal.org/spec/lti/claim/deployment_id": "deployment-9"}),
      "Unable to find deployment"),
     (_other_key, "Signature verification failed"),
-], ids=["wrong-aud", "expired", "no-expiry", "unknown-deployment", "signed-by-another-key"])
+    (_claims(aud=["qkv-tool-client", "another-tool"]), "several audiences and no authorized party (`azp`)"),
+    (_claims(aud=["qkv-tool-client", "another-tool"], azp="another-tool"), "Client id not registered"),
+    (_claims(aud=["another-tool"], azp="qkv-tool-client"), "authorized party (`azp`) is not one of its audiences"),
+], ids=["wrong-aud", "expired", "no-expiry", "unknown-deployment", "signed-by-another-key", "audiences-no-azp",
+        "audiences-for-another", "azp-not-an-audience"])
 def test_a_forged_or_stale_id_token_is_refused(tool, platform, forge, reason):
     forge(platform)
     browser, answer, _ = launch(tool, platform, ADA)
@@ -251,6 +258,52 @@ def _instructor_claimed(form: dict) -> dict:
 def test_a_tampered_id_token_is_refused(tool, platform, tamper, reason):
     browser, answer, _ = launch(tool, platform, ADA, tamper=tamper)
     refused(browser, answer, reason)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("claim", [
+    {AGS + "claim/endpoint": {"scope": [], "lineitems": "https://evil.example/lineitems"}},
+    {AGS + "claim/endpoint": {"scope": [], "lineitem": "http://127.0.0.1:1/lineitems/1"}},  # another port
+    {NRPS_CLAIM: {"context_memberships_url": "https://evil.example/m", "service_versions": ["2.0"]}},
+], ids=["lineitems", "lineitem", "memberships"])
+def test_a_launch_naming_a_service_off_the_lms_is_refused(tool, platform, claim):
+    platform.next_claims.update(claim)
+    browser, answer, _ = launch(tool, platform, ADA)
+    refused(browser, answer, "the launch names an LMS service off the LMS's sites")
+
+
+@pytest.mark.slow
+def test_an_over_long_id_token_is_refused_as_such(tool, platform):
+    platform.next_claims["name"] = "x" * 9000  # signed by the platform: only its length is wrong
+    browser, answer, _ = launch(tool, platform, ADA)
+    assert answer.status_code == 400, answer.text[:500]
+    assert "the request's 'id_token' is longer than 8,000 characters" in Page(answer.text).refusal()
+
+
+@pytest.mark.slow
+def test_a_token_for_several_audiences_issued_to_this_tool_is_taken(tool, platform):
+    platform.next_claims.update(aud=["another-tool", platform.client_id], azp=platform.client_id)
+    browser, answer, _ = launch(tool, platform, ADA)
+    assert answer.status_code == 303, answer.text[:500]
+
+
+@pytest.mark.slow
+def test_an_instructor_of_another_lms_course_is_refused(tool, platform):
+    platform.next_claims[CLAIM + "context"] = {"id": "course-2", "title": "Another course"}
+    browser, answer, _ = launch(tool, platform, User("prof-9", (INSTRUCTOR,), "prof9@uni.example"))
+    refused(browser, answer, "an LMS course this service does not serve (context 'course-2')")
+
+
+@pytest.mark.slow
+def test_a_login_initiation_leaves_values_for_minutes_and_launches_reuse_the_platforms_keys(tool, platform):
+    launch(tool, platform, ADA)
+    fetched = platform.key_set_fetches
+    before = time.time()
+    browser, answer, _ = launch(tool, platform, ADA)
+    after = time.time()
+    assert answer.status_code == 303 and platform.key_set_fetches == fetched
+    expiries = [float(row[0]) for row in tool.rows("SELECT expires FROM lti_values", gradebook=False)]
+    assert expiries and max(expiries) <= after + LAUNCH_SECONDS and max(expiries) >= before + LAUNCH_SECONDS - 1
 
 
 @pytest.mark.slow
@@ -320,6 +373,28 @@ def test_a_score_posted_while_the_platform_is_down_reaches_it_once_when_it_is_ba
     assert [line["id"] for line in platform.lineitems if line.get("tag") == NAME] == [item]
 
 
+def _scored(tool: Tool, platform: Platform, user: User) -> tuple[str, dict]:
+    """`user` launches and hands in; (the line item, the score) the platform took for their attempt."""
+    browser, answer, _ = launch(tool, platform, user)
+    assert answer.status_code == 303
+    handed = browser.hand_in(NAME, "ada.py", (ROOT / "examples" / "submissions" / NAME / "ada.py").read_bytes())
+    assert handed.status_code == 303, handed.text[:500]
+    attempt = handed.headers["location"].rsplit("/", 1)[1]
+    wait_for(lambda: (outbox(tool).get(attempt) or (0, None))[1] is not None, "the score posted",
+             lambda: outbox(tool))
+    mine = [(item, score) for item, score in platform.scores if score["userId"] == user.sub]
+    assert len(mine) == 1, mine
+    return mine[0]
+
+
+@pytest.mark.slow
+def test_a_score_for_a_line_item_the_lms_deleted_goes_to_one_made_anew(tool, platform):
+    first, _ = _scored(tool, platform, User("1004", (LEARNER,), "dan@uni.example"))
+    platform.lineitems.clear()  # an instructor deleted the column in the LMS's gradebook
+    again, _ = _scored(tool, platform, User("1005", (LEARNER,), "eve@uni.example"))
+    assert again != first and [line["id"] for line in platform.lineitems] == [again]
+
+
 # ------------------------------------------------------------------ the LMS's class list
 
 def member(user_id: str, email: str, name: str, roles: tuple[str, ...] = (LEARNER,), status: str = "Active") -> dict:
@@ -345,7 +420,8 @@ def test_a_roster_sync_shows_a_student_added_and_one_dropped_and_leaves_the_rost
     assert ROSTER.read_bytes() == before
     synced = load_roster(tmp_path / "synced.csv")
     # the id a launch signs Zed in under with lti.add_unknown, so attempts made before the roster had him stay his
-    assert [s.id for s in synced.students] == [s.id for s in roster.students if s.id != "s2026009"] + ["lms-2001"]
+    kept = [s.id for s in roster.students if s.id != "s2026009"]
+    assert [s.id for s in synced.students] == kept + [lms_person("2001")]
     assert synced.by_id("s2026002").email == "ben.okafor@uni.example"
     assert synced.by_id("s2026003").extension == roster.by_id("s2026003").extension  # the roster's own column kept
     kept = json.loads(tool.rows("SELECT diff FROM lti_syncs ORDER BY id DESC LIMIT 1", gradebook=False)[0][0])
@@ -390,7 +466,7 @@ def test_the_key_pair_is_made_once_with_an_owner_only_private_key(tmp_path):
         make_keys(tmp_path / "keys")
 
 
-PLATFORM = {"issuer": "https://lms.example", "client_id": "1", "deployment_ids": ["d"],
+PLATFORM = {"issuer": "https://lms.example", "client_id": "1", "deployment_ids": ["d"], "context_ids": ["c"],
             "auth_login_url": "https://lms.example/auth", "auth_token_url": "https://lms.example/token",
             "key_set_url": "https://lms.example/jwks"}
 
@@ -402,6 +478,10 @@ PLATFORM = {"issuer": "https://lms.example", "client_id": "1", "deployment_ids":
      "platforms.0.secret: Extra inputs are not permitted"),
     ({"tool_url": "https://qkv.example", "platforms": [PLATFORM, PLATFORM]},
      "platforms: issuer 'https://lms.example' is listed twice"),
+    ({"tool_url": "https://qkv.example", "platforms": [{**PLATFORM, "origins": ["https://school.example/path"]}]},
+     "platforms.0.origins: 'https://school.example/path' is not an origin"),
+    ({"tool_url": "https://qkv.example", "platforms": [{k: v for k, v in PLATFORM.items() if k != "context_ids"}]},
+     "platforms.0.context_ids: Field required"),
 ])
 def test_a_bad_lti_section_of_course_yaml_is_one_line_naming_the_file_and_field(tmp_path, lti, message):
     (tmp_path / "course.yaml").write_text(yaml.safe_dump({"title": "A course", "lti": lti}), encoding="utf-8")
@@ -409,6 +489,16 @@ def test_a_bad_lti_section_of_course_yaml_is_one_line_naming_the_file_and_field(
         read_course(tmp_path)
     assert str(tmp_path / "course.yaml") in str(caught.value) and f"lti.{message}" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_the_private_key_is_out_of_the_sandboxes_reach_wherever_course_yaml_puts_it(tmp_path):
+    elsewhere = tmp_path / "secrets" / ".." / "secrets" / "lti"  # outside the course folder, and not resolved
+    course = tmp_path / "course"
+    course.mkdir()
+    lti = {"tool_url": "https://qkv.example", "keys": str(elsewhere), "platforms": [PLATFORM]}
+    (course / "course.yaml").write_text(yaml.safe_dump({"title": "A course", "lti": lti}), encoding="utf-8")
+    found = read_course(course)
+    assert (tmp_path / "secrets" / "lti").resolve() in protected({}, tmp_path / "store", found)
 
 
 def test_the_canvas_developer_key_names_the_routes_the_service_serves(tmp_path):
@@ -442,12 +532,79 @@ def test_a_learner_the_roster_lacks_is_refused_unless_the_course_adds_them():
     stranger = {"sub": "canvas/99", "email": "new@uni.example"}
     with pytest.raises(Refusal, match="you are not on this course's roster"):
         person_of(stranger, Role.STUDENT, roster)
-    assert person_of(stranger, Role.STUDENT, roster, add_unknown=True) == "lms-canvas_99"
-    assert person_of({"sub": "x", "email": "ADA@uni.example"}, Role.STUDENT, roster, add_unknown=True) == "s2026001"
-    taken = parse_roster("id,name\nlms-canvas_99,Someone Else\n", "roster.csv")  # that id is another's
+    assert person_of(stranger, Role.STUDENT, roster, add_unknown=True) == lms_person("canvas/99")
+    no_lms_id = parse_roster("id,name,email\nb1,Ben,ben@uni.example\n", "roster.csv")
+    assert person_of({"sub": "x", "email": "BEN@uni.example"}, Role.STUDENT, no_lms_id) == "b1"
+    taken = parse_roster(f"id,name\n{lms_person('canvas/99')},Someone Else\n", "roster.csv")  # another's id
     with pytest.raises(Refusal):
         person_of(stranger, Role.STUDENT, taken, add_unknown=True)
     assert person_of(stranger, Role.STAFF, None) == "new@uni.example"
+
+
+def test_an_email_does_not_sign_in_as_a_student_the_lms_knows_by_another_id():
+    roster = load_roster(ROSTER)  # Ada's row has her LMS user id (1001): another LMS user with her email is not her
+    with pytest.raises(Refusal, match="you are not on this course's roster"):
+        person_of({"sub": "2999", "email": "ada@uni.example"}, Role.STUDENT, roster)
+    assert person_of({"sub": "2999", "email": "ada@uni.example"}, Role.STUDENT, roster, add_unknown=True) \
+        == lms_person("2999")
+
+
+@pytest.mark.parametrize("roles, role", [
+    ([LEARNER], Role.STUDENT), (["Learner"], Role.STUDENT), ([INSTRUCTOR], Role.INSTRUCTOR), ([TA], Role.STAFF),
+    (["http://purl.imsglobal.org/vocab/lis/v2/system/person#User"], None),
+    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], None),
+    (["User", "Member"], None), ("Learner", None),
+], ids=["learner", "short-learner", "instructor", "ta", "system-user", "institution-student", "short-others",
+        "not-a-list"])
+def test_only_a_role_in_the_course_signs_in(roles, role):
+    claims = {"https://purl.imsglobal.org/spec/lti/claim/roles": roles}
+    if role is None:
+        with pytest.raises(Refusal, match="no role in the course that the service knows"):
+            role_of(claims)
+    else:
+        assert role_of(claims) is role
+
+
+def test_a_launch_from_an_lms_course_the_section_does_not_name_is_refused():
+    settings = LtiSettings(tool_url="https://qkv.example", platforms=[PLATFORM])
+    context = "https://purl.imsglobal.org/spec/lti/claim/context"
+    in_course({"iss": "https://lms.example", context: {"id": "c"}}, settings)
+    for claims in ({"iss": "https://lms.example", context: {"id": "another-course"}},
+                   {"iss": "https://lms.example"}, {"iss": "https://lms.example", context: "c"},
+                   {"iss": "https://other.example", context: {"id": "c"}}):
+        with pytest.raises(Refusal, match="an LMS course this service does not serve"):
+            in_course(claims, settings)
+
+
+def test_login_initiations_from_one_address_are_limited(tmp_path):
+    accounts = AccountBook(tmp_path / ACCOUNTS_FILE)
+    try:
+        now = time.time()
+        assert all(login_allowed(accounts, "192.0.2.1", now, allowed=3) for _ in range(3))
+        assert not login_allowed(accounts, "192.0.2.1", now, allowed=3)
+        assert login_allowed(accounts, "192.0.2.2", now, allowed=3)  # another address is not held up
+        assert login_allowed(accounts, "192.0.2.1", now + FAILURE_WINDOW + 1, allowed=3)  # nor for long
+        assert login_allowed(accounts, "192.0.2.3", now)  # under the real limit
+    finally:
+        accounts.close()
+
+
+def test_lms_user_ids_that_look_alike_get_ids_of_their_own():
+    ids = {lms_person(sub) for sub in ("a/b", "a_b", "x" * 70, "x" * 70 + "y", "")}
+    assert len(ids) == 5
+    roster = parse_roster("id,name\n" + "".join(f"{i},Someone\n" for i in sorted(ids)), "roster.csv")
+    assert len(roster.students) == 5  # each a valid roster id
+
+
+def test_a_platform_framing_from_another_origin_than_its_sign_in_names_it():
+    canvas = {**PLATFORM, "issuer": "https://canvas.example", "auth_login_url": "https://sso.canvas.example/auth",
+              "origins": ["https://school.example", "https://school.example:8443/"]}
+    settings = LtiSettings(tool_url="https://qkv.example", platforms=[canvas, PLATFORM])
+    assert LtiTool(settings, "", "", None).origins == (
+        "https://lms.example", "https://school.example", "https://school.example:8443")
+    # its grade and roster services may be where it frames the tool from, or where it signs in
+    assert settings.platforms[0].service_origins == {"https://school.example", "https://school.example:8443",
+                                                     "https://sso.canvas.example", "https://lms.example"}
 
 
 def test_only_the_platforms_may_frame_the_pages_of_an_lti_tool():

@@ -22,6 +22,11 @@ def tool_address(value: str) -> str:
     return value.rstrip("/")
 
 
+def origin_of(address: str) -> str:
+    parts = urlsplit(address)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 class Platform(BaseModel):
     """One LMS registration: what its admin shows once the tool is added (docs/lti.md, per LMS)."""
 
@@ -29,18 +34,43 @@ class Platform(BaseModel):
     issuer: str = Field(min_length=1, max_length=ISSUER_CHARS, description="the platform's `iss`")
     client_id: str = Field(min_length=1, max_length=200, description="the tool's id at the platform (`aud`)")
     deployment_ids: list[str] = Field(min_length=1, description="the deployments whose launches are accepted")
+    # a deployment can be site-wide (Moodle's always are): without the course's own ids, an instructor of any
+    # course of the LMS would be an instructor here
+    context_ids: list[str] = Field(min_length=1, description="the LMS courses (context ids) whose launches are "
+                                                              "accepted")
     auth_login_url: str = Field(description="the platform's OIDC authorization endpoint")
     auth_token_url: str = Field(description="the platform's OAuth2 token endpoint (grades and roster)")
     key_set_url: str = Field(description="the platform's JWKS")
     auth_audience: Optional[str] = Field(default=None, description="the token endpoint's `aud`, when not its URL")
+    # Canvas signs in on canvas.instructure.com but frames the tool from the school's own domain
+    origins: Optional[list[str]] = Field(default=None, min_length=1, description="the web origins that frame the "
+                                         "service's pages and that deep-linking answers are posted to (default: "
+                                         "auth_login_url's)")
 
     _addresses = field_validator("auth_login_url", "auth_token_url", "key_set_url")(tool_address)
 
+    @field_validator("origins")
+    @classmethod
+    def _bare_origins(cls, origins: Optional[list[str]]) -> Optional[list[str]]:
+        for given in origins or ():
+            parts = urlsplit(tool_address(given))
+            if parts.path:
+                raise ValueError(f"{given!r} is not an origin (scheme and host only, no path)")
+        return [o.rstrip("/") for o in origins] if origins is not None else None
+
     @property
-    def origin(self) -> str:
-        """The platform's web origin: the only one allowed to frame the service's pages."""
-        parts = urlsplit(self.auth_login_url)
-        return f"{parts.scheme}://{parts.netloc}"
+    def framing(self) -> tuple[str, ...]:
+        """The platform's web origins: the only ones allowed to frame the service's pages."""
+        if self.origins is not None:
+            return tuple(self.origins)
+        return (origin_of(self.auth_login_url),)
+
+    @property
+    def service_origins(self) -> frozenset[str]:
+        """Where its grade and roster services may be (the tool sends them its access tokens): the sites of its
+        configured endpoints and the ones it frames the tool from."""
+        return frozenset(self.framing) | {origin_of(u) for u in (self.auth_login_url, self.auth_token_url,
+                                                                  self.key_set_url)}
 
 
 class LtiSettings(BaseModel):
@@ -49,8 +79,8 @@ class LtiSettings(BaseModel):
     keys: str = Field(default="lti-keys", description="the folder of the tool's key pair (`qkv lti keys`), "
                                                       "relative to the course folder")
     platforms: list[Platform] = Field(min_length=1)
-    add_unknown: bool = Field(default=False, description="a learner the roster lacks is signed in (as lms-USERID) "
-                                                         "rather than refused")
+    add_unknown: bool = Field(default=False, description="a learner the roster lacks is signed in (as "
+                                                         "lms-USERID-HASH) rather than refused")
 
     _tool = field_validator("tool_url")(tool_address)
 
@@ -62,6 +92,9 @@ class LtiSettings(BaseModel):
         if twice:
             raise ValueError(f"issuer {twice[0]!r} is listed twice (one entry per LMS)")
         return platforms
+
+    def platform(self, issuer: str) -> Optional[Platform]:
+        return next((p for p in self.platforms if p.issuer == issuer), None)
 
     def tool_config(self) -> dict:
         """The platforms in the shape PyLTI1p3's ToolConfDict takes."""

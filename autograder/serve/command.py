@@ -84,8 +84,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         settle_class(a, books[name], class_roster)
     state = ServiceState(assignments, books, open_accounts(store), class_roster, secure_cookies=secure_cookies,
                          notes=notes, lti=_lti_tool(course, store))
-    protect = tuple(a.bundle_dir for a in assignments.values()) + ((store,) if isinstance(store, Path) else ()) \
-        + (() if course.bundled else (course.root,))
+    protect = protected(assignments, store, course)
 
     def report(line: str) -> None:
         click.echo(f"qkv serve: {line}", err=True)
@@ -134,9 +133,21 @@ def _lti_tool(course, store):
     from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
     from autograder.serve.lti.launch import LtiTool
 
-    settings = course.config.lti
-    return LtiTool.open(settings, course.root / settings.keys,
+    return LtiTool.open(course.config.lti, lti_keys(course),
                         store if isinstance(store, str) else store / ACCOUNTS_FILE)
+
+
+def lti_keys(course) -> Optional[Path]:
+    """The folder of the tool's key pair (course.yaml's `lti.keys`, which may lie outside the course), or None."""
+    return None if course.config.lti is None else (course.root / course.config.lti.keys).resolve()
+
+
+def protected(assignments, store, course) -> tuple[Path, ...]:
+    """What a submission's sandbox may not read: the bundles, the gradebooks, the course's sources (unless it is
+    a bundle), and the tool's LTI private key, wherever course.yaml puts it."""
+    keys = lti_keys(course)
+    return tuple(a.bundle_dir for a in assignments.values()) + ((store,) if isinstance(store, Path) else ()) \
+        + (() if course.bundled else (course.root,)) + ((keys,) if keys is not None else ())
 
 
 @click.command()

@@ -10,7 +10,6 @@ event loop only moves bytes.
 from __future__ import annotations
 
 import io
-import ipaddress
 import os
 import secrets
 import time
@@ -34,7 +33,7 @@ from autograder.serve import instructor
 from autograder.serve.course import ServedAssignment
 from autograder.serve.grader import Grader
 from autograder.serve.guard import (FAILURE_WINDOW, FAILURES_ALLOWED, SESSION_COOKIE, SESSION_SECONDS, SIGNIN_COOKIE,
-                                    Guard, same_token, upload_limit)
+                                    Guard, client_address, same_token, upload_limit)
 from autograder.serve.handin import Accepted, hand_in
 from autograder.serve.pages import Refusal, page
 
@@ -135,15 +134,6 @@ def make_app(state: ServiceState) -> Guard:
 
     # ------------------------------------------------------------------ signing in
 
-    def client(request: Request) -> str:
-        """Whom failed sign-ins are counted against: the address, or for IPv6 its /64 (one host holds them all)."""
-        host = request.client.host if request.client else "unknown"
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return host
-        return str(ipaddress.ip_network(f"{host}/64", strict=False)) if address.version == 6 else host
-
     async def signin_page(request: Request) -> Response:
         csrf = secrets.token_urlsafe(24)
         response = html("signin.html.j2", csrf=csrf, token=request.query_params.get("token", "")[:200],
@@ -180,7 +170,7 @@ def make_app(state: ServiceState) -> Guard:
         if not same_token(csrf, request.cookies.get(SIGNIN_COOKIE, "")):
             return html("message.html.j2", 403, heading="Refused", session=None, back="/signin",
                         message="the sign-in form's security token is missing or stale: open the sign-in page again")
-        account, error = await run_in_threadpool(sign_in, client(request), token)
+        account, error = await run_in_threadpool(sign_in, client_address(request), token)
         if account is None:
             return html("signin.html.j2", 429 if error and error.startswith("too many") else 401, csrf=csrf,
                         token="", next=next_path, error=error, session=None)
@@ -260,7 +250,7 @@ def make_app(state: ServiceState) -> Guard:
         if a is None:
             return JSONResponse({"error": "no such assignment"}, status_code=404)
         token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        account, error = await run_in_threadpool(sign_in, client(request), token)
+        account, error = await run_in_threadpool(sign_in, client_address(request), token)
         if account is None:
             return JSONResponse({"error": error}, status_code=429 if error and error.startswith("too many") else 401)
         if request.method == "GET":

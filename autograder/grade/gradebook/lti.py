@@ -122,6 +122,10 @@ class LtiStore:
             self._db.execute("INSERT INTO lti_lineitems VALUES (?, ?, ?) ON CONFLICT (assignment, issuer) DO UPDATE "
                              "SET url = excluded.url", (assignment, issuer, url))
 
+    def forget_lineitem(self, assignment: str, issuer: str) -> None:
+        with self._db.write():
+            self._db.execute("DELETE FROM lti_lineitems WHERE assignment = ? AND issuer = ?", (assignment, issuer))
+
     def keep_context(self, assignment: str, issuer: str, context: str, memberships: str, now: float) -> None:
         """The LMS course (and its roster service) an assignment was last launched from."""
         with self._db.write():

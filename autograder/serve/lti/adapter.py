@@ -26,6 +26,12 @@ from autograder.grade.gradebook.lti import LtiStore
 
 PLATFORM_SECONDS = 10.0  # the longest a platform's JWKS or token endpoint may take to answer
 STATE_COOKIE_PATH = "/lti/"  # the state cookie goes back only with the launch
+# what a login initiation leaves (anyone may start one, so it must not last the library's default day) and a
+# launch's values, kept long enough for an instructor to pick an assignment after a deep-linking launch
+LAUNCH_SECONDS = 600
+# a platform's keys, fetched once per this long rather than on every launch (a forged one too); a platform that
+# rotates its keys is believed after at most this long
+KEY_SET_SECONDS = 300
 
 
 class Platforms(ToolConfDict):
@@ -112,6 +118,8 @@ class Sessions(SessionService):
     """The library's session service on StoredValues, with one change: a nonce is spent by the launch that
     shows it (the library only checks that it exists, so a replayed id_token would sign in again)."""
 
+    _launch_data_lifetime = LAUNCH_SECONDS
+
     def __init__(self, values: StoredValues):  # noqa: super's reads a framework session, which there is none of
         self.data_storage = values
 
@@ -147,9 +155,25 @@ class Launch(MessageLaunch):
         # PyJWT checks `exp` only when present, so a token without one would never expire; `aud` is checked
         # against the registration's client id by the library (validate_registration)
         self.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})
+        self.set_public_key_caching(values, KEY_SET_SECONDS)
 
     def _get_request_param(self, key: str) -> Optional[str]:
         return self._request.get_param(key)
+
+    def get_client_id(self) -> str:
+        """The `aud` the library checks against the registration's client id. The library takes the first of a
+        list; OIDC says that with several audiences `azp` names the one the token was issued to, and must be
+        among them, so a token for another tool that lists this one second is not this tool's."""
+        body = self._get_jwt_body()
+        aud, azp = body.get("aud"), body.get("azp")
+        audiences = aud if isinstance(aud, list) else [aud]
+        if azp is None:
+            if len(audiences) != 1:
+                raise LtiException("the id_token names several audiences and no authorized party (`azp`)")
+            return audiences[0] if isinstance(audiences[0], str) else ""
+        if not isinstance(azp, str) or azp not in audiences:
+            raise LtiException("the id_token's authorized party (`azp`) is not one of its audiences")
+        return azp
 
 
 class _Bounded(requests.Session):

@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from pylti1p3.assignments_grades import AssignmentsGradesService
+from pylti1p3.exception import LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
@@ -83,6 +84,8 @@ class ScorePoster:
             grades.put_grade(self._grade(name, queued, person.sub), lineitem)
         except Exception as err:
             self._connectors.pop(person.issuer, None)  # its access token may be what the LMS refused
+            if isinstance(err, LtiServiceException) and err.response.status_code == 404:
+                self.tool.store.forget_lineitem(name, person.issuer)  # deleted at the LMS: found or made anew
             tries = queued.tries + 1
             book.score_later(queued.grading, time.time() + backoff(tries), f"{type(err).__name__}: {err}")
             self._report(f"LTI score of {name} attempt {queued.attempt} not posted (try {tries}): {err}")

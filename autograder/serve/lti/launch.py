@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from pylti1p3.exception import LtiException, OIDCException
-from pylti1p3.roles import StudentRole, TeacherRole, TeachingAssistantRole
+from pylti1p3.roles import TeacherRole, TeachingAssistantRole
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -28,8 +28,9 @@ from autograder.serve.lti.adapter import CookieJar, Launch, LtiRequest, Login, P
 from autograder.serve.lti.deep_link import PICK_PATH, picked, picker
 from autograder.serve.lti.grades import AGS_CLAIM
 from autograder.serve.lti.keys import jwks, read_keys
-from autograder.serve.lti.members import lms_person, roster_match
-from autograder.course.lti_settings import LtiSettings
+from autograder.serve.lti.members import is_learner, lms_person, roster_match
+from autograder.course.lti_settings import LtiSettings, Platform, origin_of
+from autograder.serve.guard import FAILURE_WINDOW, LTI_LOGINS_ALLOWED, client_address
 from autograder.serve.pages import Refusal
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -54,7 +55,7 @@ class LtiTool:
 
     @property
     def origins(self) -> tuple[str, ...]:
-        return tuple(sorted({p.origin for p in self.settings.platforms}))
+        return tuple(sorted({o for p in self.settings.platforms for o in p.framing}))
 
     def tool_config(self) -> Platforms:
         config = Platforms(self.settings.tool_config())
@@ -77,10 +78,20 @@ class LtiTool:
             if request.method == "POST":
                 form = await request.form(max_files=0, max_fields=30)
                 given.update({k: v for k, v in form.items() if isinstance(v, str)})
-            return {k: v[:PARAM_CHARS] for k, v in given.items()}
+            too_long = sorted(k for k, v in given.items() if len(v) > PARAM_CHARS)
+            if too_long:  # refused, not cut: a token cut short would fail later with a reason that misleads
+                raise Refusal(400, f"the request's {too_long[0][:40]!r} is longer than {PARAM_CHARS:,} characters, "
+                                   "more than an LMS sends", "Launch refused")
+            return given
 
         async def login(request: Request) -> Response:
-            lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
+            if not await run_in_threadpool(login_allowed, state.accounts, client_address(request), time.time()):
+                return refusal_page(429, "too many LMS sign-ins from this address: wait 15 minutes and try again",
+                                    "Launch refused")
+            try:
+                lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
+            except Refusal as refusal:
+                return refusal_page(refusal.status, refusal.message, refusal.heading)
             target = lti_request.get_param("target_link_uri") or ""
             if not _on_tool(target, self.settings.tool_url):
                 return refusal_page(400, "the LMS asked to open an address that is not this service's: "
@@ -104,6 +115,7 @@ class LtiTool:
             except (ValueError, TypeError, AttributeError, KeyError):  # the library reading claims of other shapes
                 raise Refusal(403, "the LMS's launch was refused: its id_token is not one an LMS would send",
                               "Launch refused") from None
+            services_on(data, in_course(data, self.settings))
             role = role_of(data)
             if launch.is_deep_link_launch():
                 if role is not Role.INSTRUCTOR:
@@ -129,15 +141,15 @@ class LtiTool:
             return session_response(state, account, target, framed=True)
 
         async def launch(request: Request) -> Response:
-            lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
             try:
+                lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
                 return await run_in_threadpool(signed_in, lti_request)
             except Refusal as refusal:
                 return refusal_page(refusal.status, refusal.message, refusal.heading)
 
         async def pick(request: Request) -> Response:
-            form = await params(request)
             try:
+                form = await params(request)
                 return await run_in_threadpool(picked, self, values, form.get("pick", ""),
                                                form.get("assignment", ""), state.assignments)
             except Refusal as refusal:
@@ -150,9 +162,42 @@ class LtiTool:
                 Route(PICK_PATH, pick, methods=["POST"]), Route(JWKS_PATH, key_set, methods=["GET"])]
 
 
+def login_allowed(accounts: Any, address: str, now: float, allowed: int = LTI_LOGINS_ALLOWED) -> bool:
+    """Whether a login initiation from `address` is taken, counting it if so (beside the failed sign-ins)."""
+    who = f"lti-login:{address}"
+    if accounts.failures(who, now - FAILURE_WINDOW) >= allowed:
+        return False
+    accounts.note_failure(who, now, FAILURE_WINDOW)
+    return True
+
+
 def _on_tool(address: str, tool_url: str) -> bool:
     parts, tool = urlsplit(address), urlsplit(tool_url)
     return (parts.scheme, parts.netloc) == (tool.scheme, tool.netloc)
+
+
+def in_course(data: Mapping[str, Any], settings: LtiSettings) -> Platform:
+    """The launch's platform; refuses a launch from an LMS course (context) course.yaml does not name for it."""
+    context = data.get(CLAIM + "context")
+    found = str(context.get("id", ""))[:200] if isinstance(context, dict) else ""
+    platform = settings.platform(str(data.get("iss", "")))
+    if platform is None or found not in platform.context_ids:
+        raise Refusal(403, f"the launch comes from an LMS course this service does not serve (context "
+                           f"{found!r}): ask your instructor to add its id to course.yaml's lti: context_ids",
+                      "Launch refused")
+    return platform
+
+
+def services_on(data: Mapping[str, Any], platform: Platform) -> None:
+    """Refuses a launch whose grade or roster service lies off the platform's sites: the service would get the
+    tool's access token, and the tool would call an address of the token's choosing."""
+    grades, members = data.get(AGS_CLAIM), data.get(NRPS_CLAIM)
+    named = [grades.get(k) for k in ("lineitems", "lineitem")] if isinstance(grades, dict) else []
+    named += [members.get("context_memberships_url")] if isinstance(members, dict) else []
+    for url in (u for u in named if u is not None):
+        if not isinstance(url, str) or origin_of(url) not in platform.service_origins:
+            raise Refusal(403, f"the launch names an LMS service off the LMS's sites ({str(url)[:200]!r}): "
+                               "list its origin in course.yaml's lti: origins if it is the LMS's", "Launch refused")
 
 
 def role_of(data: Mapping[str, Any]) -> Role:
@@ -161,7 +206,7 @@ def role_of(data: Mapping[str, Any]) -> Role:
         return Role.INSTRUCTOR
     if TeachingAssistantRole(data).check():
         return Role.STAFF
-    if StudentRole(data).check():
+    if is_learner(data.get(CLAIM + "roles")):
         return Role.STUDENT
     raise Refusal(403, "the LMS gave this account no role in the course that the service knows (learner, "
                        "teaching assistant, instructor)", "Launch refused")

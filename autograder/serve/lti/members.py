@@ -8,12 +8,12 @@ edited by hand (extensions, sections, ids the LMS does not know) is never overwr
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from pylti1p3.names_roles import NamesRolesProvisioningService
-from pylti1p3.roles import StudentRole
 from pylti1p3.service_connector import ServiceConnector
 
 from autograder.classroom.roster import Roster, Student
@@ -21,19 +21,32 @@ from autograder.serve.lti.adapter import platform_session
 
 MOST_PAGES = 100  # a platform whose `next` links never end is not followed past this
 MOST_MEMBERS = 100_000
-_ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
+# a learner of the course (its context), in full or as LTI's short form; not the system `User` or the institution
+# `Student` PyLTI1p3's StudentRole also takes, which every account of an LMS may hold without being in the course
+LEARNER_ROLES = frozenset({"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner", "Learner"})
+
+
+def is_learner(roles: Any) -> bool:
+    return isinstance(roles, list) and any(isinstance(r, str) and r in LEARNER_ROLES for r in roles)
 
 
 def lms_person(user_id: str) -> str:
     """The id of a student known only to the LMS: the one a launch signs them in under (with `lti.add_unknown`) and
-    the one their roster row gets from a sync, so their attempts stay theirs once the roster has them."""
-    return "lms-" + (re.sub(r"[^A-Za-z0-9._-]", "_", user_id) or "_")[:60]
+    the one their roster row gets from a sync, so their attempts stay theirs once the roster has them. The readable
+    part is cut and its odd characters replaced, so the hash of the whole user id tells "a/b" from "a_b"."""
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", user_id)[:40]
+    return f"lms-{readable}-{hashlib.sha256(user_id.encode()).hexdigest()[:12]}"
 
 
 def roster_match(roster: Roster, user_id: str, sourced_id: str, email: str) -> Optional[Student]:
-    """The roster's student an LMS user is: the LMS user id (`sub`) or LIS person id as `lms_id`, else the email."""
-    return (roster.by_lms_id(user_id) if user_id else None) or (roster.by_lms_id(sourced_id) if sourced_id else None) \
-        or (roster.by_email(email) if email else None)
+    """The roster's student an LMS user is: the LMS user id (`sub`) or LIS person id as `lms_id`, else the email,
+    but only for a row without an `lms_id`: one that has it is that LMS user's alone, whoever has the email at
+    the LMS (an LMS lets users set their own)."""
+    found = (roster.by_lms_id(user_id) if user_id else None) or (roster.by_lms_id(sourced_id) if sourced_id else None)
+    if found is not None:
+        return found
+    by_email = roster.by_email(email) if email else None
+    return by_email if by_email is not None and not by_email.lms_id else None
 
 
 @dataclass(frozen=True)
@@ -77,7 +90,7 @@ def learners(tool: Any, issuer: str, memberships_url: str) -> list[Member]:
         for member in page if isinstance(page, list) else []:
             if not isinstance(member, dict) or member.get("status", "Active") != "Active":
                 continue
-            if StudentRole({_ROLES: list(member.get("roles") or [])}).check():
+            if is_learner(member.get("roles")):
                 found.append(Member(*(str(member.get(k) or "")[:200] for k in
                                       ("user_id", "name", "email", "lis_person_sourcedid"))))
     return found
