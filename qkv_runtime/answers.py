@@ -9,6 +9,7 @@ answer raises `AnswerFormatError`, whose message says what format is expected.
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import re
 import threading
@@ -96,7 +97,7 @@ def _rectangular(value: Any, depth: int = 0) -> np.ndarray:
     if isinstance(value, bool):
         raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
     if isinstance(value, str):
-        return parse_numbers(value)
+        return _list_entry(value)
     try:
         return np.asarray(float(value))
     except (ValueError, TypeError, OverflowError):
@@ -107,14 +108,16 @@ def _rectangular(value: Any, depth: int = 0) -> np.ndarray:
 _GROUPED = re.compile(r"[-+]?\d{1,3}(?:(?P<sep>[,_' \u2009\u202f])\d{3})(?:(?P=sep)\d{3})*(?:\.\d+)?")
 
 
-def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dict] = None) -> np.ndarray:
+def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dict] = None, *,
+                  arithmetic: bool = True) -> np.ndarray:
     """A scalar, vector or matrix typed as a number, a string or nested lists.
 
     `count`, when known, is how many numbers the answer has: digit groups ("1,050,624", "1 050 624")
     are then read as one number only where one number is expected, and "10,200" is two where two are.
     Without it, commas between groups of three digits make one number and spaces separate numbers.
     Where one number is expected it may be typed as arithmetic (`parse_expression`) of integers and
-    the problem's whole-number `symbols` ({"d": 512}).
+    the problem's whole-number `symbols` ({"d": 512}): `n*m` too, and "1048576 -2048" is then the
+    difference, not two numbers. Never inside a list, whose entries are numbers (`arithmetic` False).
     """
     if isinstance(value, bool):
         raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
@@ -133,13 +136,28 @@ def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dic
     grouped = _GROUPED.fullmatch(text)
     if grouped and (count == 1 or (count is None and grouped.group("sep") not in (" ",))):
         text = re.sub(r"[,_' \u2009\u202f]", "", text)
+    arithmetic = arithmetic and count in (None, 1) and _arithmetic_text(text, symbols)
+    if arithmetic and count == 1 and _INNER_SIGN.search(text):
+        # one number expected: "1048576 -2048" is a difference, not two numbers
+        with contextlib.suppress(AnswerFormatError):
+            return np.asarray(parse_expression(text, symbols))
     try:
         return _rectangular(_nested_numbers(text))
     except AnswerFormatError:
-        if count not in (None, 1) or not _EXPRESSION.fullmatch(text) or not _OPERATOR.search(text) \
-                or not re.search(r"\d", text):
+        if not arithmetic or len(text) > MAX_EXPRESSION_TEXT:  # a long malformed list is not arithmetic
             raise
     return np.asarray(parse_expression(text, symbols))
+
+
+def _list_entry(text: str) -> np.ndarray:
+    # arithmetic is read where one number is expected, never inside a list: ["4*2", "3"] is refused, not [8, 3]
+    try:
+        return parse_numbers(text, arithmetic=False)
+    except AnswerFormatError:
+        if _arithmetic_text(text.strip(), None, names=True):
+            raise AnswerFormatError(f"{quoted(text, 40)} in a list is arithmetic: type each entry of a list as a "
+                                    "number (arithmetic is read only where one number is expected)") from None
+        raise
 
 
 _SHAPE_HINT = "a shape such as (3, 4), 3x4 or n x d_v"
@@ -339,6 +357,20 @@ def symbol_values(params: Optional[dict]) -> dict[str, int]:
 # message: "fifty-six" and "1/0" are malformed numbers, not arithmetic)
 _EXPRESSION = re.compile(r"[\d\sA-Za-z_{}\\()+\-*/^×·]+")
 _OPERATOR = re.compile(r"(?<=.)[-+*^×·()]|^\(")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_{}\\]*")
+_INNER_SIGN = re.compile(r"[\d)]\s*[-+]\s*[\d(]")  # a sign after a number: 6.34e-2's is inside it
+
+
+def _arithmetic_text(text: str, symbols: Optional[dict], names: bool = False) -> bool:
+    """Whether the number reader's refusal of `text` is arithmetic's to read: these characters, an operator,
+    and a digit or only names that are symbols of the problem (`n*m`; any names where `names`)."""
+    if not _EXPRESSION.fullmatch(text) or not _OPERATOR.search(text):
+        return False
+    if re.search(r"\d", text):
+        return True
+    found = {canonical_dim(n) for n in _NAME.findall(text)}
+    known = {canonical_dim(name) for name in symbol_values(symbols)}
+    return bool(found) and (names or found <= known)
 
 
 def parse_expression(text: str, symbols: Optional[dict] = None) -> float:

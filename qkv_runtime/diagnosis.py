@@ -82,3 +82,17 @@ def written_mistake_text(message: str) -> str:
 def shown(results: Iterable[Tuple[Optional[str], Optional[str]]]) -> frozenset:
     """The mistakes a problem shows itself, from its tests' (mistake, cause) pairs: what confirms it upstream."""
     return frozenset(mistake for mistake, cause in results if mistake and cause is None)
+
+
+def written_mistakes(matched: Iterable[Tuple[str, str]]) -> list:
+    """The mistakes a written answer is, to name in this order, from (message, part) pairs: each misconception
+    whose wrong-method answer to that part the student's equals, in the bank's order.
+
+    Two misconceptions can share a part's wrong value (a b_1 left out and a b_1 added after the ReLU give the
+    same pre-activation), so the one that explains the most parts comes first, and one whose parts are a strict
+    subset of another's is not named at all: it explains nothing the other does not."""
+    parts: dict = {}
+    for message, part in matched:
+        parts.setdefault(message, set()).add(part)
+    kept = [m for m, mine in parts.items() if not any(mine < theirs for theirs in parts.values())]
+    return sorted(kept, key=lambda m: -len(parts[m]))  # sorted is stable: the bank's order among equals

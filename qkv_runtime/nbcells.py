@@ -33,7 +33,7 @@ import numpy as np
 
 from . import answers, judge
 from .compare import compare, select
-from .diagnosis import mistake_text, name_mistake, shown, written_mistake_text
+from .diagnosis import mistake_text, name_mistake, shown, written_mistake_text, written_mistakes
 from .values import exception_text, plain_answers, to_arrays, to_track
 
 
@@ -196,7 +196,7 @@ class WrittenAnswer:
         self.problem, self.points = problem, points
         self.checks, self.right = 0, 0
         self.messages: List[str] = []
-        self.named: List[str] = []  # the common mistakes the wrong parts are, each once (qkv grade names them so)
+        self.matched: List[Any] = []  # (mistake, part): a wrong part that is the mistake's answer (as qkv grade)
         self.notes: List[str] = []
         if self._unanswered():
             print(f"ANSWERS[{problem!r}] is not set yet")
@@ -238,8 +238,8 @@ class WrittenAnswer:
             with _quiet(self.notes):
                 for message, value in (mistakes or {}).items():
                     try:
-                        if close_to(value) and message not in self.named:
-                            self.named.append(message)
+                        if close_to(value):
+                            self.matched.append((message, part))
                     except answers.AnswerFormatError:
                         break
 
@@ -275,6 +275,6 @@ class WrittenAnswer:
             print(f"ANSWERS[{self.problem!r}] is not set")
             return _result(0.0)
         print(f"{self.problem}: {self.right} of {self.checks} correct")
-        for message in self.messages + [written_mistake_text(m) for m in self.named]:
+        for message in self.messages + [written_mistake_text(m) for m in written_mistakes(self.matched)]:
             print("  " + message)
         return _result(min(self.points, round(self.points * self.right / self.checks, 4)))

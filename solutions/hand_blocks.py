@@ -44,9 +44,12 @@ def ffn_with_biases_feasible(params, answers):
         return "ReLU zeroes every hidden unit"
     if not _f(params["b1"]).any() or not _f(params["b2"]).any():
         return "a bias is zero"
-    for twin in (ffn_with_biases_wrong_no_biases, ffn_with_biases_wrong_bias_after_relu):
-        if np.array_equal(twin(**params)["output"], answers["output"]):
-            return f"{twin.__name__} gives the right output"
+    twins = (ffn_with_biases_wrong_no_biases, ffn_with_biases_wrong_bias_after_relu)
+    outputs = [twin(**params)["output"] for twin in twins]
+    if any(np.array_equal(output, answers["output"]) for output in outputs):
+        return "a wrong method gives the right output"
+    if np.array_equal(*outputs):  # then the two mistakes could not be told apart
+        return "leaving the biases out and adding b1 after the ReLU give the same output"
     return None
 
 
@@ -172,6 +175,8 @@ def add_positions(word, P):
 def add_positions_feasible(params, answers):
     if np.array_equal(params["P"][0], params["P"][1]):
         return "the two positions have the same vector"
+    if not np.any(params["P"][0]):  # then leaving positions out and giving both tokens p_0 read the same
+        return "position 0's vector is zero"
     if not np.any(params["word"]):
         return "the word vector is zero"
     if abs(answers["dot"] - float(_f(params["word"]) @ _f(params["word"]))) < 1e-6:

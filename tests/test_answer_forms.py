@@ -85,6 +85,53 @@ def test_arithmetic_is_read_only_where_one_number_is_expected():
     assert parse_numbers("1 2", 2).tolist() == [1, 2]
 
 
+@pytest.mark.parametrize("typed, symbols, value", [
+    ("n*m", {"n": 6, "m": 7}, 42),
+    ("d_model*d_ff", {"d_model": 512, "d_ff": 2048}, 512 * 2048),
+    ("(d/h)^2", {"d": 512, "h": 8}, 64**2),
+])
+def test_arithmetic_of_symbols_alone_is_read(typed, symbols, value):
+    assert parse_numbers(typed, 1, symbols).item() == value
+
+
+def test_words_that_are_not_symbols_keep_the_number_readers_message():
+    for typed in ("fifty-six", "x*y"):
+        with pytest.raises(AnswerFormatError, match=r"^could not read .* as a number such as"):
+            parse_numbers(typed, 1, {"d": 512})
+
+
+def test_arithmetic_inside_a_list_is_refused_in_words_and_numbers_are_read():
+    for entries in (["d*2", "3"], ["4*2", "3"]):
+        with pytest.raises(AnswerFormatError, match=r"in a list is arithmetic: type each entry of a list as a number"):
+            parse_numbers(entries, 2, {"d": 4})
+    assert parse_numbers(["1e-5", "-3", "1,050,624", "1/2"], 4).tolist() == [1e-5, -3, 1050624, 0.5]
+
+
+def test_a_sign_inside_one_expected_number_is_arithmetic():
+    assert parse_numbers("1048576 -2048", 1).item() == 1048576 - 2048
+    assert parse_numbers("1048576 - 2048", 1).item() == 1048576 - 2048
+    assert parse_numbers("1048576 -2048", 2).tolist() == [1048576, -2048]  # two expected: two numbers
+    assert parse_numbers("6.34e-2", 1).item() == pytest.approx(0.0634)
+
+
+def test_a_long_malformed_list_gets_the_number_readers_message():
+    typed = " ".join(["1", "-2"] * 60) + " -zz"
+    assert len(typed) > 200
+    with pytest.raises(AnswerFormatError, match=r"^could not read '-zz' as a number"):
+        parse_numbers(typed, 1)
+
+
+def test_the_depth_and_term_limits_under_the_length_cap():
+    deep = "(" * 99 + "7" + ")" * 99  # 199 characters, 99 parentheses deep: within every limit
+    assert len(deep) == 199 and parse_numbers(deep, 1).item() == 7
+    signs = "-(" * 40 + "7" + ")" * 40  # 40 nested negations: 82 terms (a sign is two)
+    assert parse_numbers(signs, 1).item() == 7
+    terms = "1" + "+1" * 60  # 121 characters, 121 terms
+    assert len(terms) < 200
+    with pytest.raises(AnswerFormatError, match=r"has more than 100 terms"):
+        parse_numbers(terms, 1)
+
+
 def test_an_unknown_name_is_refused_with_the_problems_own_names():
     with pytest.raises(AnswerFormatError, match=r"'x'.*the symbols: d, h"):
         parse_expression("x*2", {"d": 512, "h": 8, "K": [[1, 2]]})

@@ -309,3 +309,21 @@ def test_whatever_a_route_shows_is_rendered_with_the_verdict_flipped(method: str
     found = [f for f in verdict_findings(kind, _statement()) if "changes when the verdict is flipped" in f]
     assert len(found) == 1 and all(route in found[0] for route in routes), found
     assert verdict_findings(kind_of(_statement()), _statement()) == []
+
+
+@pytest.mark.parametrize("problem_id, hidden, shown", [
+    ("layer-norm-batch-axis", {"scale", "shift"}, set()),
+    ("kv-cache-memory", set(), {"d", "h", "kv_heads", "layers", "n"}),
+])
+def test_selfcheck_json_names_in_clear_only_the_symbols_the_prompt_prints(bank: Bank, problem_id, hidden, shown):
+    """A parameter the prompt only computes with (the second token's scale and shift, inside the matrix it
+    prints) is the student's to work out: the release must not list it beside the answers' seals."""
+    from autograder.assemble.manifest import AssignedProblem, Assignment, Manifest
+
+    problem = bank.get(problem_id)
+    manifest = Manifest(title="symbols", track="numpy", seed=7, variants="per_student", problems=[problem_id])
+    assigned = AssignedProblem(problem, problem.points)
+    assignment = Assignment("symbols", manifest, (assigned,), Path("symbols.yaml"), {})
+    data = kind_of(problem).selfcheck_data(assigned, assignment, None, ["s1", "s2"])
+    for student, symbols in data["symbols"].items():
+        assert set(symbols) == shown and not hidden & set(symbols), (student, symbols)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 
 from autograder.bundle import read_bundle
@@ -255,3 +256,86 @@ def test_the_pytest_route_says_the_graders_sentence(built_numpy, routes, tmp_pat
         _, _, output = pytest_route(tmp_path, built_numpy.out, path)
         for test in _failed(routes, student, (bug.problem, *bug.downstream)):
             assert test.message in output, (test.problem_id, test.name)
+
+
+# ------------------------------------------ two misconceptions with a part in common (issue 24 follow-up)
+
+# a student of the second mistake also gives the first one's answer on some parts: the second explains more
+OVERLAPPING = [("ffn-with-biases", "bias-after-relu"), ("kv-cache-memory", "sharing-saves-nothing"),
+               ("mask-cells-count", "causal-everywhere")]
+
+
+def _named_in_cells(problem, variant, answer) -> list[str]:
+    """The common mistakes nbgrader's test cell of the problem prints, in its order."""
+    from qkv_runtime import nbcells
+
+    helper = nbcells.WrittenAnswer({"ANSWERS": {problem.id: answer}}, problem.id, 1.0)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for line in kind_of(problem).nbgrader_checks(problem, variant):
+            eval(line, {"_w": helper, "array": nbcells.array})  # noqa: S307 - our own cell's lines
+        helper.score()
+    return [line.strip().removeprefix("common mistake: ") for line in printed.getvalue().splitlines()
+            if line.strip().startswith("common mistake: ")]
+
+
+@pytest.mark.parametrize("problem_id, mistake", OVERLAPPING)
+def test_the_mistake_that_explains_every_wrong_part_is_named_alone_in_grade_and_cells(bank, problem_id, mistake):
+    from autograder.kinds.numeric.checks import checked_variants
+
+    problem = bank.get(problem_id)
+    kind, wrong = kind_of(problem), next(m for m in problem.misconceptions if m.id == mistake)
+    shared = 0
+    for variant in checked_variants(problem)[:60]:
+        by_mistake = resolve(wrong.compute)(**variant.params)
+        answer = {p.name: np.asarray(by_mistake.get(p.name, variant.answers[p.name]), dtype=float).tolist()
+                  for p in problem.parts}
+        marked = kind.grade(problem, answer, variant)
+        others = [m.message for m in problem.misconceptions if m.id != mistake and m.message in marked.message]
+        assert marked.misconception == wrong.message and not others, (variant.params, marked.message)
+        assert _named_in_cells(problem, variant, answer) == [wrong.message], variant.params
+        # the case that matters: another mistake's answer is this one's on some part
+        right = {p.name: np.asarray(variant.answers[p.name]).tolist() for p in problem.parts}
+        shared += any(kind.grade(problem, {**right, part: answer[part]}, variant).misconception
+                      not in (None, wrong.message) for part in answer if answer[part] != right[part])
+    assert shared, "no variant where another mistake shares a part's answer: the test tests nothing"
+
+
+def test_a_mistake_whose_parts_another_explains_is_not_named():
+    from qkv_runtime.diagnosis import written_mistakes
+
+    assert written_mistakes([("no biases", "pre"), ("after relu", "pre"), ("after relu", "hidden"),
+                             ("after relu", "output")]) == ["after relu"]
+    # neither explains the other's parts: both are named, the one with more parts first
+    assert written_mistakes([("a", "x"), ("b", "y"), ("b", "z")]) == ["b", "a"]
+    assert written_mistakes([("a", "x"), ("b", "x")]) == ["a", "b"]  # a tie keeps the bank's order
+    assert written_mistakes([]) == []
+
+
+def test_the_self_check_names_the_mistake_that_explains_every_wrong_part_alone(bank):
+    """The student's self-check, on the selfcheck.json entry the build writes, at a small scrypt cost: a b_1 added
+    after the ReLU is named at every part, never the no-bias mistake its pre-activation also is."""
+    from autograder.assemble.manifest import AssignedProblem, Assignment, Manifest
+    from autograder.kinds.base import CLASS
+    from autograder.kinds.sealing import derive_seals
+    from qkv_runtime import sealed
+
+    problem = bank.get("ffn-with-biases")
+    manifest = Manifest(title="overlap", track="numpy", seed=5, variants="same", problems=[problem.id])
+    assigned = AssignedProblem(problem, problem.points)
+    assignment = Assignment("overlap", manifest, (assigned,), Path("overlap.yaml"), {})
+    kdf = sealed.kdf_params(n=2**4, r=1, p=1)
+    entry = derive_seals({"id": problem.id, "kind": "numeric", "judge": "numbers", "code": False,
+                          "title": problem.title, "points": problem.points,
+                          **kind_of(problem).selfcheck_data(assigned, assignment, None, [CLASS])}, kdf)
+    data = {"format": sealed.FORMAT, "assignment": "overlap", "variants": "same", "track": "numpy",
+            "problems": [entry], "kdf": kdf}
+    variant = kind_of(problem).variant(problem, manifest.seed, manifest.variants, None)
+    wrong = {m.id: m for m in problem.misconceptions}
+    answer = {k: np.asarray(v, dtype=float).tolist()
+              for k, v in resolve(wrong["bias-after-relu"].compute)(**variant.params).items()}
+    assert np.array_equal(answer["pre"], resolve(wrong["biases-ignored"].compute)(**variant.params)["pre"])
+    outcomes = qkv_check.check_written(data, entry, answer)
+    details = [d for o in outcomes for d in o.details]
+    assert not any(o.passed for o in outcomes) and len(details) == len(problem.parts), details
+    assert all(wrong["bias-after-relu"].message in d for d in details), details

@@ -73,6 +73,10 @@ CASES: dict[str, tuple[str, str]] = {
     # a hidden test a function returning zeros passes (issue 24): its points are earned without knowing anything
     "passed-by-zeros": (
         "passed-by-zeros.yaml", r"^: hidden test 'values all zero': passed by a function that returns zeros\b"),
+    # two misconceptions with one answer on every part one gets wrong: the grader could name the wrong one
+    "indistinct-mistakes": (
+        "indistinct-mistakes.yaml",
+        r"^: misconceptions\.positions-left-out: one-position-for-both gives the same answer on every part"),
 }
 WARNINGS = Path(__file__).parent / "fixtures" / "warnings"
 

@@ -34,8 +34,8 @@ from autograder.kinds.numeric.seals import numeric_data
 from autograder.kinds.numeric.variants import distinct_variants, variant_for
 from autograder.kinds.resolve import resolve
 from qkv_runtime import judge
-from qkv_runtime.answers import AnswerFormatError, symbol_values
-from qkv_runtime.diagnosis import written_mistake_text
+from qkv_runtime.answers import AnswerFormatError, parse_numbers, symbol_values
+from qkv_runtime.diagnosis import written_mistake_text, written_mistakes
 
 
 # --------------------------------------------------------------------- drill
@@ -53,18 +53,21 @@ def _judge_part(problem: NumericProblem, variant: Variant, part: AnswerPart) -> 
 
 
 def _mistakes_named(problem: NumericProblem, variant: Variant, answer: Any, verdicts: list[Verdict | None]) -> list[str]:
-    """The message of each misconception some wrong part's answer is, once each (the drill's and the self-check's)."""
-    single, named = len(problem.parts) == 1, []
+    """The messages of the misconceptions the wrong parts' answers are, most parts explained first
+    (qkv_runtime.diagnosis.written_mistakes, the rule nbgrader's cells name them by)."""
+    single, matched = len(problem.parts) == 1, []
     for part, verdict in zip(problem.parts, verdicts):
         if verdict is None or verdict.correct:
             continue
+        want = np.asarray(variant.answers[part.name], dtype=float)
         try:
-            message = numeric_misconception(problem, variant, part, judge.part_of(answer, part.name, single))
+            got = parse_numbers(judge.part_of(answer, part.name, single), want.size, variant.params)
         except AnswerFormatError:
             continue
-        if message and message not in named:
-            named.append(message)
-    return named
+        matched += [(message, part.name) for message, value in _wrong_values(problem, variant, part).items()
+                    if got.size == value.size and judge.close(got.reshape(value.shape), value, part.tolerance.abs,
+                                                              part.tolerance.rel)]
+    return written_mistakes(matched)
 
 
 def _wrong_values(problem: NumericProblem, variant: Variant, part: AnswerPart) -> dict[str, Any]:

@@ -5,7 +5,8 @@ keep the problem's `by_hand` rules, which the generator enforces, so a rule no d
 keep shows up as an infeasible problem) with at least 50 different answers; every rule
 names a quantity `compute` gives; the tables the rules promise and the counting base of
 each position part are printed in the prompt; and every misconception's wrong method
-differs from the right answers on every variant. `draws` keeps the 200 variants for the summary validate prints.
+differs from the right answers, and from every other misconception's on the parts it gets
+wrong, on every variant. `draws` keeps the 200 variants for the summary validate prints.
 """
 
 from __future__ import annotations
@@ -129,6 +130,36 @@ def _twin_findings(problem, variants: list[Variant]) -> list[str]:
     return []
 
 
+def _wrong_parts(problem, variant: Variant, answers: dict) -> dict[str, np.ndarray]:
+    """{part: a misconception's answer} where it is not within the part's tolerance of the right one."""
+    parts = {}
+    for part in problem.parts:
+        if part.name in answers:
+            value = np.asarray(answers[part.name], dtype=float)
+            if value.shape != np.shape(variant.answers[part.name]) or not close(value, variant.answers[part.name],
+                                                                                 part.tolerance):
+                parts[part.name] = value
+    return parts
+
+
+def _overlap_findings(problem, variants: list[Variant]) -> list[str]:
+    # the grader names the misconception that explains the most wrong parts (qkv_runtime.diagnosis.written_mistakes):
+    # it cannot tell A from B when B gives A's answer on every part A gets wrong
+    tolerances = {p.name: p.tolerance for p in problem.parts}
+    for variant in variants:
+        wrong = {m.id: _wrong_parts(problem, variant, resolve(m.compute)(**variant.params))
+                 for m in problem.misconceptions}
+        for a, mine in wrong.items():
+            for b, theirs in wrong.items():
+                if a != b and mine and all(name in theirs and theirs[name].shape == value.shape
+                                           and close(theirs[name], value, tolerances[name])
+                                           for name, value in mine.items()):
+                    return [f"misconceptions.{a}: {b} gives the same answer on every part {a} gets wrong, for "
+                            f"{variant.params}: a student who makes one mistake would be told the other; change "
+                            f"the numbers (feasible) or the misconceptions so that they differ"]
+    return []
+
+
 def numeric_findings(problem, render_findings) -> list[str]:
     found: list[str] = []
     variants: list[Variant] = []
@@ -146,7 +177,7 @@ def numeric_findings(problem, render_findings) -> list[str]:
         except Exception:  # noqa: BLE001 - reported by render_findings below
             prompt = ""
         found += _rule_findings(problem, drawn[0], prompt)
-    found += _twin_findings(problem, variants)
+    found += _twin_findings(problem, variants) + _overlap_findings(problem, variants)
     for variant in variants[:3]:
         found += [f for f in render_findings(problem, variant) if f not in found]
         try:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from autograder.kinds.base import CLASS, Build
+from autograder.kinds.items import Variant
 from autograder.kinds.numeric.model import AnswerPart, NumericProblem
 from autograder.kinds.numeric.parts import close
 from autograder.kinds.numeric.variants import variant_for
@@ -44,6 +45,22 @@ def numeric_part_data(salt: Callable[[str], str], want: Any, part: AnswerPart, w
     return derive_seals([entry, wrong_seals], params or sealed.kdf_params())
 
 
+def shown_symbols(problem: NumericProblem, variant: Variant) -> dict[str, int]:
+    """The whole-number parameters the student's prompt prints as themselves (`{{ d }}`, `{{ n | fmt }}`): those
+    an answer may name, and all selfcheck.json may hold in clear. One the prompt only computes with (a scale
+    inside the matrix it prints) is the student's to find, not to read in the release."""
+    import jinja2  # a build dependency, as in render.py
+
+    printed = set()
+    for output in jinja2.Environment().parse(problem.prompt).find_all(jinja2.nodes.Output):
+        for node in output.nodes:
+            while isinstance(node, jinja2.nodes.Filter):
+                node = node.node
+            if isinstance(node, jinja2.nodes.Name):
+                printed.add(node.name)
+    return {name: value for name, value in symbol_values(variant.params).items() if name in printed}
+
+
 def numeric_data(problem: NumericProblem, assignment: Build, students: list[str]) -> dict[str, Any]:
     parts = problem.parts
     digests: dict[str, dict[str, Any]] = {}
@@ -54,7 +71,7 @@ def numeric_data(problem: NumericProblem, assignment: Build, students: list[str]
         variant = variant_for(problem, assignment.manifest.seed, assignment.manifest.variants,
                               None if student == CLASS else student)
         mistakes = [resolve(m.compute)(**variant.params) for m in problem.misconceptions]
-        symbols[student] = symbol_values(variant.params)
+        symbols[student] = shown_symbols(problem, variant)
         digests[student] = {}
         found: list[dict[str, list[Seal]]] = [{} for _ in mistakes]
         for part in parts:

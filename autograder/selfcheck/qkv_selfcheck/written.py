@@ -111,7 +111,7 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
     if len(parts) > 1 and not isinstance(typed, dict):
         names = ", ".join(f'"{p["name"]}": ...' for p in parts)
         return [Outcome(FAIL, f"expected a dictionary with one entry per part: {{{names}}}")]
-    outcomes = []
+    outcomes, matched, named_at = [], [], []
     for part in parts:
         label, value = part["label"], judge.part_of(typed, part["name"], len(parts) == 1)
         if judge.blank(value):
@@ -131,10 +131,14 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
         if right:
             outcomes.append(Outcome(PASS, f"{label}: correct"))
             continue
-        messages = {m["label"]: m["message"] for m in mistakes}
-        details = [diagnosis.written_mistake_text(messages[h]) for h in named]
+        matched += [(h, part["name"]) for h in named]
         tol = part["tolerance"]
-        outcomes.append(Outcome(FAIL, f"{label}: {qkv_answers.not_close(tol['abs'], tol['rel'])}", details))
+        outcomes.append(Outcome(FAIL, f"{label}: {qkv_answers.not_close(tol['abs'], tol['rel'])}"))
+        named_at.append((outcomes[-1], set(named)))
+    # the mistakes named as the grader names them (most parts explained first, none another explains), at their parts
+    messages, kept = {m["label"]: m["message"] for m in mistakes}, diagnosis.written_mistakes(matched)
+    for outcome, named in named_at:
+        outcome.details = [diagnosis.written_mistake_text(messages[h]) for h in kept if h in named]
     return outcomes
 
 
