@@ -17,6 +17,7 @@ import ast
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,3 +195,18 @@ def test_the_grep_finds_each_form_of_kind_name_test(tmp_path):
     expected = {(f"{folder}/sample.py", n) for folder in ("autograder/classroom", "qkv_runtime")
                 for n in range(1, len(CAUGHT) + 1)}
     assert found == expected, "\n".join(hits)
+
+
+# ------------------------------------------------------------------ start-up
+
+
+def test_a_qkv_process_reads_and_checks_notebooks_without_compiling_the_iri_grammars():
+    """jsonschema under nbformat compiles rfc3987-syntax's grammars on import (2 s a process) for formats no
+    notebook schema uses: a qkv process goes without them and still validates a notebook."""
+    probe = ("import autograder, nbformat, sys\n"
+             "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')])\n"
+             "nbformat.validate(nbformat.reads(nbformat.writes(nb), as_version=4))\n"
+             "print(sys.modules.get('rfc3987_syntax'), 'lark' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["None", "False"]
