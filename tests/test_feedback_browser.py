@@ -95,7 +95,9 @@ def dump(browser: str, html: str, extra: str, folder: Path) -> str:
     page = folder / "page.html"
     page.write_text(html.replace("</body>", extra + "</body>"), encoding="utf-8")
     done = subprocess.run(headless_command(browser, folder / "profile") + [
-        f"--window-size={WIDTH},900", "--virtual-time-budget=15000", "--dump-dom", page.as_uri()],
+        # no scrollbar, as in the screenshot: the page is laid out the same 1000 pixels wide in both, so a line
+        # that wraps in one wraps in the other and the measured boxes are where the screenshot paints them
+        f"--window-size={WIDTH},900", "--hide-scrollbars", "--virtual-time-budget=15000", "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout

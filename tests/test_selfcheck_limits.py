@@ -150,7 +150,7 @@ def test_qkv_check_holds_the_same_limits(limited, tmp_path):
     run = subprocess.run([str(QKV), "check", "time-limits", str(path), "--dist", str(built.out)],
                          capture_output=True, text=True, timeout=HANG_GUARD)
     assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr
-    assert "took longer than 1 s while running softmax_rows() (public test 'lecture masked example')" in run.stdout
+    assert "took longer than 1 s while running softmax_rows() (public test 'batched heads (2, 2, 3, 4)')" in run.stdout
     rows = _rows(run.stdout)
     assert rows.pop("softmax-rows") == "fail" and set(rows.values()) == {"pass"}, run.stdout
 
