@@ -15,11 +15,12 @@ import base64
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -41,7 +42,9 @@ from autograder.serve.guard import FAILURE_WINDOW, security_headers
 from autograder.serve.lti.adapter import LAUNCH_SECONDS
 from autograder.serve.lti.keys import jwks, make_keys, read_keys
 from autograder.serve.lti.launch import LtiTool, in_course, login_allowed, person_of, role_of
-from autograder.serve.lti.members import lms_person
+from autograder.serve.instructor import lms_class_list
+from autograder.serve.lti.members import Member, lms_person, roster_diff
+from autograder.serve.lti.roster_sync import RosterPuller, sync_period
 from autograder.serve.pages import Refusal
 from conftest import QKV, ROOT
 from lti_platform import AGS, CLAIM, INSTRUCTOR, NRPS_CLAIM, LEARNER, TA, Platform, User
@@ -85,28 +88,40 @@ class Tool:
             db.close()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def served(request, served_numpy, tmp_path_factory):
-    """The run's attention-numpy course, given a key pair and an `lti:` section naming a platform of its own, served
-    on a folder of SQLite files and again on a PostgreSQL database (every test of it runs on both)."""
+def lti_course(served_numpy, tmp_path_factory) -> tuple[Path, dict]:
+    """A copy of the run's attention-numpy course with a key pair, and its course.yaml (without `lti:`)."""
     root = tmp_path_factory.mktemp("lti") / "course"
     shutil.copytree(served_numpy.folder, root, symlinks=True)
     qkv(root, "lti", "keys")
-    config = yaml.safe_load((root / "course.yaml").read_text(encoding="utf-8"))
-    platform = Platform().start()
+    return root, yaml.safe_load((root / "course.yaml").read_text(encoding="utf-8"))
 
+
+@contextlib.contextmanager
+def serving(root: Path, config: dict, store: str, platform: Platform, *options: object) -> Iterator[Tool]:
+    """`qkv serve` of the course with an `lti:` section naming `platform`, until the block ends."""
     def command(port: int) -> list:
         # the tool's address holds its port, known only now: course.yaml is written for it before each start
         lti = platform.course_settings(f"http://127.0.0.1:{port}", "lti-keys")
         (root / "course.yaml").write_text(yaml.safe_dump({**config, "lti": lti}), encoding="utf-8")
-        return [QKV, "--course", root, "serve", NAME, "--roster", ROSTER, "--db", store, "--port", port, "--jobs", 1]
+        return [QKV, "--course", root, "serve", NAME, "--roster", ROSTER, "--db", store, "--port", port, "--jobs", 1,
+                *options]
 
+    with ServerProcess(command, cwd=root) as server:
+        yield Tool(root, store, server)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def served(request, served_numpy, tmp_path_factory):
+    """The run's attention-numpy course, given a key pair and an `lti:` section naming a platform of its own, served
+    on a folder of SQLite files and again on a PostgreSQL database (every test of it runs on both)."""
+    root, config = lti_course(served_numpy, tmp_path_factory)
+    platform = Platform().start()
     with contextlib.ExitStack() as stack:
         stack.callback(platform.stop)
         store = stack.enter_context(fresh_database(request.getfixturevalue("postgres_url"))) \
             if request.param == "postgresql" else str(root / "store")
-        server = stack.enter_context(ServerProcess(command, cwd=root))
-        yield Tool(root, store, server), platform
+        # no pull of its own: the history these tests read is what `qkv lti sync` kept
+        yield stack.enter_context(serving(root, config, store, platform, "--lti-sync-hours", 0)), platform
 
 
 @pytest.fixture
@@ -428,6 +443,83 @@ def test_a_roster_sync_shows_a_student_added_and_one_dropped_and_leaves_the_rost
     assert kept["dropped"] == ["s2026009"] and [m["user_id"] for m in kept["added"]] == ["2001"]
 
 
+SYNC_HOURS = 0.001  # 3.6 s between the service's own pulls of the class list
+
+
+@pytest.fixture(scope="module")
+def scheduled(served_numpy, tmp_path_factory):
+    """The course served on SQLite with its class list pulled every SYNC_HOURS, beside a platform of its own."""
+    root, config = lti_course(served_numpy, tmp_path_factory)
+    platform = Platform().start()
+    with contextlib.ExitStack() as stack:
+        stack.callback(platform.stop)
+        yield stack.enter_context(serving(root, config, str(root / "store"), platform,
+                                          "--lti-sync-hours", SYNC_HOURS)), platform
+
+
+def syncs(tool: Tool) -> list[dict]:
+    """The differences of each sync in the history, oldest first."""
+    return [json.loads(row[0]) for row in tool.rows("SELECT diff FROM lti_syncs ORDER BY id", gradebook=False)]
+
+
+def roster_members() -> list[dict]:
+    """The class list of an LMS that has the roster's students, and no one else."""
+    return [member(s.lms_id, s.email, s.name) for s in load_roster(ROSTER).students]
+
+
+def launched_by_instructor(scheduled: tuple[Tool, Platform], sub: str) -> tuple[Tool, Platform, Browser]:
+    """The roster's students in the LMS course, and an instructor's launch from it (which names its roster
+    service); (the tool, the platform, the instructor's browser)."""
+    tool, platform = scheduled
+    platform.members = roster_members()
+    browser, answer, _ = launch(tool, platform, User(sub, (INSTRUCTOR,), "prof@uni.example"))
+    assert answer.status_code == 303
+    return tool, platform, browser
+
+
+def joins(platform: Platform, user_id: str, email: str, name: str) -> dict:
+    """A learner added to the LMS course; the differences a sync keeps of it."""
+    platform.members = roster_members() + [member(user_id, email, name)]
+    return {"added": [{"user_id": user_id, "name": name, "email": email, "sourced_id": ""}], "dropped": [],
+            "changed": []}
+
+
+@pytest.mark.slow
+def test_the_service_pulls_the_class_list_on_its_own_and_keeps_what_qkv_lti_sync_keeps(scheduled):
+    tool, platform, browser = launched_by_instructor(scheduled, "prof-5")
+    before = ROSTER.read_bytes()
+    added = joins(platform, "3001", "new@uni.example", "New Student")
+    wait_for(lambda: added in syncs(tool), "a pull of the class list with the student added", tool.server.output_tail)
+    assert ROSTER.read_bytes() == before
+    shown = Page(browser.get(f"/a/{NAME}/class").text).text
+    assert re.search(r"LMS class list, sync \d+ at [0-9-]+ [0-9:]+ UTC: 1 added, 0 dropped, 0 changed email\.", shown)
+    # what the command keeps of the same class list is what the service kept
+    done = qkv(tool.root, "lti", "sync", NAME, "--roster", ROSTER, "--db", tool.store)
+    number = int(re.search(r"^sync (\d+) kept in the history", done.stdout, re.M).group(1))
+    assert json.loads(tool.rows(f"SELECT diff FROM lti_syncs WHERE id = {number}", gradebook=False)[0][0]) == added
+
+
+@pytest.mark.slow
+def test_the_service_serves_on_while_the_lms_is_away_and_pulls_the_class_list_once_it_is_back(scheduled):
+    tool, platform, browser = launched_by_instructor(scheduled, "prof-6")
+
+    def failures() -> list[str]:
+        return [line for line in tool.server.log.read_text(encoding="utf-8", errors="replace").splitlines()
+                if line.startswith(f"qkv serve: LTI class list of {NAME} not pulled")
+                and "the LMS's class list could not be read" in line]
+
+    seen = len(failures())
+    platform.stop()
+    try:
+        wait_for(lambda: len(failures()) > seen, "a failed pull in the service's log", tool.server.output_tail)
+        assert browser.get(f"/a/{NAME}/class").status_code == 200  # the service serves on
+        added = joins(platform, "3002", "back@uni.example", "Back Again")
+    finally:
+        platform.start()
+    wait_for(lambda: added in syncs(tool), "a pull of the class list once the LMS was back", tool.server.output_tail)
+    assert tool.server.running() and "Traceback" not in tool.server.log.read_text(encoding="utf-8", errors="replace")
+
+
 # ------------------------------------------------------------------ deep linking
 
 @pytest.mark.slow
@@ -482,6 +574,10 @@ PLATFORM = {"issuer": "https://lms.example", "client_id": "1", "deployment_ids":
      "platforms.0.origins: 'https://school.example/path' is not an origin"),
     ({"tool_url": "https://qkv.example", "platforms": [{k: v for k, v in PLATFORM.items() if k != "context_ids"}]},
      "platforms.0.context_ids: Field required"),
+    ({"tool_url": "https://qkv.example", "platforms": [PLATFORM], "sync_hours": -1},
+     "sync_hours: Input should be greater than or equal to 0"),
+    ({"tool_url": "https://qkv.example", "platforms": [PLATFORM], "sync_hours": float("nan")},
+     "sync_hours: Input should be a finite number"),
 ])
 def test_a_bad_lti_section_of_course_yaml_is_one_line_naming_the_file_and_field(tmp_path, lti, message):
     (tmp_path / "course.yaml").write_text(yaml.safe_dump({"title": "A course", "lti": lti}), encoding="utf-8")
@@ -587,6 +683,71 @@ def test_login_initiations_from_one_address_are_limited(tmp_path):
         assert login_allowed(accounts, "192.0.2.3", now)  # under the real limit
     finally:
         accounts.close()
+
+
+def test_the_class_page_line_counts_the_latest_sync(tmp_path):
+    settings = LtiSettings(tool_url="https://qkv.example", platforms=[PLATFORM])
+    tool = LtiTool(settings, "", "", LtiStore(tmp_path / ACCOUNTS_FILE))
+    try:
+        assert lms_class_list(tool, NAME) is None and lms_class_list(None, NAME) is None
+        roster = parse_roster("id,name,email\nb1,Ben,ben@uni.example\nc1,Cy,cy@uni.example\n", "roster.csv")
+        tool.store.keep_sync(NAME, roster_diff(roster, []).as_record(), 0.0)
+        lms = [Member("9", "Zed", "zed@uni.example", ""), Member("", "Ben", "BEN@uni.example", "")]
+        tool.store.keep_sync(NAME, roster_diff(roster, lms).as_record(), 86400.0)
+        assert lms_class_list(tool, NAME) == \
+            "LMS class list, sync 2 at 1970-01-02 00:00:00 UTC: 1 added, 1 dropped, 0 changed email."
+        assert lms_class_list(tool, "another-assignment") is None
+    finally:
+        tool.close()
+
+
+def test_the_schedule_is_course_yamls_unless_the_option_says_otherwise():
+    settings = LtiSettings(tool_url="https://qkv.example", platforms=[PLATFORM])
+    assert sync_period(settings, None) == 24 * 3600 and sync_period(None, None) == 0
+    assert sync_period(settings.model_copy(update={"sync_hours": 0.5}), None) == 1800
+    assert sync_period(settings, 0) == 0 and sync_period(settings, 0.001) == pytest.approx(3.6)
+
+
+@pytest.mark.parametrize("lti, hours, message", [
+    (True, "nan", "Input should be a finite number"),
+    (True, "-2", "Input should be greater than or equal to 0"),
+    (False, "1", "the course has no `lti:` section in course.yaml (docs/lti.md)"),
+], ids=["nan", "negative", "no-lti-section"])
+def test_a_bad_sync_period_is_one_line_before_the_service_starts(tmp_path, lti, hours, message):
+    config = {"title": "A course", **({"lti": {"tool_url": "https://qkv.example", "platforms": [PLATFORM]}}
+                                      if lti else {})}
+    (tmp_path / "course.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = subprocess.run([str(QKV), "--course", str(tmp_path), "serve", NAME, "--lti-sync-hours", hours],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"error: --lti-sync-hours: {message}"
+
+
+def test_a_pull_that_fails_is_one_line_and_the_puller_goes_on(tmp_path):
+    away = "http://127.0.0.1:1"  # nothing listens on port 1: every request to the LMS is refused at once
+    settings = LtiSettings(tool_url="https://qkv.example", platforms=[{
+        **PLATFORM, "issuer": away, "auth_login_url": f"{away}/auth", "auth_token_url": f"{away}/token",
+        "key_set_url": f"{away}/jwks"}])
+    make_keys(tmp_path / "keys")
+    tool = LtiTool.open(settings, tmp_path / "keys", tmp_path / ACCOUNTS_FILE)
+    tool.store.keep_context(NAME, away, "c", f"{away}/memberships", time.time())
+    said: list[str] = []
+    puller = RosterPuller(tool, ["never-launched", NAME], load_roster(ROSTER), 0.05, said.append).start()
+    try:
+        wait_for(lambda: len(said) >= 2, "a line for each assignment", lambda: said)
+        tool.store.keep_context(NAME, away, "c", f"{away}/other-memberships", time.time())  # a line of its own
+        wait_for(lambda: len(said) >= 3, "the line of the next failure", lambda: said)
+    finally:
+        puller.stop()
+        tool.close()
+    assert all(line.startswith(f"LTI class list of {name} not pulled (tried again in ") and "\n" not in line
+               for line, name in zip(said, ["never-launched", NAME, NAME]))
+    assert said[0].endswith("): never-launched: no launch from the LMS has named its course's roster service yet: "
+                            "open the assignment from the LMS once, then sync")
+    assert f"): {away}/memberships: the LMS's class list could not be read: " in said[1]
+    assert f"): {away}/other-memberships: the LMS's class list could not be read: " in said[2]
+    # the unlaunched assignment was pulled again in the round that said the third line, and not said again
+    assert len(said) == 3, said
 
 
 def test_lms_user_ids_that_look_alike_get_ids_of_their_own():

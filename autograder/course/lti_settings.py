@@ -81,6 +81,9 @@ class LtiSettings(BaseModel):
     platforms: list[Platform] = Field(min_length=1)
     add_unknown: bool = Field(default=False, description="a learner the roster lacks is signed in (as "
                                                          "lms-USERID-HASH) rather than refused")
+    # fractional hours are allowed (0.001 is 3.6 s: the tests' period); a year at most keeps a wait's timeout finite
+    sync_hours: float = Field(default=24, ge=0, le=8760, allow_inf_nan=False,
+                              description="qkv serve pulls the LMS's class list this often (0: never)")
 
     _tool = field_validator("tool_url")(tool_address)
 

@@ -53,9 +53,11 @@ def _roster(given: Optional[Path]):
 @click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (set it when a TLS proxy is in front)")
 @click.option("--proxy", is_flag=True,
               help="a reverse proxy on this machine sets X-Forwarded-For: trust it from 127.0.0.1 (else it is ignored)")
+@click.option("--lti-sync-hours", type=float, metavar="H",
+              help="pull the LMS's class list every H hours, 0 for never (default: course.yaml's lti.sync_hours)")
 def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], db: Optional[str],
           cluster: Optional[str], jobs: Optional[int], isolation: Optional[str], secure_cookies: bool,
-          proxy: bool) -> None:
+          proxy: bool, lti_sync_hours: Optional[float]) -> None:
     """Serve NAME's built assignments: students sign in with their token, hand in and see their score at once."""
     extras.require("serve", "qkv serve")
     import uvicorn
@@ -71,6 +73,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     from autograder.serve.web import ServiceState, make_app
 
     course = find_course()
+    sync_s = _sync_period(course.config.lti, lti_sync_hours)
     assignments = {name: served_assignment(name, course.output("dist", name)) for name in names}
     class_roster, which = _roster(roster)
     store = _store(db)
@@ -101,6 +104,10 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         from autograder.serve.lti.grades import ScorePoster
 
         poster = ScorePoster(state.lti, assignments, books, report).start()
+    if state.lti is not None and sync_s:
+        from autograder.serve.lti.roster_sync import RosterPuller
+
+        puller = RosterPuller(state.lti, names, class_roster, sync_s, report).start()
     click.echo(f"{which}", err=True)
     for note in notes.values():
         click.echo(f"note: {note}", err=True)
@@ -119,11 +126,22 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             grader.stop()
         if state.lti is not None:
             poster.stop()
+        if state.lti is not None and sync_s:
+            puller.stop()
         for book in books.values():
             book.close()
         state.accounts.close()
         if state.lti is not None:
             state.lti.close()
+
+
+def _sync_period(settings, hours: Optional[float]) -> float:
+    """Checked before anything starts, so a bad --lti-sync-hours is one line, not a half-started service."""
+    if settings is None and hours is None:
+        return 0.0
+    from autograder.serve.lti.roster_sync import sync_period
+
+    return sync_period(settings, hours)
 
 
 def _lti_tool(course, store):

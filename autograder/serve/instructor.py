@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from autograder.classroom import classbook
 from autograder.classroom.deadlines import LateOutcome
@@ -23,7 +23,7 @@ from autograder.report.feedback import feedback_html
 from autograder.results import SubmissionResult
 from autograder.routes.class_grading import late_outcome
 from autograder.serve.course import ServedAssignment
-from autograder.serve.pages import Refusal
+from autograder.serve.pages import Refusal, when
 
 TIME_SOURCE = "received by qkv serve"
 
@@ -94,6 +94,18 @@ def class_rows(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -
     rows += [ClassRow(student, "", made, waiting, None, None, None)
              for student, (made, waiting) in sorted(totals.items()) if student not in listed]
     return rows
+
+
+def lms_class_list(lti: Any, name: str) -> Optional[str]:
+    """The latest sync of the LMS's class list (`qkv lti sync`, or the service's schedule), counted, for staff;
+    None without one or without an LTI tool (`lti`)."""
+    last = lti.store.last_sync(name) if lti is not None else None
+    if last is None:
+        return None
+    from autograder.serve.lti.members import summary  # the LMS library: only where the course is an LTI tool
+
+    number, at, diff = last
+    return f"LMS class list, sync {number} at {when(at)}: {summary(diff)}."
 
 
 def copying_page(a: ServedAssignment, book: Gradebook) -> str:

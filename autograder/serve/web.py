@@ -287,7 +287,8 @@ def make_app(state: ServiceState) -> Guard:
         return html("class.html.j2", a=a, session=session, rows=instructor.class_rows(a, state.books[a.name],
                                                                                       state.roster),
                     waiting=state.books[a.name].waiting(), note=state.notes.get(a.name),
-                    failure=grader.failure if grader else None, instructor=session.account.role is Role.INSTRUCTOR)
+                    failure=grader.failure if grader else None, instructor=session.account.role is Role.INSTRUCTOR,
+                    lms_class_list=instructor.lms_class_list(state.lti, a.name))
 
     def student_page(request: Request, session: Session, form: Any) -> Response:
         a = assignment_of(request.path_params["name"])

@@ -146,6 +146,11 @@ class LtiStore:
             return int(self._db.execute("INSERT INTO lti_syncs (assignment, at, diff) VALUES (?, ?, ?) RETURNING id",
                                         (assignment, now, json.dumps(diff))).fetchone()[0])
 
+    def last_sync(self, assignment: str) -> Optional[tuple[int, float, dict]]:
+        row = self._db.execute("SELECT id, at, diff FROM lti_syncs WHERE assignment = ? ORDER BY id DESC LIMIT 1",
+                               (assignment,)).fetchone()
+        return (int(row[0]), row[1], json.loads(row[2])) if row else None
+
     def syncs(self, assignment: str) -> list[tuple[int, float, dict]]:
         return [(int(r[0]), r[1], json.loads(r[2])) for r in self._db.execute(
             "SELECT id, at, diff FROM lti_syncs WHERE assignment = ? ORDER BY id", (assignment,))]

@@ -10,5 +10,7 @@ trusts), the service's accounts, roster and gradebooks; gives the routes an LMS 
 - deep_link.py: an instructor picks the assignment a new link opens.
 - grades.py: each counted attempt's score posted (AGS) from the gradebook's outbox, retried with back-off.
 - members.py: the LMS's class list (NRPS) against the roster, for `qkv lti sync`.
+- roster_sync.py: the same sync on a schedule inside `qkv serve`.
+- background.py: the loop the score poster and the class-list puller share (a thread from start until stop).
 - keys.py, registration.py, command.py: the key pair, what an LMS admin enters, `qkv lti keys|config|sync`.
 """

@@ -74,42 +74,30 @@ def sync(name: str, roster: Optional[Path], db: Optional[str], write_to: Optiona
     from autograder.report.spreadsheet import csv_text
     from autograder.serve.command import _roster, _store, _write_private
     from autograder.serve.lti.launch import LtiTool
-    from autograder.serve.lti.members import applied, learners, roster_diff
+    from autograder.serve.lti.members import applied, pull
 
     course = find_course()
     if course.config.lti is None:
         raise QkvError("course.yaml", "no `lti:` section: the course is not an LTI tool yet (docs/lti.md)")
     class_roster, which = _roster(roster)
-    if class_roster is None:
-        raise QkvError("--roster", "no roster to compare with: name one with --roster FILE")
     store = _store(db)
     tool = LtiTool.open(course.config.lti, course.root / course.config.lti.keys,
                         store if isinstance(store, str) else store / ACCOUNTS_FILE)
     try:
-        context = tool.store.context(name)
-        if context is None:
-            raise QkvError(name, "no launch from the LMS has named its course's roster service yet: open the "
-                                 "assignment from the LMS once, then sync")
-        issuer, course_id, memberships = context
-        try:
-            members = learners(tool, issuer, memberships)
-        except Exception as err:  # the LMS's answer, in one line: refused, away, not JSON
-            raise QkvError(memberships, f"the LMS's class list could not be read: {str(err).splitlines()[0][:300]}"
-                           ) from None
-        diff = roster_diff(class_roster, members)
-        number = tool.store.keep_sync(name, diff.as_record(), time.time())
+        done = pull(tool, name, class_roster, time.time())
     finally:
         tool.close()
     click.echo(which, err=True)
-    click.echo(f"{len(members)} learner(s) in LMS course {course_id or '?'} ({issuer}), "
+    click.echo(f"{len(done.members)} learner(s) in LMS course {done.course_id or '?'} ({done.issuer}), "
                f"{len(class_roster)} on the roster")
-    for line in diff.lines() or ["no differences"]:
+    for line in done.diff.lines() or ["no differences"]:
         click.echo(line)
     if write_to is not None:
-        _write_private(write_to, csv_text(applied(class_roster, diff)).encode())
-        click.echo(f"sync {number} kept in the history; wrote {write_to}: point course.yaml's roster at it to use it")
+        _write_private(write_to, csv_text(applied(class_roster, done.diff)).encode())
+        click.echo(f"sync {done.number} kept in the history; wrote {write_to}: point course.yaml's roster at it to "
+                   "use it")
     else:
-        click.echo(f"sync {number} kept in the history; the roster is unchanged (--write FILE writes one with "
+        click.echo(f"sync {done.number} kept in the history; the roster is unchanged (--write FILE writes one with "
                    "these differences applied)")
 
 

@@ -23,6 +23,7 @@ from pylti1p3.service_connector import ServiceConnector
 
 from autograder.grade.gradebook.lti import QueuedScore
 from autograder.serve.lti.adapter import platform_session
+from autograder.serve.lti.background import BackgroundLoop
 
 POLL_S = 1.0
 BACKOFF_FIRST_S = 2.0
@@ -35,28 +36,23 @@ def backoff(tries: int) -> float:
     return min(BACKOFF_MOST_S, BACKOFF_FIRST_S * 2 ** max(0, tries - 1))
 
 
-class ScorePoster:
+class ScorePoster(BackgroundLoop):
     """Posts every served assignment's counted scores in a thread of its own until `stop`."""
+
+    thread_name = "qkv-lti-scores"
 
     def __init__(self, tool: Any, assignments: Mapping[str, Any], books: Mapping[str, Any],
                  report: Callable[[str], None] = lambda line: None):
+        super().__init__()
         self.tool, self.assignments, self.books, self._report = tool, assignments, books, report
-        self._stop = threading.Event()
         self._wake = threading.Event()
         self._connectors: dict[str, ServiceConnector] = {}  # by issuer: each keeps its access token
-        self._thread = threading.Thread(target=self._run, name="qkv-lti-scores", daemon=True)
-
-    def start(self) -> "ScorePoster":
-        self._thread.start()
-        return self
 
     def wake(self) -> None:
         self._wake.set()
 
-    def stop(self) -> None:
-        self._stop.set()
+    def _interrupt(self) -> None:
         self._wake.set()
-        self._thread.join(timeout=30)
 
     def _run(self) -> None:
         while not self._stop.is_set():

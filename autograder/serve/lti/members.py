@@ -1,6 +1,7 @@
 """The LMS's class list (Names and Role Provisioning Services) against the roster: who the LMS has that the roster
 lacks, who the roster has that the LMS dropped, and whose email changed.
 
+One sync is `pull`, whether `qkv lti sync` runs it or the service on its schedule (roster_sync.py).
 The roster stays the course's own file: a sync shows the differences and keeps them in the history, and writes a
 roster with them applied only to a new file the instructor names (then points course.yaml at it), so a roster
 edited by hand (extensions, sections, ids the LMS does not know) is never overwritten by what the LMS says.
@@ -17,6 +18,7 @@ from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.service_connector import ServiceConnector
 
 from autograder.classroom.roster import Roster, Student
+from autograder.errors import QkvError
 from autograder.serve.lti.adapter import platform_session
 
 MOST_PAGES = 100  # a platform whose `next` links never end is not followed past this
@@ -70,6 +72,9 @@ class RosterDiff:
         return {"added": [vars(m) for m in self.added], "dropped": [s.id for s in self.dropped],
                 "changed": [{"id": s.id, "from": s.email, "to": email} for s, email in self.changed]}
 
+    def summary(self) -> str:
+        return summary(self.as_record())
+
     def lines(self) -> list[str]:
         return ([f"added: {m.name or '(no name)'} <{m.email}> (LMS user {m.user_id})" for m in self.added]
                 + [f"dropped: {s.id} {s.name}" for s in self.dropped]
@@ -94,6 +99,41 @@ def learners(tool: Any, issuer: str, memberships_url: str) -> list[Member]:
                 found.append(Member(*(str(member.get(k) or "")[:200] for k in
                                       ("user_id", "name", "email", "lis_person_sourcedid"))))
     return found
+
+
+def summary(record: dict) -> str:
+    """A kept sync's differences counted (what the log and the class page say of it)."""
+    return ", ".join(f"{len(record.get(key) or ())} {what}" for key, what in
+                     (("added", "added"), ("dropped", "dropped"), ("changed", "changed email")))
+
+
+@dataclass(frozen=True)
+class Sync:
+    number: int  # its row in the history
+    issuer: str
+    course_id: str
+    members: list[Member]
+    diff: RosterDiff
+
+
+def pull(tool: Any, name: str, roster: Optional[Roster], now: float) -> Sync:
+    """One sync of NAME's class list, kept in the history: what `qkv lti sync` runs, and `qkv serve` on its
+    schedule. A QkvError (one line) when there is nothing to compare, no launch has named the LMS course's roster
+    service yet, or the LMS's answer cannot be read (refused, away, not a class list)."""
+    if roster is None:
+        raise QkvError("--roster", "no roster to compare with: name one with --roster FILE")
+    context = tool.store.context(name)
+    if context is None:
+        raise QkvError(name, "no launch from the LMS has named its course's roster service yet: open the "
+                             "assignment from the LMS once, then sync")
+    issuer, course_id, memberships = context
+    try:
+        members = learners(tool, issuer, memberships)
+    except Exception as err:  # whatever the LMS's answer made the library raise
+        said = (str(err).splitlines() or [type(err).__name__])[0]  # some errors have no message at all
+        raise QkvError(memberships, f"the LMS's class list could not be read: {said[:300]}") from None
+    diff = roster_diff(roster, members)
+    return Sync(tool.store.keep_sync(name, diff.as_record(), now), issuer, course_id, members, diff)
 
 
 def roster_diff(roster: Roster, members: list[Member]) -> RosterDiff:
