@@ -6,6 +6,7 @@ one line on stderr with exit code 1, never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import warnings
@@ -217,9 +218,12 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--tls-key", type=click.Path(path_type=Path), metavar="FILE",
               help="with a tls:// --cluster: this client's private key (default: distributed.comm.tls.client.key, "
                    "or the key in the --tls-cert file)")
+@click.option("--timings", "timings_file", type=click.Path(path_type=Path), metavar="FILE",
+              help="write where the CPU went, stage by stage, to FILE (JSON; docs/architecture.md: the budget)")
 def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, jobs: int | None,
           timeout: float | None, regrade: str | None, roster: Path | None, strict: bool, isolation: str | None,
-          cluster: str | None, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None) -> None:
+          cluster: str | None, tls_ca: Path | None, tls_cert: Path | None, tls_key: Path | None,
+          timings_file: Path | None) -> None:
     """Grade every submission in SUBMISSIONS (a folder, or the LMS's zip of the class) for assignment NAME
     (resumable; unchanged work is not regraded)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -228,6 +232,8 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     from autograder.classroom.roster import load_roster
     from autograder.classroom.terminal import changes_table, intake_counts, intake_table, late_table
     from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
+    from autograder.grade.timings import Timings
+    from autograder.report.files import write_atomic
     from autograder.report.summary import gradebook_table, summary_table
     from autograder.routes.class_grading import grade_class
 
@@ -248,6 +254,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     console.print(escape(terminal_safe(which_roster)), highlight=False, soft_wrap=True)  # what intake matched against
     out = out or course.output("grades", name)
     only = None if regrade in (None, "*") else [s.strip() for s in regrade.split(",") if s.strip()]
+    timings = Timings() if timings_file else None
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar, \
             warnings.catch_warnings():
@@ -256,9 +263,12 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
         task = bar.add_task("", total=None)
         run = grade_class(dist / "autograder", submissions, out, jobs=jobs, timeout=timeout, regrade=regrade == "*",
                           isolation=isolation, cluster=cluster, tls=TlsFiles(tls_ca, tls_cert, tls_key),
-                          roster=class_roster, strict=strict, only=only,
+                          roster=class_roster, strict=strict, only=only, timings=timings,
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=escape(terminal_safe(student))))
+    if timings is not None and timings_file is not None:
+        write_atomic(timings_file, (json.dumps(timings.to_json(run.graded_now, cluster is None), indent=1)
+                                    + "\n").encode())
     for note in run.notes:
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
     if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows

@@ -38,6 +38,11 @@ MAX_CHILD_BLOB = MAX_CALL_OUTPUT_BYTES + 64 * 1024
 # A frame from the sandbox to the grader: the largest call frame, with room for its header.
 MAX_RESULT_BLOB = MAX_CALL_OUTPUT_BYTES + (1 << 20)
 MAX_JSON_DEPTH = 64
+# A batched problem's results travel as "calls" frames of up to this many results, flushed once their arrays
+# reach CALLS_FRAME_BYTES: one frame (one JSON header to check, one write) instead of one per call. A call's own
+# output may still fill a frame alone.
+MAX_CALLS_PER_FRAME = 128
+CALLS_FRAME_BYTES = 1 << 20
 NUMERIC_KINDS = frozenset("biufc")
 
 _DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
@@ -68,8 +73,16 @@ class ProtocolError(Exception):
 # ---------------------------------------------------------------- frames
 
 
+def encode_json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+
+
 def encode_frame(header: Dict[str, Any], blob: bytes = b"") -> bytes:
-    head = json.dumps(header, ensure_ascii=True, separators=(",", ":")).encode()
+    return frame_of(encode_json(header), blob)
+
+
+def frame_of(head: bytes, blob: bytes = b"") -> bytes:
+    """A frame of a header already encoded as JSON (an object with a "kind")."""
     return FRAME_HEAD.pack(len(head), len(blob)) + head + blob
 
 
@@ -187,6 +200,36 @@ def pack_arrays(arrays: Sequence[np.ndarray]) -> Tuple[List[list], bytes]:
     return layout, b"".join(np.ascontiguousarray(array).tobytes() for array in arrays)
 
 
+# Checked layout entries, by (dtype, shape): a class's outputs have the same few shapes again and again, so each is
+# checked once. Bounded, and filled only with entries that passed.
+_CHECKED: Dict[Tuple[str, Tuple[int, ...]], Tuple[np.dtype, Tuple[int, ...], int, int]] = {}
+MAX_CHECKED_LAYOUTS = 4096
+
+
+def _layout_entry(index: int, entry: Any) -> Tuple[np.dtype, Tuple[int, ...], int, int]:
+    """One [dtype, shape] entry, checked: (dtype, shape, element count, bytes)."""
+    if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is str and type(entry[1]) is list
+            and len(entry[1]) <= MAX_DIMENSIONS and all(type(n) is int for n in entry[1])):
+        raise ProtocolError(f"array {index} has a bad layout")
+    key = (entry[0], tuple(entry[1]))
+    known = _CHECKED.get(key)
+    if known is not None:
+        return known
+    if not (_DTYPE.fullmatch(entry[0]) and all(0 <= n <= MAX_DIMENSION for n in entry[1])):
+        raise ProtocolError(f"array {index} has a bad layout")
+    try:
+        dtype = np.dtype(entry[0])
+    except TypeError:
+        raise ProtocolError(f"array {index} has dtype {entry[0]}") from None
+    if dtype.kind not in NUMERIC_KINDS:
+        raise ProtocolError(f"array {index} has dtype {dtype}")
+    count = math.prod(key[1])
+    checked = (dtype, key[1], count, count * dtype.itemsize)
+    if len(_CHECKED) < MAX_CHECKED_LAYOUTS:
+        _CHECKED[key] = checked
+    return checked
+
+
 def unpack_arrays(blob: bytes, layout: Any, copy: bool = True, limit: int = MAX_OUTPUTS_PER_CALL) -> Tuple[np.ndarray, ...]:
     """Arrays from bytes and their layout; refuses odd dtypes, absurd shapes and forged sizes.
 
@@ -196,22 +239,11 @@ def unpack_arrays(blob: bytes, layout: Any, copy: bool = True, limit: int = MAX_
         raise ProtocolError("bad array layout")
     arrays, offset = [], 0
     for index, entry in enumerate(layout):
-        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
-                and _DTYPE.fullmatch(entry[0]) and isinstance(entry[1], list) and len(entry[1]) <= MAX_DIMENSIONS
-                and all(type(n) is int and 0 <= n <= MAX_DIMENSION for n in entry[1])):
-            raise ProtocolError(f"array {index} has a bad layout")
-        try:
-            dtype = np.dtype(entry[0])
-        except TypeError:
-            raise ProtocolError(f"array {index} has dtype {entry[0]}") from None
-        if dtype.kind not in NUMERIC_KINDS:
-            raise ProtocolError(f"array {index} has dtype {dtype}")
-        count = math.prod(entry[1])
-        nbytes = count * dtype.itemsize
+        dtype, shape, count, nbytes = _layout_entry(index, entry)
         if offset + nbytes > len(blob):
             raise ProtocolError(f"array {index} declares more data than it holds")
         try:
-            array = np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(entry[1])
+            array = np.frombuffer(blob, dtype=dtype, count=count, offset=offset).reshape(shape)
         except (ValueError, TypeError, OverflowError, MemoryError) as exc:
             # e.g. a shape of [0, 10**9, 10**9]: no bytes, but more elements than numpy can index
             raise ProtocolError(f"array {index} has an impossible shape ({type(exc).__name__})") from None

@@ -775,3 +775,16 @@ def test_a_wrong_input_or_parameter_spec_names_its_own_field(file, old, new, mes
     with pytest.raises(QkvError) as err:
         parse_problem(text.replace(old, new, 1), "f.yaml")
     assert str(err.value).startswith(f"f.yaml{message}")
+
+
+def test_the_bank_is_parsed_by_libyaml_and_a_bad_file_is_still_named_by_pyyamls_words():
+    import yaml
+
+    from autograder.bank import load as bank_load
+    from autograder.errors import QkvError
+
+    assert yaml.__with_libyaml__ and bank_load.FAST_LOADER is yaml.CSafeLoader  # ten times PyYAML's own parser
+    with pytest.raises(QkvError) as refused:
+        parse_problem("id: x\nkind: numeric\nparts: [1, 2\n", "broken.yaml")
+    # libyaml says "did not find expected ',' or ']'" at the next line; PyYAML names what it found, where
+    assert str(refused.value) == "broken.yaml:4:1: bad YAML: expected ',' or ']', but got '<stream end>'"

@@ -225,3 +225,69 @@ def test_a_death_between_problems_is_reported_with_its_signal():
     assert closing["status"] == "crashed" and "SIGSEGV" in closing["message"]
     assert run.problems()["double"] == ("not_run", "not run: the submission stopped before this problem")
     assert os.WIFSIGNALED(signal.SIGSEGV)
+
+
+# -- a batch's results in "calls" frames (the child sends a batched problem's results a frame of many at a time)
+
+
+def results_frame(*entries: tuple[str, np.ndarray | None]) -> dict:
+    """A "calls" frame: per call its id and arrays (None: the call raised)."""
+    results, blobs = [], []
+    for call_id, value in entries:
+        if value is None:
+            results.append({"call_id": call_id, "ok": False, "error": "ValueError: no", "bytes": 0})
+            continue
+        layout, blob = pack_arrays([value])
+        results.append({"call_id": call_id, "ok": True, "arrays": layout, "bytes": len(blob)})
+        blobs.append(blob)
+    return {"kind": "calls", "results": results, "blob": b"".join(blobs)}
+
+
+def answered(run: Run) -> list[tuple[dict, bytes]]:
+    """Every frame the grader would get, with its bytes (the kills ordered go to run.kills)."""
+    frames = []
+    for action in run.sup._take():
+        if isinstance(action, Answer):
+            frames += FrameBuffer(1 << 26).feed(action.data)
+        else:
+            run.kills.append(action.groups)
+    return frames
+
+
+def test_a_calls_frame_passes_its_results_on_in_one_frame_with_each_ones_bytes():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=["softmax_rows"], cell_errors=[])
+    run.send(kind="start", index=0, pid=CHILD)
+    frame = results_frame(("s1", np.arange(3.0)), ("s2", None))
+    run.sup._on_frame(frame, frame.pop("blob"), run.now)
+    (header, blob), = answered(run)
+    assert header["kind"] == "calls" and header["problem"] == "softmax"
+    assert [(r["call_id"], r["ok"], r["bytes"]) for r in header["results"]] == [("s1", True, 24), ("s2", False, 0)]
+    assert header["results"][1]["error"] == "ValueError: no" and np.frombuffer(blob).tolist() == [0.0, 1.0, 2.0]
+    assert run.sup.state.current.seen == {"s1", "s2"} and not run.sup.state.current.spoiled and run.kills == []
+
+
+@pytest.mark.parametrize("forgery", ["out of order", "bytes beyond the blob", "bytes no result declares",
+                                     "not a list", "too many"])
+def test_a_calls_frame_that_does_not_add_up_passes_what_came_before_and_spoils_the_problem(forgery):
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=["softmax_rows"], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    frame = results_frame(("s1", np.arange(3.0)), ("s2", np.ones(2)))
+    blob = frame.pop("blob")
+    if forgery == "out of order":
+        frame["results"][1]["call_id"] = "s3"
+    elif forgery == "bytes beyond the blob":
+        frame["results"][1]["bytes"] = 10_000
+    elif forgery == "bytes no result declares":
+        blob += b"\0" * 8
+    elif forgery == "not a list":
+        frame["results"] = {"s1": 1}
+    else:
+        frame["results"] = frame["results"] * 100
+    run.sup._on_frame(frame, blob, run.now)
+    frames = answered(run)
+    passed = [r["call_id"] for header, _ in frames if header["kind"] == "calls" for r in header["results"]]
+    assert passed == ({"out of order": ["s1"], "bytes beyond the blob": ["s1"], "bytes no result declares": ["s1", "s2"],
+                       "not a list": [], "too many": []}[forgery])
+    assert run.sup.state.current.spoiled and run.kills == [(GRANDCHILD,)]

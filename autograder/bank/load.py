@@ -97,21 +97,35 @@ def _repeated_key(node: yaml.Node | None) -> yaml.ScalarNode | None:
     return None
 
 
+# libyaml's parser when PyYAML has it (ten times the speed: the bank is parsed by every command), else PyYAML's own
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _compose(text: str, loader_class: type) -> tuple[yaml.Node | None, Any]:
+    """What yaml.safe_load does, keeping the node tree for line numbers: one parse, not two."""
+    loader = loader_class(text)
+    try:
+        tree = loader.get_single_node()
+        return tree, loader.construct_document(tree) if tree is not None else None
+    finally:
+        loader.dispose()
+
+
 def parse_problem(text: str, where: str, folder: Path | None = None) -> Problem:
     """Parse one problem file's text; raise QkvError naming `where`, the line and the field.
 
     `folder`: the problem's own folder, whose modules its references may name (bank/folders.py)."""
-    loader = yaml.SafeLoader(text)
-    try:  # what yaml.safe_load does, keeping the node tree for line numbers: one parse, not two
-        tree = loader.get_single_node()
-        data = loader.construct_document(tree) if tree is not None else None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-        reason = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise QkvError(f"{where}{at}", f"bad YAML: {reason}") from None
-    finally:
-        loader.dispose()
+    try:
+        tree, data = _compose(text, FAST_LOADER)
+    except yaml.YAMLError:
+        try:  # the pure-Python parser says what is wrong, and where, more precisely than libyaml
+            _compose(text, yaml.SafeLoader)
+            raise
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+            reason = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise QkvError(f"{where}{at}", f"bad YAML: {reason}") from None
     repeated = _repeated_key(tree)
     if repeated is not None:
         raise QkvError(f"{where}:{repeated.start_mark.line + 1}",

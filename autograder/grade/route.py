@@ -19,6 +19,7 @@ from autograder.grade.cluster_security import TlsFiles
 from autograder.grade.execute import run_many
 from autograder.grade.intake import Submission
 from autograder.grade.score import grade_submission
+from autograder.grade.timings import Timings
 from autograder.results import SubmissionResult
 from autograder.sandbox import Limits, SandboxError, SandboxPool
 
@@ -34,17 +35,26 @@ class Route(Protocol):
 class LocalRoute:
     """Runs submissions in a warm SandboxPool on this machine and scores them in this process."""
 
-    def __init__(self, bundle: GradingBundle, pool: SandboxPool) -> None:
+    def __init__(self, bundle: GradingBundle, pool: SandboxPool, timings: Timings | None = None) -> None:
         self.bundle = bundle
         self.pool = pool
         self.isolation = pool.isolation
+        self.timings = timings or Timings()
 
     def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
         by_student = {s.student: s for s in submissions}
         programs = ((s.student, s.program) for s in submissions if s.program is not None)
-        for student, run in run_many(self.pool, self.bundle, programs):
-            submission = by_student[student]
-            yield submission, grade_submission(self.bundle, submission, run), self.isolation
+        wire = (self.pool.cpu.send, self.pool.cpu.receive)
+        try:
+            for student, run in run_many(self.pool, self.bundle, programs):
+                submission = by_student[student]
+                self.timings.job(run.cpu)
+                with self.timings.stage("score"):
+                    result = grade_submission(self.bundle, submission, run)
+                yield submission, result, self.isolation
+        finally:
+            self.timings.add("send", self.pool.cpu.send - wire[0])
+            self.timings.add("receive", self.pool.cpu.receive - wire[1])
 
 
 def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str,
@@ -59,19 +69,21 @@ def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation
 
 
 @contextmanager
-def _local(bundle: GradingBundle, pool: SandboxPool) -> Iterator[LocalRoute]:
+def _local(bundle: GradingBundle, pool: SandboxPool, timings: Timings | None) -> Iterator[LocalRoute]:
     with pool:
-        yield LocalRoute(bundle, pool)
+        yield LocalRoute(bundle, pool, timings)
 
 
 def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits: Limits, isolation: str,
-               cluster: str | None, protect: Sequence[Path] = (),
-               tls: TlsFiles = TlsFiles()) -> AbstractContextManager[Route]:
+               cluster: str | None, protect: Sequence[Path] = (), tls: TlsFiles = TlsFiles(),
+               timings: Timings | None = None) -> AbstractContextManager[Route]:
+    """The route for `cluster` (None: this machine); `timings`, if given, is told the sandbox's CPU per job and
+    the CPU of scoring (on this machine only)."""
     if cluster is None:
         if tls.given():
             raise QkvError(tls.given()[0], "certificates are for a tls:// --cluster; without --cluster, "
                                            "grading runs here")
-        return _local(bundle, make_pool(bundle, jobs, limits, isolation, protect))
+        return _local(bundle, make_pool(bundle, jobs, limits, isolation, protect), timings)
     if jobs is not None:
         raise QkvError("--jobs", "with --cluster, each Dask worker grades as many submissions at once as it has "
                                  "threads (dask worker --nthreads); drop --jobs")

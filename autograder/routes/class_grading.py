@@ -43,6 +43,7 @@ from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook, GradingContext
 from autograder.grade.intake import IntakeNote, Submission
 from autograder.grade.route import Route, open_route
 from autograder.grade.score import grade_submission
+from autograder.grade.timings import Timings
 from autograder.report.csv import write_gradebook_csv
 from autograder.report.feedback import write_feedback
 from autograder.report.files import write_atomic
@@ -145,6 +146,7 @@ def grade_class(
     roster: Optional[Roster] = None,
     strict: bool = False,
     only: Optional[Collection[str]] = None,
+    timings: Optional[Timings] = None,
 ) -> GradeRun:
     """Grade every new or changed submission of `submissions_dir`; `progress(done, total, student)` is called after each.
 
@@ -153,7 +155,7 @@ def grade_class(
     workers, and `tls` holds the client certificates of a tls:// one (default: Dask's config).
     `submissions_dir` may be an LMS's zip of the class; `roster` matches hand-ins to its ids, and `strict`
     refuses to grade while intake has a conflict, an off-roster or unmatched hand-in, or a refused member;
-    `only` grades again just those students.
+    `only` grades again just those students; `timings` is told where the CPU went (grade/timings.py).
     """
     check_submissions(submissions_dir)
     bundle = read_bundle(bundle_dir)
@@ -166,10 +168,14 @@ def grade_class(
         course = find_course()
         secrets = (bundle_dir, submissions_dir, out, workdir) + (() if course.bundled else (course.root,))
         routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster,
-                             protect=secrets, tls=tls)
+                             protect=secrets, tls=tls, timings=timings)
         zone = policy_from(bundle.due, None).due.tzinfo if bundle.due else dt.timezone.utc  # of zip entry times
-        handed = collect(submissions_dir, bundle.module, bundle.name, roster, workdir, zone)
-        return _grade(bundle, bundle_dir, submissions_dir, out, routing, handed, regrade, progress, strict, only)
+        clock = timings or Timings()
+        clock.started()
+        with clock.stage("intake"):
+            handed = collect(submissions_dir, bundle.module, bundle.name, roster, workdir, zone)
+        return _grade(bundle, bundle_dir, submissions_dir, out, routing, handed, regrade, progress, strict, only,
+                      clock)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -203,15 +209,18 @@ class Settled:
 def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: Path,
            routing: AbstractContextManager[Route], handed: ClassIntake, regrade: bool,
            progress: Optional[Callable[[int, int, str], None]], strict: bool,
-           only: Optional[Collection[str]]) -> GradeRun:
+           only: Optional[Collection[str]], clock: Timings) -> GradeRun:
     check_intake(handed, submissions_dir, out, strict, only)
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
-        work = select_work(gradebook, bundle, bundle_dir, out, handed, regrade, only)
-        graded = grade_submissions(gradebook, bundle, out, routing, handed, work.todo, progress)
-        settled = after_grading(gradebook, bundle, handed, graded)
-    if settled.changes:
-        write_atomic(out / "changes.csv", history.changes_csv(settled.changes).encode())
-    export_reports(out, bundle, settled.rows, set(graded.results), settled.late)
+        with clock.stage("intake"):
+            work = select_work(gradebook, bundle, bundle_dir, out, handed, regrade, only)
+        graded = grade_submissions(gradebook, bundle, out, routing, handed, work.todo, progress, clock)
+        with clock.stage("class"):
+            settled = after_grading(gradebook, bundle, handed, graded)
+    with clock.stage("class"):
+        if settled.changes:
+            write_atomic(out / "changes.csv", history.changes_csv(settled.changes).encode())
+        export_reports(out, bundle, settled.rows, set(graded.results), settled.late)
     notes_of_intake = tuple(IntakeNote(r.entry, r.message) for r in handed.rows if r.status == "skipped")
     return GradeRun(bundle, out, [r for r, _ in settled.rows], graded.isolation, len(work.todo), work.skipped,
                     work.notes, notes_of_intake, handed.rows, settled.late, settled.changes)
@@ -260,7 +269,7 @@ def select_work(gradebook: Gradebook, bundle: GradingBundle, bundle_dir: Path, o
 
 def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, routing: AbstractContextManager[Route],
                       handed: ClassIntake, todo: list[Submission],
-                      progress: Optional[Callable[[int, int, str], None]]) -> Graded:
+                      progress: Optional[Callable[[int, int, str], None]], clock: Timings) -> Graded:
     """Grade `todo` on the route, recording each result and writing its pages as it comes back."""
     policy = policy_from(bundle.due, bundle.late)
     runnable = [s for s in todo if s.program is not None]
@@ -269,11 +278,13 @@ def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, ro
     def record(submission: Submission, result: SubmissionResult, iso: str) -> None:
         when, source = handed.times.get(submission.student, (None, ""))
         marked = result.student in handed.late_marked
-        gradebook.record(result, iso, GradingContext(handed.sources.get(submission.student, ""),
-                                                     when.isoformat() if when else None, source, marked))
-        late = late_outcome(policy, handed.roster, result, when, source, marked) if bundle.due else None
-        # pages are written while the sandbox workers grade the next submissions, not after
-        write_student_reports(out, bundle, result, iso, late)
+        with clock.stage("gradebook"):
+            gradebook.record(result, iso, GradingContext(handed.sources.get(submission.student, ""),
+                                                         when.isoformat() if when else None, source, marked))
+        with clock.stage("pages"):
+            late = late_outcome(policy, handed.roster, result, when, source, marked) if bundle.due else None
+            # pages are written while the sandbox workers grade the next submissions, not after
+            write_student_reports(out, bundle, result, iso, late)
         graded[result.student] = result
         if progress:
             progress(len(graded), len(todo), submission.student)
@@ -282,7 +293,9 @@ def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, ro
         with routing as route:
             for submission in todo:
                 if submission.program is None:
-                    record(submission, grade_submission(bundle, submission, None), route.isolation)
+                    with clock.stage("score"):
+                        result = grade_submission(bundle, submission, None)
+                    record(submission, result, route.isolation)
             for submission, result, iso in route.grade(runnable):
                 record(submission, result, iso)
             return Graded(graded, route.isolation)

@@ -20,6 +20,7 @@ from autograder.sandbox.protocol import (
     ProblemCalls,
     ProblemRun,
     Program,
+    SandboxCpu,
     SubmissionRun,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "ProblemCalls",
     "ProblemRun",
     "Program",
+    "SandboxCpu",
     "SandboxError",
     "SandboxPool",
     "SubmissionRun",

@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar, Union
 
@@ -140,6 +141,7 @@ class _Worker:
         self.uid = UID_BASE + (os.getpid() % 10_000_000) * 256 + number if os.geteuid() == 0 else None
         self.process: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
+        self.sending = 0.0  # CPU seconds this job took to write
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -212,6 +214,13 @@ class _Worker:
         self.kill()
 
     def run(self, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
+        started, self.sending = time.thread_time(), 0.0
+        try:
+            return self._run(job, problems)
+        finally:
+            self.pool.cpu.add(send=self.sending, receive=time.thread_time() - started - self.sending)
+
+    def _run(self, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
         limits = self.pool.limits
         deadline = (
             time.monotonic()
@@ -220,7 +229,9 @@ class _Worker:
             + JOB_SLACK_SECONDS
         )
         collector = RunCollector(problems)
+        sending = time.thread_time()
         self._send(job, deadline, collector)
+        self.sending = time.thread_time() - sending
         while True:
             try:
                 header, blob = self.reader.read(deadline)
@@ -265,6 +276,21 @@ def _lost_message(exc: BaseException, process: subprocess.Popen | None) -> str:
     return f"the sandbox worker died{how} while running this submission; it was restarted"
 
 
+@dataclass
+class PoolCpu:
+    """CPU seconds the pool's threads spent on the wire, over every job so far (`qkv grade --timings`): encoding and
+    writing jobs (`send`), reading and checking what came back (`receive`)."""
+
+    send: float = 0.0
+    receive: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, send: float = 0.0, receive: float = 0.0) -> None:
+        with self._lock:
+            self.send += send
+            self.receive += receive
+
+
 class SandboxPool:
     """Warm workers that run submissions in isolation; thread-safe, use as a context manager."""
 
@@ -297,6 +323,7 @@ class SandboxPool:
         self._workers: list[_Worker] = []
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._spawner: _Spawner | None = None
+        self.cpu = PoolCpu()
 
     def __enter__(self) -> SandboxPool:
         self.start()
@@ -333,7 +360,9 @@ class SandboxPool:
         """Load `program` (or a module's source) in a fresh process and run every problem's calls; blocks."""
         if isinstance(program, str):
             program = Program(source=program)
+        encoding = time.thread_time()
         job = encode_job(program, problems, self.limits)  # before the copy: the encoding is cached per call list
+        self.cpu.add(send=time.thread_time() - encoding)
         problems = tuple(problems)
         self.start()
         worker = self._idle.get()

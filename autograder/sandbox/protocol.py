@@ -21,11 +21,13 @@ from qkv_runtime.limits import Limits
 from qkv_runtime.notebook import Step
 from qkv_runtime.values import clean_text, plain_answers, plain_defined
 from qkv_runtime.wire import (
+    MAX_CALLS_PER_FRAME,
     NUMERIC_KINDS,
     PROBLEM_STATUSES,
     SUBMISSION_STATUSES,
     ProtocolError,
-    encode_frame,
+    encode_json,
+    frame_of,
     pack_arrays,
     unpack_arrays,
 )
@@ -37,7 +39,7 @@ MAX_STDOUT_CHARS = 2000
 MAX_CELL_ERRORS = 50
 
 __all__ = ["ArgValue", "Call", "CallResult", "Limits", "ProblemCalls", "ProblemRun", "Program", "ProtocolError",
-           "RunCollector", "SubmissionRun", "encode_job"]
+           "RunCollector", "SandboxCpu", "SubmissionRun", "encode_job"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,26 @@ class ProblemRun:
 
 
 @dataclass(frozen=True)
+class SandboxCpu:
+    """CPU seconds of one job in the sandbox, by the handler's accounting: its own, and the submission's processes
+    while loading and after (its calls). Figures for `qkv grade --timings`, never for scores."""
+
+    handler: float = 0.0
+    load: float = 0.0
+    calls: float = 0.0
+
+    @staticmethod
+    def from_json(data: object) -> "SandboxCpu":
+        data = data if isinstance(data, dict) else {}
+
+        def seconds(key: str) -> float:
+            value = data.get(key)
+            return float(value) if type(value) in (int, float) and 0 <= value < 1e6 else 0.0
+
+        return SandboxCpu(seconds("handler"), seconds("load"), seconds("calls"))
+
+
+@dataclass(frozen=True)
 class SubmissionRun:
     status: str
     message: str
@@ -103,6 +125,7 @@ class SubmissionRun:
     defined: tuple[str, ...]
     stdout: str
     cell_errors: tuple[str, ...] = ()  # a notebook's cells that failed while it loaded
+    cpu: SandboxCpu = SandboxCpu()
 
 
 # ---------------------------------------------------------------- jobs
@@ -116,12 +139,13 @@ def _check_value(value: object, where: str) -> object:
     raise TypeError(f"{where}: arguments must be numpy arrays, int, float, bool, str or None")
 
 
-_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], list, list, bytes]] = {}
+_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], bytes, bytes]] = {}
 _ENCODED_LOCK = threading.Lock()
 
 
-def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, list, bytes]:
-    """The calls as JSON-ready data, and their arrays packed as one blob with its layout.
+def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[bytes, bytes]:
+    """The calls and their arrays' layout as the JSON members `"problems":[...],"arrays":[...]`, and the arrays
+    packed as one blob.
 
     A class sends the same calls with every submission, so the encoding is kept for
     the last few call lists (the list itself is held, so its id cannot be reused).
@@ -129,7 +153,7 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, list, bytes]:
     with _ENCODED_LOCK:
         cached = _ENCODED_CALLS.get(id(problems))
     if cached is not None and cached[0] is problems:
-        return cached[1], cached[2], cached[3]
+        return cached[1], cached[2]
     arrays: list[np.ndarray] = []
 
     def arg(value: ArgValue, where: str) -> dict:
@@ -157,19 +181,20 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[list, list, bytes]:
                           "kwargs": {str(k): arg(v, where) for k, v in call.kwargs.items()}})
         encoded.append({"id": problem.problem_id, "calls": calls, "batched": bool(problem.batched)})
     layout, blob = pack_arrays(arrays)
+    members = b'"problems":' + encode_json(encoded) + b',"arrays":' + encode_json(layout)
     with _ENCODED_LOCK:
         if len(_ENCODED_CALLS) >= 8:
             _ENCODED_CALLS.pop(next(iter(_ENCODED_CALLS)))
-        _ENCODED_CALLS[id(problems)] = (problems, encoded, layout, blob)
-    return encoded, layout, blob
+        _ENCODED_CALLS[id(problems)] = (problems, members, blob)
+    return members, blob
 
 
 def encode_job(program: Program, problems: Sequence[ProblemCalls], limits: Limits) -> bytes:
     """One job frame: JSON for the program, the calls, scalars and the array layout; raw bytes for the arrays."""
-    encoded, layout, blob = encode_calls(problems)
-    header = {"kind": "job", "program": program.to_json(), "problems": encoded, "arrays": layout,
-              "limits": limits.to_json()}
-    return encode_frame(header, blob)
+    members, blob = encode_calls(problems)
+    head = (b'{"kind":"job","program":' + encode_json(program.to_json()) + b"," + members
+            + b',"limits":' + encode_json(limits.to_json()) + b"}")
+    return frame_of(head, blob)
 
 
 # ---------------------------------------------------------------- answers
@@ -189,7 +214,9 @@ class RunCollector:
         """Take one frame; gives the run once its closing frame arrived. Raises ProtocolError."""
         kind = header["kind"]
         if kind == "call":
-            self._add_call(header, blob)
+            self._add_call(header.get("problem"), header, blob)
+        elif kind == "calls":
+            self._add_calls(header, blob)
         elif kind == "problem":
             problem, status = header.get("problem"), header.get("status")
             status = status if isinstance(status, str) else None
@@ -211,13 +238,29 @@ class RunCollector:
                 defined=tuple(plain_defined(header.get("defined"))),
                 stdout=clean_text(header.get("stdout"), MAX_STDOUT_CHARS, mark_cut=False),
                 cell_errors=tuple(clean_text(c, 300) for c in cells[:MAX_CELL_ERRORS]) if isinstance(cells, list) else (),
+                cpu=SandboxCpu.from_json(header.get("cpu")),
             )
         else:
             raise ProtocolError(f"unexpected {clean_text(kind, 40)!r} frame")
         return None
 
-    def _add_call(self, header: dict, blob: bytes) -> None:
-        problem, call_id = header.get("problem"), header.get("call_id")
+    def _add_calls(self, header: dict, blob: bytes) -> None:
+        """A batch's results, each with the length of its arrays in `blob`, one after another."""
+        results = header.get("results")
+        if not isinstance(results, list) or not 0 < len(results) <= MAX_CALLS_PER_FRAME:
+            raise ProtocolError("bad calls frame")
+        offset, view, problem = 0, memoryview(blob), header.get("problem")
+        for entry in results:
+            size = entry.get("bytes") if isinstance(entry, dict) else None
+            if type(size) is not int or size < 0 or offset + size > len(blob):
+                raise ProtocolError("bad calls frame: its arrays do not add up")
+            self._add_call(problem, entry, view[offset:offset + size])
+            offset += size
+        if offset != len(blob):
+            raise ProtocolError("bad calls frame: bytes no result declares")
+
+    def _add_call(self, problem: object, header: dict, blob: Union[bytes, memoryview]) -> None:
+        call_id = header.get("call_id")
         if not isinstance(problem, str) or call_id not in self.call_ids.get(problem, ()) or call_id in self.results[problem]:
             raise ProtocolError(f"unexpected result for call {clean_text(str(call_id), 80)!r}")
         if header.get("ok") is not True:

@@ -11,18 +11,19 @@ submission become its children; and, like the zygote, it is not dumpable.
 from __future__ import annotations
 
 import os
+import resource
 import select
 import signal
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, write_all
 
 from .child import run_child
 from .confine import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl
 from .job import Job, read_job
-from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, reap
-from .supervisor import Answer, Kill, Supervisor
+from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds, reap
+from .supervisor import Answer, Kill, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
 EXIT_DIRTY = 4  # the job's folder could not be emptied: the zygote ends and the pool starts a fresh worker
@@ -44,11 +45,13 @@ def handle_job(config: Dict[str, Any]) -> int:
         run_child(job, main_w, out_w)
     os.close(main_w)
     os.close(out_w)
-    supervisor = supervise(job, pid, main_r, out_r)
+    supervisor, cpu = supervise(job, pid, main_r, out_r)
     reap(job.uid, supervisor.state.groups)
     clean = empty_folder(job.scratch)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    cpu["handler"] = own.ru_utime + own.ru_stime
     # the last frames go out only now, so the grader knows before its next job whether this worker retires
-    write_all(1, b"".join(a.data for a in supervisor.finish(retire=not clean) if isinstance(a, Answer)))
+    write_all(1, b"".join(a.data for a in supervisor.finish(retire=not clean, cpu=cpu) if isinstance(a, Answer)))
     return 0 if clean else EXIT_DIRTY
 
 
@@ -62,13 +65,16 @@ def kill(job: Job, groups: tuple) -> None:
         kill_processes(job.uid, set(groups))
 
 
-def supervise(job: Job, child: int, main_r: int, out_r: int) -> Supervisor:
-    """Run the job's event loop until the child is gone; the supervisor then holds the outcome."""
+def supervise(job: Job, child: int, main_r: int, out_r: int) -> Tuple[Supervisor, Dict[str, float]]:
+    """Run the job's event loop until the child is gone; the supervisor then holds the outcome. Also gives the
+    CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls")."""
     supervisor = Supervisor(job.problems, job.limits, child, time.monotonic(), group_cpu_seconds)
     child_fd = os.pidfd_open(child)
     frames = FrameBuffer(MAX_CHILD_BLOB)
     open_fds = {main_r, out_r, child_fd}
     outbox: List[bytes] = []
+    loaded_cpu: List[float] = []
+    spent = 0.0
 
     def carry_out(actions: list) -> None:
         for action in actions:
@@ -87,7 +93,9 @@ def supervise(job: Job, child: int, main_r: int, out_r: int) -> Supervisor:
         for fd in ready:
             now = time.monotonic()
             if fd == child_fd:
-                carry_out(supervisor.child_exited(os.waitpid(child, 0)[1], now))
+                _, status, usage = os.wait4(child, 0)
+                spent = usage.ru_utime + usage.ru_stime
+                carry_out(supervisor.child_exited(status, now))
                 open_fds.discard(child_fd)
                 os.close(child_fd)
                 continue
@@ -101,6 +109,8 @@ def supervise(job: Job, child: int, main_r: int, out_r: int) -> Supervisor:
             else:
                 for header, blob in frames.feed(data):
                     carry_out(supervisor.frame(header, blob, now))
+                    if not loaded_cpu and supervisor.state.phase is not Phase.LOAD:
+                        loaded_cpu.append(process_cpu_seconds(child))
                 if frames.error is not None:
                     carry_out(supervisor.garbage(frames.error))
                     open_fds.discard(main_r)
@@ -110,7 +120,8 @@ def supervise(job: Job, child: int, main_r: int, out_r: int) -> Supervisor:
     drain_output(supervisor, out_r)
     os.close(main_r)
     os.close(out_r)
-    return supervisor
+    load = min(loaded_cpu[0], spent) if loaded_cpu else spent
+    return supervisor, {"load": load, "calls": spent - load}
 
 
 def drain_output(supervisor: Supervisor, out_r: int) -> None:

@@ -59,6 +59,16 @@ def group_of(pid: int) -> Optional[int]:
         return None
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time one process has used so far (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat_file:
+            fields = stat_file.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def group_cpu_seconds(group: int) -> float:
     """CPU time used by a process group's live members and the children they reaped."""
     ticks = 0

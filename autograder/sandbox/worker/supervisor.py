@@ -23,7 +23,7 @@ from enum import Enum
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from qkv_runtime.values import MAX_ANSWER_STR, clean_text, fmt_bytes, plain_answers, plain_defined
-from qkv_runtime.wire import MAX_OUTPUTS_PER_CALL, Status, encode_frame
+from qkv_runtime.wire import MAX_CALLS_PER_FRAME, MAX_OUTPUTS_PER_CALL, Status, encode_frame
 from qkv_runtime.limits import Limits
 
 GRACE_SECONDS = 3.0  # the child's own bookkeeping between problems, and its exit
@@ -248,15 +248,11 @@ class Supervisor:
             self._spoil(current)
         elif kind == "call" and not current.spoiled:
             current.seen.add(call_id)
-            layout = header.get("arrays")
-            ok = header.get("ok") is True and isinstance(layout, list) and 0 < len(layout) <= MAX_OUTPUTS_PER_CALL
-            error = header.get("error")
-            frame = {
-                "kind": "call", "problem": current.problem["id"], "call_id": call_id, "ok": ok,
-                "error": None if ok else (clean_text(str(error), 1000) if error is not None else "no output"),
-                "arrays": layout if ok else [],
-            }
-            self._answer(frame, blob if ok else b"")
+            result = _checked_result(header)
+            self._answer({"kind": "call", "problem": current.problem["id"], "call_id": call_id, **result},
+                         blob if result["ok"] else b"")
+        elif kind == "calls" and not current.spoiled:
+            self._on_results(current, header.get("results"), blob)
         elif kind == "memory":
             current.memory = True
         elif kind == "sysexit":
@@ -267,6 +263,34 @@ class Supervisor:
             self._spoil(current)
         elif kind == "end" and header.get("index") == self.state.next_problem:
             self._end_problem(header.get("signal"), header.get("exit"), now)
+
+    def _on_results(self, current: ProblemState, results: Any, blob: bytes) -> None:
+        """A batch's "calls" frame: results in call order, each with the length of its arrays in `blob`. What
+        comes before a result out of order (or a length that does not add up) is passed on, then the problem
+        is spoiled."""
+        if not isinstance(results, list) or not 0 < len(results) <= MAX_CALLS_PER_FRAME:
+            self._spoil(current)
+            return
+        passed: List[Dict[str, Any]] = []
+        parts: List[bytes] = []
+        offset, bad = 0, False
+        for entry in results:
+            expected = current.order[len(current.seen)] if len(current.seen) < len(current.order) else None
+            size = entry.get("bytes") if isinstance(entry, dict) else None
+            if (size is None or entry.get("call_id") != expected or type(size) is not int or size < 0
+                    or offset + size > len(blob)):
+                bad = True
+                break
+            current.seen.add(expected)
+            result = _checked_result(entry)
+            if result["ok"]:
+                parts.append(blob[offset:offset + size])
+            passed.append({"call_id": expected, **result, "bytes": size if result["ok"] else 0})
+            offset += size
+        if passed:
+            self._answer({"kind": "calls", "problem": current.problem["id"], "results": passed}, b"".join(parts))
+        if bad or offset != len(blob):
+            self._spoil(current)
 
     def _spoil(self, current: ProblemState) -> None:
         if not current.spoiled:
@@ -356,11 +380,12 @@ class Supervisor:
 
     # -- the end
 
-    def finish(self, retire: bool = False) -> List[Action]:
+    def finish(self, retire: bool = False, cpu: Optional[Dict[str, float]] = None) -> List[Action]:
         """The closing frames: every problem not reported yet, then the submission frame.
 
         `retire`: the worker ends after this job (its folder could not be emptied), so the
-        grader starts a fresh one before sending another.
+        grader starts a fresh one before sending another. `cpu`: the seconds the handler and the
+        submission's processes used (the handler's own accounting, for `qkv grade --timings`).
         """
         s = self.state
         if s.finished:
@@ -382,6 +407,7 @@ class Supervisor:
             "cell_errors": loaded.get("cell_errors", []),
             "stdout": clean_text(self.stdout_text(), MAX_ANSWER_STR),
             "retire": retire,
+            "cpu": cpu or {},
         })
         return self._take()
 
@@ -408,6 +434,15 @@ class Supervisor:
         if code < 0:
             return Status.CRASHED, f"crashed with {signal_text(-code)} {when}"
         return Status.EXITED, f"exited with code {code} {when} (os._exit?)"
+
+
+def _checked_result(header: Dict[str, Any]) -> Dict[str, Any]:
+    """A call's result as the grader gets it: ok with a layout of 1 to MAX_OUTPUTS_PER_CALL arrays, or an error."""
+    layout = header.get("arrays")
+    ok = header.get("ok") is True and isinstance(layout, list) and 0 < len(layout) <= MAX_OUTPUTS_PER_CALL
+    error = header.get("error")
+    return {"ok": ok, "error": None if ok else (clean_text(str(error), 1000) if error is not None else "no output"),
+            "arrays": layout if ok else []}
 
 
 def signal_text(signum: int) -> str:
