@@ -1,14 +1,29 @@
 """Benchmark of `qkv grade`: a class of .py files, a class of notebooks, and real nbgrader side by side.
 
-Writes benchmarks/results/grade.json and prints a Markdown table for the README.
+Writes benchmarks/results/grade.json and prints two Markdown tables for the README.
 Every figure is of the `qkv grade` command, run as a user runs it. Figures: wall
 seconds and peak memory (RSS of the whole process tree, sampled)
-for 1,000 .py submissions and 1,000 notebooks of attention-numpy (copies of the
-answer key), 1,000 .py files of a mixed class (the bundled samples in turn:
+for 1,000 .py submissions of attention-numpy that are copies of the answer key, 1,000 that are
+copies of benchmarks/loop_solution.py (an independent correct solution in explicit loops, with the
+key's ANSWERS), 1,000 notebooks of the key, 1,000 .py files of a mixed class (the bundled samples in turn:
 perfect, classic mistakes, a syntax error, the untouched stub; not the hostile
 one, whose endless loop would make this a benchmark of the time limit), and,
 in the same run, the same 100 notebooks graded by `nbgrader autograde` and by
-`qkv grade`, as a ratio. With `--baseline REV`, the same run also grades 1,000 .py files,
+`qkv grade`, as a ratio. No two submissions of a class are the same file: each starts with
+`# submission N` (a notebook, in its first work cell).
+
+The results file's keys: one figure per class, `qkv_py` (the key), `qkv_py_loops`, `qkv_py_mixed`,
+`qkv_notebooks`, `qkv_same_notebooks` (nbgrader's notebooks) and `nbgrader_autograde`, each with
+`submissions`, `wall_s`, `ms_per_submission` (wall / submissions * 1000) and `per_second`; qkv's also
+`peak_memory_mb`, `isolation`, `grader_cpu_s` (the trusted process's CPU seconds), and, when the nbgrader
+comparison ran, `nbgrader_ratio_per_submission` (nbgrader's ms per notebook over this class's ms per
+submission: issue 23's "250x below nbgrader" is this figure); `nbgrader_over_qkv` is nbgrader's wall over
+qkv's on the same notebooks. Where `qkv grade` has `--timings FILE`, each qkv figure has `stages`:
+`{"grader": {STAGE: ms}, "sandbox": {STAGE: ms}}`, CPU milliseconds per submission, the grader process's
+stages as the file names them, the sandbox's from its `NAME_cpu_s` entries (`handler`, `load`, `calls`),
+summed over its jobs; the second table prints them, stage by class.
+
+With `--baseline REV`, the same run also grades 1,000 .py files,
 1,000 notebooks and the mixed class (REV's samples) with qkv as it was at git revision REV
 and with the working tree's qkv, on REV's attention-numpy problems (so both do the same
 work), alternating (the version that goes first takes turns), `--rounds` times each, to say
@@ -30,6 +45,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import functools
 import json
 import os
 import platform
@@ -40,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
@@ -57,6 +74,8 @@ from conftest import key_module, key_notebook  # noqa: E402
 VENV_BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
 SAMPLES = ROOT / "examples" / "submissions" / "attention-numpy"
+LOOP_SOLUTION = Path(__file__).resolve().with_name("loop_solution.py")
+WRITTEN_PART = 'STUDENT_ID = ""'  # where the key's written answers start
 HOSTILE_SAMPLE = "fox.py"
 MACHINE = f"{platform.machine()}, {os.cpu_count()} cores"
 
@@ -112,11 +131,19 @@ QKV = [sys.executable, "-c", "import atexit, resource, sys; atexit.register(lamb
        " sys.argv[0] = 'qkv'; main()"]
 
 
+def ms_per(wall: float, count: int) -> float:
+    return round(wall / count * 1000, 2)
+
+
 def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: dict | None = None,
-                cwd: Path | None = None) -> dict:
-    """`qkv grade` as a user runs it, in a process of its own: wall time, and the peak memory of its tree."""
+                cwd: Path | None = None, timings: bool = False) -> dict:
+    """`qkv grade` as a user runs it, in a process of its own: wall time, and the peak memory of its tree; with
+    `timings`, its own CPU time by stage (`--timings`), as `stages`."""
     command = [*qkv, "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out),
                "--jobs", str(os.cpu_count())]
+    stages_file = out.with_name(f"{out.name}-timings.json")
+    if timings:
+        command += ["--timings", str(stages_file)]
     with PeakMemory() as memory:
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
@@ -127,21 +154,43 @@ def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: di
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(list(subs.iterdir())), "every submission must be graded"
     isolation = {r["isolation"] for r in rows}
-    return {"submissions": len(rows), "wall_s": round(wall, 2), "per_second": round(len(rows) / wall, 1),
-            "peak_memory_mb": round(memory.peak / 2**20), "isolation": ",".join(sorted(isolation)),
-            # CPU seconds of the trusted grader process alone (a sandbox's processes are not all reaped by
-            # their parents, so RUSAGE_CHILDREN would undercount them, and differently in each version)
-            "grader_cpu_s": round(grader_cpu, 2)}
+    figure = {"submissions": len(rows), "wall_s": round(wall, 2), "ms_per_submission": ms_per(wall, len(rows)),
+              "per_second": round(len(rows) / wall, 1), "peak_memory_mb": round(memory.peak / 2**20),
+              "isolation": ",".join(sorted(isolation)),
+              # CPU seconds of the trusted grader process alone (a sandbox's processes are not all reaped by
+              # their parents, so RUSAGE_CHILDREN would undercount them, and differently in each version)
+              "grader_cpu_s": round(grader_cpu, 2)}
+    return {**figure, "stages": read_stages(stages_file)} if timings else figure
 
 
-def nbgrader_autograde(course_src: Path, name: str, notebook: str, count: int, work: Path) -> dict:
+def read_stages(path: Path) -> dict[str, dict[str, float]]:
+    """A `qkv grade --timings` file as milliseconds per submission of each stage (the module docstring's `stages`)."""
+    try:
+        timings = json.loads(path.read_text())
+        count = timings["submissions"]
+        grader = {name: ms_per(float(seconds), count) for name, seconds in timings["grader"].items()}
+        # the sandbox's entries other than CPU seconds (its count of jobs) are no stage
+        sandbox = {name.removesuffix("_cpu_s"): ms_per(float(seconds), count)
+                   for name, seconds in timings["sandbox"].items() if name.endswith("_cpu_s")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as err:
+        raise SystemExit(f"{path}: not the timings `qkv grade --timings` writes ({err!r})") from None
+    return {"grader": grader, "sandbox": sandbox}
+
+
+def grade_has_timings(qkv: list[str] = QKV) -> bool:
+    """Whether this `qkv grade` can report its stages (an engine without `--timings` is still measured)."""
+    done = subprocess.run([*qkv, "grade", "--help"], capture_output=True, text=True, check=True)
+    return "--timings" in done.stdout
+
+
+def nbgrader_autograde(course_src: Path, name: str, notebooks: list[str], work: Path) -> dict:
     course = work / "course"
     shutil.copytree(course_src, course)
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}", "JUPYTER_RUNTIME_DIR": str(work / "rt")}
     env.pop("PYTEST_CURRENT_TEST", None)
     subprocess.run([str(VENV_BIN / "nbgrader"), "generate_assignment", name, "--force"], cwd=course, env=env,
                    check=True, capture_output=True)
-    for i in range(count):
+    for i, notebook in enumerate(notebooks):
         folder = course / "submitted" / f"s{i:03d}" / name
         folder.mkdir(parents=True)
         (folder / f"{name}.ipynb").write_text(notebook)
@@ -149,16 +198,47 @@ def nbgrader_autograde(course_src: Path, name: str, notebook: str, count: int, w
     subprocess.run([str(VENV_BIN / "nbgrader"), "autograde", name, "--create"], cwd=course, env=env,
                    check=True, capture_output=True)
     wall = time.perf_counter() - start
-    return {"submissions": count, "wall_s": round(wall, 2), "per_second": round(count / wall, 2)}
+    count = len(notebooks)
+    return {"submissions": count, "wall_s": round(wall, 2), "ms_per_submission": ms_per(wall, count),
+            "per_second": round(count / wall, 2)}
+
+
+def marked_py(text: str, i: int) -> str:
+    return f"# submission {i}\n{text}"
+
+
+def notebook_marker(text: str) -> Callable[[int], str]:
+    """A function of N giving the notebook `text` with `# submission N` atop its first work cell."""
+    notebook = json.loads(text)
+    cell = next(c for c in notebook["cells"] if c.get("metadata", {}).get("qkv", {}).get("role") == "work")
+    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+    def marked(i: int) -> str:
+        cell["source"] = f"# submission {i}\n{source}"
+        return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"  # as nbformat writes
+    return marked
+
+
+def distinct_copies(texts: list[str], count: int, suffix: str = ".py") -> list[str]:
+    """`count` submissions that take `texts` in turn, each marked with its number: no two files the same, so no
+    cache of identical files could flatter a figure."""
+    markers = [notebook_marker(t) if suffix == ".ipynb" else functools.partial(marked_py, t) for t in texts]
+    return [markers[i % len(markers)](i) for i in range(count)]
 
 
 def write_class(folder: Path, texts: list[str], count: int, suffix: str = ".py") -> Path:
-    """`count` submissions that take `texts` in turn; a .py file ends with a comment of its own (no two the same)."""
+    """The class of `distinct_copies` in `folder`, one file a student."""
     folder.mkdir()
-    for i in range(count):
-        text = texts[i % len(texts)]
-        (folder / f"s{i:04d}{suffix}").write_text(f"{text}\n# student {i}\n" if suffix == ".py" else text)
+    for i, text in enumerate(distinct_copies(texts, count, suffix)):
+        (folder / f"s{i:04d}{suffix}").write_text(text)
     return folder
+
+
+def loop_submission(key: str) -> str:
+    """benchmarks/loop_solution.py with the written part of `key` (its ANSWERS) after it."""
+    if WRITTEN_PART not in key:
+        raise SystemExit(f"the answer key has no line {WRITTEN_PART!r} to take its ANSWERS from")
+    return f"{LOOP_SOLUTION.read_text()}\n\n{key[key.index(WRITTEN_PART):]}"
 
 
 def mixed_samples(folder: Path) -> list[str]:
@@ -283,7 +363,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def nbgrader_figures(dist: Path, count: int, work: Path) -> dict:
+def nbgrader_figures(dist: Path, count: int, work: Path, timings: bool = False) -> dict:
     """`qkv grade` and `nbgrader autograde` on the same `count` notebooks of nbgrader's source, and the ratio; none
     for 0, which is no comparison (and qkv grade refuses a folder with nothing to grade)."""
     if not count:
@@ -291,34 +371,71 @@ def nbgrader_figures(dist: Path, count: int, work: Path) -> dict:
     name = "attention-numpy"
     source = (dist / "nbgrader" / "source" / name / f"{name}.ipynb").read_text()
     nbformat.reads(source, as_version=4)
+    notebooks = distinct_copies([source], count, ".ipynb")
     same = work / "same"
     same.mkdir()
-    for i in range(count):
-        (same / f"s{i:03d}.ipynb").write_text(source)
-    qkv = timed_grade(dist, same, work / "out-same")
-    nbgrader = nbgrader_autograde(dist / "nbgrader", name, source, count, work)
+    for i, notebook in enumerate(notebooks):
+        (same / f"s{i:03d}.ipynb").write_text(notebook)
+    qkv = timed_grade(dist, same, work / "out-same", timings=timings)
+    nbgrader = nbgrader_autograde(dist / "nbgrader", name, notebooks, work)
     return {"qkv_same_notebooks": qkv, "nbgrader_autograde": nbgrader,
             "nbgrader_over_qkv": round(nbgrader["wall_s"] / qkv["wall_s"], 1)}
 
 
+# every class qkv grades: its key in the results file, its row in the first table, its column in the second
+QKV_CLASSES = (("qkv_py", "qkv grade, .py files, answer key", ".py keys"),
+               ("qkv_py_loops", "qkv grade, .py files, loop solution", ".py loops"),
+               ("qkv_py_mixed", "qkv grade, .py files, mixed class", "mixed class"),
+               ("qkv_notebooks", "qkv grade, notebooks", "notebooks"),
+               ("qkv_same_notebooks", "qkv grade, nbgrader notebooks", "nbgrader's notebooks"))
+
+
+def with_nbgrader_ratios(figures: dict) -> dict:
+    """`figures` with each qkv class's `nbgrader_ratio_per_submission`, where nbgrader ran beside them."""
+    nbgrader = figures.get("nbgrader_autograde")
+    if nbgrader is None:
+        return figures
+    rated = dict(figures)
+    for key, _, _ in QKV_CLASSES:
+        if key in figures:
+            ratio = nbgrader["ms_per_submission"] / figures[key]["ms_per_submission"]
+            rated[key] = {**figures[key], "nbgrader_ratio_per_submission": round(ratio, 1)}
+    return rated
+
+
+def stage_table(figures: dict) -> list[str]:
+    """Milliseconds per submission of each stage (rows) in each class that has them (columns); none without."""
+    classes = [(key, column) for key, _, column in QKV_CLASSES if "stages" in figures.get(key, {})]
+    if not classes:
+        return []
+    rows: dict[tuple[str, str], None] = {}  # every stage any class has, in the order they first come
+    for key, _ in classes:
+        for part, stages in figures[key]["stages"].items():
+            rows.update(dict.fromkeys((part, stage) for stage in stages))
+    lines = ["\n| stage, CPU ms per submission | " + " | ".join(column for _, column in classes) + " |",
+             "|---|" + "---|" * len(classes)]
+    for part, stage in rows:
+        cells = [figures[key]["stages"].get(part, {}).get(stage, "-") for key, _ in classes]
+        lines.append(f"| {part}: {stage} | " + " | ".join(str(c) for c in cells) + " |")
+    return lines
+
+
 def report(figures: dict) -> str:
-    """The Markdown table for the README, and the sentences under it, of the figures measured."""
-    rows = [
-        ("qkv grade, .py files", "qkv_py"),
-        ("qkv grade, .py files, mixed class", "qkv_py_mixed"),
-        ("qkv grade, notebooks", "qkv_notebooks"),
-        ("qkv grade, nbgrader notebooks", "qkv_same_notebooks"),
-        ("nbgrader autograde, same notebooks", "nbgrader_autograde"),
-    ]
-    lines = ["| what | submissions | wall s | per second | peak memory MB |", "|---|---|---|---|---|"]
-    for label, key in rows:
+    """The Markdown tables for the README, and the sentences under them, of the figures measured."""
+    rows = [(key, label) for key, label, _ in QKV_CLASSES] + [("nbgrader_autograde",
+                                                              "nbgrader autograde, same notebooks")]
+    lines = ["| what | submissions | wall s | ms per submission | per second | peak memory MB | "
+             "nbgrader's ms over qkv's |", "|---|---|---|---|---|---|---|"]
+    for key, label in rows:
         if key in figures:
             f = figures[key]
-            lines.append(f"| {label} | {f['submissions']} | {f['wall_s']} | {f['per_second']} | "
-                         f"{f.get('peak_memory_mb', '-')} |")
+            lines.append(f"| {label} | {f['submissions']} | {f['wall_s']} | {f.get('ms_per_submission', '-')} | "
+                         f"{f['per_second']} | {f.get('peak_memory_mb', '-')} | "
+                         f"{f.get('nbgrader_ratio_per_submission', '-')} |")
     if "nbgrader_over_qkv" in figures:
         lines.append(f"\nnbgrader autograde takes {figures['nbgrader_over_qkv']}x as long as qkv grade on the same "
                      "notebooks.")
+    lines += stage_table(figures)
     if "baseline" in figures:
         b = figures["baseline"]
         lines.append(f"\nOn the {b['problems']} problems of {b['rev']}'s attention-numpy, {b['submissions']} "
@@ -337,7 +454,6 @@ def report(figures: dict) -> str:
 
 def class_figures(args: argparse.Namespace, work: Path) -> dict:
     """`qkv grade` on the classes of the working tree's attention-numpy, and nbgrader beside it."""
-    figures = {}
     # built by the command, apart: the build runs the references (torch too), which `qkv grade` never loads
     dist = work / "dist"
     subprocess.run([str(VENV_BIN / "qkv"), "build", "attention-numpy", "--out", str(dist)], check=True,
@@ -345,14 +461,15 @@ def class_figures(args: argparse.Namespace, work: Path) -> dict:
     assignment = resolve_assignment(find_manifest("attention-numpy"), load_bank_strict())
     key = key_module(assignment)
     notebook = key_notebook(assignment, dist / "student" / f"{assignment.module_name}.ipynb")
-    py = write_class(work / "py", [key], args.class_size)
-    nb = write_class(work / "nb", [notebook], args.class_size, ".ipynb")
-    figures["qkv_py"] = timed_grade(dist, py, work / "out-py")
-    mixed = write_class(work / "mixed", mixed_samples(SAMPLES), args.class_size)
-    figures["qkv_py_mixed"] = timed_grade(dist, mixed, work / "out-mixed")
-    figures["qkv_notebooks"] = timed_grade(dist, nb, work / "out-nb")
-    figures.update(nbgrader_figures(dist, args.nbgrader, work))
-    return figures
+    timings = grade_has_timings()
+    classes = (("qkv_py", [key], ".py"), ("qkv_py_loops", [loop_submission(key)], ".py"),
+               ("qkv_py_mixed", mixed_samples(SAMPLES), ".py"), ("qkv_notebooks", [notebook], ".ipynb"))
+    figures = {}
+    for name, texts, suffix in classes:
+        files = write_class(work / name, texts, args.class_size, suffix)
+        figures[name] = timed_grade(dist, files, work / f"out-{name}", timings=timings)
+    figures.update(nbgrader_figures(dist, args.nbgrader, work, timings))
+    return with_nbgrader_ratios(figures)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,8 +1,10 @@
-"""benchmarks/grade.py: its arguments, the nbgrader comparison it may leave out, and the report of what it measured.
+"""benchmarks/grade.py: its arguments, the nbgrader comparison it may leave out, the classes it writes (no two files
+the same), the stages `qkv grade --timings` reports, and the report of what it measured.
 
-A whole run, even of one submission, builds an assignment and starts `qkv grade` three times (a minute and more
+A whole run, even of one submission, builds an assignment and starts `qkv grade` five times (a minute and more
 on a busy two-core machine), so the parts that decide what runs and what is reported are tested here, on their own;
-`--baseline` once more in a small run of its own, two submissions a class (marked slow).
+`--baseline` once more in a small run of its own, two submissions a class, and the loop solution graded (both
+marked slow).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import json
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
-from conftest import ROOT
+from autograder.assemble.solution_key import key_module
+from conftest import QKV, ROOT, gradebook_rows
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +29,8 @@ def grade_benchmark():
     return module
 
 
-FIGURE = {"submissions": 3, "wall_s": 1.5, "per_second": 2.0, "peak_memory_mb": 300}
+FIGURE = {"submissions": 3, "wall_s": 1.5, "ms_per_submission": 500.0, "per_second": 2.0, "peak_memory_mb": 300}
+NBGRADER = {"submissions": 3, "wall_s": 11.2, "ms_per_submission": 3733.33, "per_second": 0.27}
 
 
 def test_nbgrader_0_leaves_the_comparison_out_and_the_report_says_only_what_ran(grade_benchmark, tmp_path):
@@ -34,15 +39,150 @@ def test_nbgrader_0_leaves_the_comparison_out_and_the_report_says_only_what_ran(
     # nothing is graded, nothing is read: there is no build at this path
     assert grade_benchmark.nbgrader_figures(tmp_path / "no-build", args.nbgrader, tmp_path) == {}
     assert list(tmp_path.iterdir()) == []
-    figures = {"qkv_py": FIGURE, "qkv_py_mixed": FIGURE, "qkv_notebooks": {**FIGURE, "submissions": 4}}
+    figures = {"qkv_py": FIGURE, "qkv_py_loops": {**FIGURE, "ms_per_submission": 750.0}, "qkv_py_mixed": FIGURE,
+               "qkv_notebooks": {**FIGURE, "submissions": 4}}
+    assert grade_benchmark.with_nbgrader_ratios(figures) == figures  # no nbgrader, no ratio
     text = grade_benchmark.report(figures)
-    assert text.splitlines()[2:] == ["| qkv grade, .py files | 3 | 1.5 | 2.0 | 300 |",
-                                     "| qkv grade, .py files, mixed class | 3 | 1.5 | 2.0 | 300 |",
-                                     "| qkv grade, notebooks | 4 | 1.5 | 2.0 | 300 |"]
+    assert text.splitlines() == [
+        "| what | submissions | wall s | ms per submission | per second | peak memory MB | nbgrader's ms over qkv's |",
+        "|---|---|---|---|---|---|---|",
+        "| qkv grade, .py files, answer key | 3 | 1.5 | 500.0 | 2.0 | 300 | - |",
+        "| qkv grade, .py files, loop solution | 3 | 1.5 | 750.0 | 2.0 | 300 | - |",
+        "| qkv grade, .py files, mixed class | 3 | 1.5 | 500.0 | 2.0 | 300 | - |",
+        "| qkv grade, notebooks | 4 | 1.5 | 500.0 | 2.0 | 300 | - |"]
     compared = grade_benchmark.report({**figures, "qkv_same_notebooks": FIGURE, "nbgrader_over_qkv": 7.5,
-                                       "nbgrader_autograde": {"submissions": 3, "wall_s": 11.2, "per_second": 0.27}})
-    assert "| nbgrader autograde, same notebooks | 3 | 11.2 | 0.27 | - |" in compared
+                                       "nbgrader_autograde": NBGRADER})
+    assert "| nbgrader autograde, same notebooks | 3 | 11.2 | 3733.33 | 0.27 | - | - |" in compared
     assert compared.endswith("nbgrader autograde takes 7.5x as long as qkv grade on the same notebooks.")
+
+
+def test_each_class_gets_nbgrader_s_time_per_notebook_over_its_own_per_submission(grade_benchmark):
+    figures = {"qkv_py": FIGURE, "qkv_py_loops": {**FIGURE, "ms_per_submission": 1000.0},
+               "qkv_same_notebooks": {**FIGURE, "ms_per_submission": 373.333}, "nbgrader_autograde": NBGRADER,
+               "nbgrader_over_qkv": 10.0}
+    rated = grade_benchmark.with_nbgrader_ratios(figures)
+    assert {key: f.get("nbgrader_ratio_per_submission") for key, f in rated.items() if isinstance(f, dict)} == \
+        {"qkv_py": 7.5, "qkv_py_loops": 3.7, "qkv_same_notebooks": 10.0, "nbgrader_autograde": None}
+    assert figures["qkv_py"] == FIGURE  # the figures given stay as they were
+    lines = grade_benchmark.report(rated).splitlines()
+    assert "| qkv grade, .py files, loop solution | 3 | 1.5 | 1000.0 | 2.0 | 300 | 3.7 |" in lines
+    assert "| qkv grade, nbgrader notebooks | 3 | 1.5 | 373.333 | 2.0 | 300 | 10.0 |" in lines
+
+
+def test_every_copy_of_a_class_is_a_file_of_its_own_and_a_notebook_stays_a_notebook(grade_benchmark, tmp_path):
+    py = grade_benchmark.distinct_copies(["def f():\n    return 1\n", "x = 2\n"], 5)
+    assert len(set(py)) == 5
+    assert py[3] == "# submission 3\nx = 2\n" and py[4] == "# submission 4\ndef f():\n    return 1\n"
+    cells = [nbformat.v4.new_markdown_cell("# intro"), nbformat.v4.new_code_cell("import numpy as np"),
+             nbformat.v4.new_code_cell("def f():\n    return 1"), nbformat.v4.new_code_cell("ANSWERS = {}")]
+    cells[0].metadata["qkv"], cells[1].metadata["qkv"] = {"role": "intro"}, {"role": "setup"}
+    cells[2].metadata["qkv"] = cells[3].metadata["qkv"] = {"role": "work"}
+    notebook = nbformat.writes(nbformat.v4.new_notebook(cells=cells))
+    copies = grade_benchmark.distinct_copies([notebook], 3, ".ipynb")
+    assert len(set(copies)) == 3
+    for i, copy in enumerate(copies):
+        read = nbformat.reads(copy, as_version=4)
+        nbformat.validate(read)
+        # the first work cell, and only it, starts with the copy's number
+        assert [c.source for c in read.cells] == ["# intro", "import numpy as np",
+                                                 f"# submission {i}\ndef f():\n    return 1", "ANSWERS = {}"]
+    folder = grade_benchmark.write_class(tmp_path / "class", [notebook], 2, ".ipynb")
+    assert sorted(p.name for p in folder.iterdir()) == ["s0000.ipynb", "s0001.ipynb"]
+    assert (folder / "s0001.ipynb").read_text() == copies[1]
+
+
+def test_the_loop_solution_comes_with_the_key_s_written_answers_and_none_of_its_functions(grade_benchmark):
+    key = 'import numpy as np\n\ndef softmax_rows(S):\n    return "KEY-ONLY"\n\nSTUDENT_ID = ""\nANSWERS = {"a": 1}\n'
+    submission = grade_benchmark.loop_submission(key)
+    assert submission.startswith(grade_benchmark.LOOP_SOLUTION.read_text())
+    assert submission.endswith('\n\nSTUDENT_ID = ""\nANSWERS = {"a": 1}\n') and "KEY-ONLY" not in submission
+    with pytest.raises(SystemExit, match="no line 'STUDENT_ID = \"\"'"):
+        grade_benchmark.loop_submission("ANSWERS = {}\n")
+
+
+TIMINGS = {"submissions": 4, "wall_s": 2.0, "cpu_s": 1.0,
+           "grader": {"start": 0.8, "intake": 0.04, "send": 0.03, "receive": 0.11, "score": 0.32, "gradebook": 0.2,
+                      "pages": 0.31, "class": 0.02},
+           "sandbox": {"jobs": 4, "handler_cpu_s": 0.41, "load_cpu_s": 1.5, "calls_cpu_s": 2.2}}
+STAGES = {"grader": {"start": 200.0, "intake": 10.0, "send": 7.5, "receive": 27.5, "score": 80.0, "gradebook": 50.0,
+                     "pages": 77.5, "class": 5.0},
+          "sandbox": {"handler": 102.5, "load": 375.0, "calls": 550.0}}
+
+
+def test_a_timings_file_becomes_milliseconds_per_submission_by_stage(grade_benchmark, tmp_path):
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps(TIMINGS))
+    assert grade_benchmark.read_stages(path) == STAGES
+    for broken in ("{", json.dumps({**TIMINGS, "submissions": 0}), json.dumps({**TIMINGS, "grader": [1, 2]}),
+                   json.dumps({k: v for k, v in TIMINGS.items() if k != "sandbox"})):
+        path.write_text(broken)
+        with pytest.raises(SystemExit, match="not the timings `qkv grade --timings` writes"):
+            grade_benchmark.read_stages(path)
+
+
+FAKE_QKV = """
+import csv, json, sys
+from pathlib import Path
+args = sys.argv[1:]
+subs, out = Path(args[2]), Path(args[args.index("--out") + 1])
+out.mkdir()
+with open(out / "gradebook.csv", "w", newline="") as handle:
+    rows = csv.writer(handle)
+    rows.writerow(["student", "total", "isolation"])
+    rows.writerows([p.stem, "1", "bwrap"] for p in sorted(subs.iterdir()))
+if "--timings" in args:
+    Path(args[args.index("--timings") + 1]).write_text(json.dumps(TIMINGS))
+print("QKV-GRADER-CPU 0.5", file=sys.stderr)
+"""
+
+
+def test_a_graded_class_carries_the_stages_qkv_grade_reported(grade_benchmark, tmp_path):
+    """timed_grade passes --timings to the command only when asked, and reads what it wrote (here a stand-in that
+    writes a gradebook and the made-up timings)."""
+    fake = tmp_path / "fake_qkv.py"
+    fake.write_text(f"TIMINGS = {TIMINGS!r}\n{FAKE_QKV}")
+    subs = grade_benchmark.write_class(tmp_path / "subs", ["x = 1\n"], 4)
+    plain = grade_benchmark.timed_grade(tmp_path / "dist", subs, tmp_path / "out", [sys.executable, str(fake)])
+    assert "stages" not in plain and plain["submissions"] == 4 and plain["grader_cpu_s"] == 0.5
+    assert plain["ms_per_submission"] > 0
+    staged = grade_benchmark.timed_grade(tmp_path / "dist", subs, tmp_path / "out-staged",
+                                         [sys.executable, str(fake)], timings=True)
+    assert staged["stages"] == STAGES
+
+
+def test_the_second_table_gives_each_stage_by_class_in_milliseconds_per_submission(grade_benchmark):
+    loops = {"grader": {**STAGES["grader"], "score": 95.0}, "sandbox": {**STAGES["sandbox"], "calls": 2500.0}}
+    # a class measured before a stage was timed shows it as "-"
+    mixed = {"grader": {"start": 190.0}, "sandbox": {}}
+    figures = {"qkv_py": {**FIGURE, "stages": STAGES}, "qkv_py_loops": {**FIGURE, "stages": loops},
+               "qkv_py_mixed": {**FIGURE, "stages": mixed}, "qkv_notebooks": FIGURE}
+    lines = grade_benchmark.report(figures).splitlines()
+    table = lines[lines.index("| stage, CPU ms per submission | .py keys | .py loops | mixed class |"):]
+    assert table == ["| stage, CPU ms per submission | .py keys | .py loops | mixed class |", "|---|---|---|---|",
+                     "| grader: start | 200.0 | 200.0 | 190.0 |", "| grader: intake | 10.0 | 10.0 | - |",
+                     "| grader: send | 7.5 | 7.5 | - |", "| grader: receive | 27.5 | 27.5 | - |",
+                     "| grader: score | 80.0 | 95.0 | - |", "| grader: gradebook | 50.0 | 50.0 | - |",
+                     "| grader: pages | 77.5 | 77.5 | - |", "| grader: class | 5.0 | 5.0 | - |",
+                     "| sandbox: handler | 102.5 | 102.5 | - |", "| sandbox: load | 375.0 | 375.0 | - |",
+                     "| sandbox: calls | 550.0 | 2500.0 | - |"]
+    assert lines[lines.index(table[0]) - 1] == ""  # a table of its own
+    assert "stage, CPU ms" not in grade_benchmark.report({"qkv_py": FIGURE})  # none measured, no table
+
+
+@pytest.mark.slow  # `qkv grade` on two submissions
+def test_the_loop_solution_scores_full_marks_on_every_hidden_test(grade_benchmark, built_numpy, tmp_path):
+    """benchmarks/loop_solution.py is a benchmark's realistic correct code only while it is correct: graded as the
+    benchmark grades it (two distinct copies, the key's ANSWERS after the functions), on the bank as it is now."""
+    key = key_module(built_numpy.assignment)
+    subs = grade_benchmark.write_class(tmp_path / "loops", [grade_benchmark.loop_submission(key)], 2)
+    out = tmp_path / "out"
+    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+                           "--out", str(out), "--jobs", "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = gradebook_rows(out)
+    assert sorted(rows) == ["s0000", "s0001"]
+    for row in rows.values():
+        assert (row["status"], row["total"]) == ("graded", row["max"]), row
 
 
 @pytest.mark.parametrize("argv", [["--class-size", "0"], ["--nbgrader", "-1"], ["--rounds", "0"]])
