@@ -14,6 +14,7 @@ import pytest
 
 from autograder.grade.intake import MAX_DEPTH, discover, display_name, intake, safe_student_id
 from autograder.sandbox.worker.proctools import empty_folder
+from conftest import HOSTILE
 
 GOOD = "def double(x):\n    return 2 * x\n"
 
@@ -105,6 +106,15 @@ def test_a_notebook_with_no_code_cells_is_an_empty_program(tmp_path):
     (tmp_path / "s1.ipynb").write_text('{"cells": [{"cell_type": "markdown", "source": "hi", "metadata": {}}]}')
     (submission,) = intake(tmp_path).submissions
     assert submission.status == "ok" and submission.program.steps == ()
+
+
+def test_a_cell_of_forty_thousand_blank_lines_is_read_as_it_stands(tmp_path):
+    # tests/fixtures/submissions/blank_lines.ipynb: the look for magics once took minutes on it (a quadratic search;
+    # tests/test_runtime.py checks the search's matches stay on one line)
+    (tmp_path / "s1.ipynb").write_bytes((HOSTILE / "blank_lines.ipynb").read_bytes())
+    (submission,) = intake(tmp_path).submissions
+    (step,) = submission.program.steps
+    assert submission.status == "ok" and step.action == "python" and step.text == "\n" * 40000 + "x = 7 % 2"
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1100])
