@@ -41,7 +41,7 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
 
 
 # the header np.lib.format.write_array gives a C-ordered array: a 1.0 header, then the bytes
-_NPY_HEADER = re.compile(rb"\{'descr': '([<>|][biufc][0-9]{1,2})', 'fortran_order': False, 'shape': \(([0-9, ]*)\), \} *\n")
+_NPY_HEADER = re.compile(rb"\{'descr'[:] '([<>|][biufc][0-9]{1,2})', 'fortran_order'[:] False, 'shape'[:] \(([0-9, ]*)\), \} *\n")
 
 
 def load_npz(path: Path | io.BytesIO) -> dict[str, np.ndarray]:

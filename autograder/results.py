@@ -8,8 +8,11 @@ defaults, so `from_json` still reads the gradebooks of earlier versions.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
+
+from autograder.memo import Memo
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,16 @@ class SubmissionResult:
         return {**self.__dict__, "problems": [
             {**p.__dict__, "tests": [dict(t.__dict__) for t in p.tests]} for p in self.problems]}
 
+    def to_json_text(self) -> str:
+        """`json.dumps(self.to_json(), allow_nan=True)`, the same text, with each test a class shares (grade.score
+        makes one result per test passed) written once."""
+        # the problems in one dumps, each with tests null: a ProblemResult's only key is a field's name, and JSON
+        # escapes every quote inside a string, so each '"tests": null' is one problem's, in their order
+        shells = json.dumps([{**p.__dict__, "tests": None} for p in self.problems], allow_nan=True).split(_NO_TESTS)
+        tests = [f'"tests": {_array(_test_text(t) for t in p.tests)}' for p in self.problems]
+        problems = "".join(shell + written for shell, written in zip(shells, tests)) + shells[-1]
+        return _with(self.__dict__, "problems", problems)
+
     @staticmethod
     def from_json(data: dict[str, Any]) -> "SubmissionResult":
         problems = tuple(
@@ -66,3 +79,26 @@ class SubmissionResult:
         )
         return SubmissionResult(**{**data, "problems": problems, "notes": tuple(data.get("notes", ())),
                                    "answers": data.get("answers") or {}})
+
+
+_NO_TESTS = '"tests": null'
+
+
+def _with(values: dict[str, Any], key: str, text: str) -> str:
+    """json.dumps(values) with the value of `key` (whose entries before it are plain values) written as `text`:
+    the first '"key": null' is that entry, since JSON escapes every quote inside a string."""
+    return json.dumps({**values, key: None}, allow_nan=True).replace(f'"{key}": null', f'"{key}": {text}', 1)
+
+
+def _array(texts: Iterable[str]) -> str:
+    return "[" + ", ".join(texts) + "]"
+
+
+# a passed test's text, written once for the (shared, frozen) result; one with a picture is never shared
+_TEXTS: Memo[str] = Memo(16384)
+
+
+def _test_text(test: TestResult) -> str:
+    if not test.passed or test.heatmap is not None:
+        return json.dumps(test.__dict__, allow_nan=True)
+    return _TEXTS.get((test,), lambda: json.dumps(test.__dict__, allow_nan=True))

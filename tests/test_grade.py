@@ -340,3 +340,38 @@ def test_fraction_and_decimal_answers_are_numbers(built_numpy, tmp_path):
     assert len(written) == len(written_ids) and all(p.score == p.max_score for p in written), [
         t.message for p in written for t in p.tests if not t.passed]
     assert result.score == pytest.approx(built_numpy.assignment.max_points)
+
+
+def test_a_passed_test_is_one_result_that_every_student_shares():
+    test = GradedTest("softmax-rows", "rows", "public", 1.0, Tolerance(), (np.eye(2),), {}, (np.eye(2),))
+    problem = CodeProblem("softmax-rows", "softmax rows", 3.0, "softmax_rows", (test,), {})
+    runs = [ProblemRun("ok", "ran 1 call", {test.call_id: CallResult(ok=True, outputs=(np.eye(2),))}) for _ in "ab"]
+    first, second = (score_test(problem, test, run) for run in runs)
+    assert first is second  # made once, not once per student
+    assert (first.score, first.max_score, first.passed, first.message, first.input_shapes) == (
+        3.0, 3.0, True, "passed", "(2, 2)")
+
+
+def _written_bundle(variants: str):
+    from autograder.bank.load import load_problem
+    from autograder.bundle import GradingBundle, WrittenProblem
+
+    problem = load_problem(Path(__file__).parents[1] / "question_bank/attention/one-query-by-hand.yaml")
+    written = WrittenProblem(problem.id, 4.0, problem)
+    return written, GradingBundle("a", "A", "numpy", 7, variants, None, (), (written,), (problem.id,))
+
+
+def test_an_answer_a_class_shares_is_judged_once_per_variant():
+    from autograder.grade.score import score_written
+    from autograder.kinds import kind_of
+
+    written, same = _written_bundle("same")
+    kind = kind_of(written.problem)
+    right = kind.answer(written.problem, kind.variant(written.problem, 7, "same", None))
+    assert score_written(written, right, same, "ada") is score_written(written, dict(right), same, "ben")
+    assert score_written(written, right, same, "ada").score == 4.0
+    # per student, one student's right answer is another's wrong one
+    written, own = _written_bundle("per_student")
+    ada = kind.answer(written.problem, kind.variant(written.problem, 7, "per_student", "ada"))
+    assert score_written(written, ada, own, "ada").score == 4.0
+    assert score_written(written, ada, own, "ben").score < 4.0

@@ -279,3 +279,15 @@ def test_a_traceback_names_the_cell_and_line_in_every_route():
             assert raised_at(exc) == where
     assert qkv_check._where([(judge.cell_file(7), 3)], "mine.py") == ", at cell 7, line 3"
     assert qkv_check._where([("elsewhere.py", 3)], "mine.py") == ""
+
+
+def test_outputs_equal_to_the_byte_are_judged_as_every_other_output():
+    nan = np.array([[0.5, np.nan], [np.inf, -np.inf]])
+    assert compare((nan,), (nan.copy(),), 1e-6, 1e-6) is None  # a NaN where the reference has one: its answer
+    assert compare((np.zeros(2, dtype=np.int64),), (np.zeros(2),), 0, 0) is None  # the same bytes, other dtypes
+    assert compare((np.array([-0.0]),), (np.array([0.0]),), 0, 0) is None  # other bytes, the same number
+    words = np.array(["a", "b"])
+    assert compare((words,), (words.copy(),), 0, 0).reason == "returned an array of <U1, expected numbers"
+    assert compare((np.eye(2),), (np.eye(2).reshape(1, 4),), 0, 0).reason == "shape (2, 2), expected (1, 4)"
+    assert compare((np.eye(2)[:, ::-1],), (np.fliplr(np.eye(2)).copy(),), 0, 0) is None  # a view, read in order
+    assert compare((np.eye(2)[:, ::-1],), (np.eye(2),), 0, 0).reason == "4 of 4 entries differ, largest error 1"

@@ -77,3 +77,21 @@ def test_the_terminal_gradebook_prints_student_text_as_it_is():
     console.print(gradebook_table([result]))
     text = console.export_text()
     assert "[red]mallory[/red]" in text and message in text
+
+
+def test_the_written_documents_are_the_dumps_of_their_data_to_the_byte():
+    import dataclasses
+    import json
+
+    from autograder.report.results_json import results_json_text
+
+    for result in (sample(), sample(passed=True), SubmissionResult("eve", "", "load_error", "", 0.0, 6.0)):
+        # a student's text that looks like the entries written in afterwards must stay text
+        problems = tuple(dataclasses.replace(p, message='"tests": null') for p in result.problems)
+        odd = dataclasses.replace(result, message='"tests":null "problems": null', notes=('"tests": null',),
+                                  stdout='"problems": null', problems=problems,
+                                  answers={"problems": None, "tests": None, "x": [1, float("nan")]})
+        for each in (result, odd):
+            assert results_json_text(each, "bwrap") == json.dumps(results_json(each, "bwrap"), separators=(",", ":"))
+            assert each.to_json_text() == json.dumps(each.to_json(), allow_nan=True)
+            assert SubmissionResult.from_json(json.loads(each.to_json_text())).to_json_text() == each.to_json_text()

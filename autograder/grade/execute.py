@@ -10,37 +10,29 @@ its own problem's points.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from typing import Hashable, Iterable, Iterator, TypeVar
 
 from autograder.bundle import GradingBundle
+from autograder.memo import Memo
 from autograder.sandbox import Call, ProblemCalls, ProblemRun, Program, SandboxPool, SubmissionRun
 
 ALL_PROBLEMS = "__all_problems__"
 K = TypeVar("K", bound=Hashable)
 
 
-_CALLS: dict[int, tuple[GradingBundle, list[ProblemCalls], list[ProblemCalls]]] = {}
-_CALLS_LOCK = threading.Lock()
+_CALLS: Memo[tuple[list[ProblemCalls], list[ProblemCalls]]] = Memo(8)
 
 
 def _calls(bundle: GradingBundle) -> tuple[list[ProblemCalls], list[ProblemCalls]]:
     """(isolated, combined) calls of a bundle, made once: the sandbox reuses its encoding of the same list."""
-    with _CALLS_LOCK:
-        cached = _CALLS.get(id(bundle))
-        if cached is None or cached[0] is not bundle:
-            isolated = [
-                ProblemCalls(p.id, tuple(Call(t.call_id, p.function, t.args, dict(t.kwargs)) for t in p.tests))
-                for p in bundle.code
-            ]
-            everything = tuple(call for problem in isolated for call in problem.calls)
-            combined = [ProblemCalls(ALL_PROBLEMS, everything, batched=True)] if everything else []
-            cached = (bundle, isolated, combined)
-            if len(_CALLS) >= 8:
-                _CALLS.pop(next(iter(_CALLS)))
-            _CALLS[id(bundle)] = cached
-    return cached[1], cached[2]
+    def make() -> tuple[list[ProblemCalls], list[ProblemCalls]]:
+        isolated = [ProblemCalls(p.id, tuple(Call(t.call_id, p.function, t.args, dict(t.kwargs)) for t in p.tests))
+                    for p in bundle.code]
+        everything = tuple(call for problem in isolated for call in problem.calls)
+        return isolated, [ProblemCalls(ALL_PROBLEMS, everything, batched=True)] if everything else []
+
+    return _CALLS.get((bundle,), make)
 
 
 def isolated_calls(bundle: GradingBundle) -> list[ProblemCalls]:

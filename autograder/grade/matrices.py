@@ -10,6 +10,7 @@ what each query attends to. Non-finite entries are kept as None.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -29,8 +30,8 @@ def _is_weights(rows: np.ndarray) -> bool:
 
 
 def _cells(rows: np.ndarray) -> list[list[Optional[float]]]:
-    rounded = np.round(rows.astype(float), 4)
-    return [[float(x) if np.isfinite(x) else None for x in row] for row in rounded]
+    rounded = np.round(rows.astype(float), 4).tolist()  # Python floats: math.isfinite costs a tenth of np.isfinite
+    return [[x if math.isfinite(x) else None for x in row] for row in rounded]
 
 
 def _mask(args: Sequence[Any], kwargs: dict[str, Any], shape: tuple[int, ...]) -> Optional[list[list[bool]]]:

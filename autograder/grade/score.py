@@ -23,6 +23,7 @@ from autograder.grade.intake import Submission
 from autograder.grade.matrices import picture
 from autograder.kinds import kind_of
 from autograder.kinds.implement import IMPLEMENT
+from autograder.memo import Memo
 from autograder.results import ProblemResult, SubmissionResult, TestResult
 from autograder.sandbox import ProblemRun, SubmissionRun
 from qkv_runtime.compare import compare, excerpt, select
@@ -43,7 +44,8 @@ class Upstream:
 
     @staticmethod
     def of(bundle: GradingBundle) -> "Upstream":
-        return Upstream({p.id: p.function for p in bundle.code}, {p.id: p.misconceptions for p in bundle.code})
+        shared = _shared(bundle)  # read only: each grading adds what it shows to its own `shown`
+        return Upstream(shared.functions, shared.messages)
 
     def confirmed(self, problem: str, mistake: str) -> bool:
         return mistake in self.shown.get(problem, ())
@@ -67,11 +69,24 @@ def diagnose(test: GradedTest, got: tuple[np.ndarray, ...], upstream: Upstream |
                         upstream.shown.get(problem, ()))
 
 
+# a test passed is the same result for every student: made once (results are frozen, so sharing one is safe)
+_PASSED: Memo[TestResult] = Memo(16384)
+
+
+def _passed(problem: CodeProblem, test: GradedTest) -> TestResult:
+    def make() -> TestResult:
+        max_score = problem.test_points(test)
+        message = f"raised {test.expect_error} as required" if test.expect_error else "passed"
+        return TestResult(problem.id, test.name, test.visibility, max_score, max_score, True, message,
+                          input_shapes=test.input_shapes)
+
+    return _PASSED.get((problem, test), make)
+
+
 def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
                upstream: Upstream | None = None) -> TestResult:
-    max_score = problem.test_points(test)
-
     def result(passed: bool, message: str, **extra: Any) -> TestResult:
+        max_score = problem.test_points(test)
         return TestResult(problem.id, test.name, test.visibility, max_score if passed else 0.0, max_score,
                           passed, message, input_shapes=test.input_shapes, **extra)
 
@@ -81,7 +96,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
         return result(False, f"no result: {reason}")
     if test.expect_error:
         if not call.ok and call.error and _raised(call.error) == test.expect_error:
-            return result(True, f"raised {test.expect_error} as required")
+            return _passed(problem, test)
         return result(False, f"should raise {test.expect_error}" + (f", but raised {call.error}" if call.error else ""))
     if not call.ok:
         return result(False, call.error or "failed")
@@ -89,7 +104,7 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
     assert test.expected is not None
     mismatch = compare(got, test.expected, test.tolerance.abs, test.tolerance.rel)
     if mismatch is None:
-        return result(True, "passed")
+        return _passed(problem, test)
     upstream = upstream or Upstream()
     named = diagnose(test, got, upstream, problem.id)
     message = mismatch.reason
@@ -109,17 +124,18 @@ def score_code_problem(problem: CodeProblem, run: SubmissionRun, upstream: Upstr
     problem_run = run.problems.get(problem.id)
     upstream = upstream if upstream is not None else Upstream()
     upstream.shown[problem.id] = frozenset()  # what this problem shows, growing test by test, in the tests' order
-    tests: tuple[TestResult, ...] = ()
+    tests = []
     for test in problem.tests:
-        tests += (score_test(problem, test, problem_run, upstream),)
-        upstream.shown[problem.id] = shown((t.misconception, t.cause) for t in tests)
+        tests.append(score_test(problem, test, problem_run, upstream))
+        upstream.shown[problem.id] |= shown([(tests[-1].misconception, tests[-1].cause)])
     if problem.function not in run.defined:
         message = f"{problem.function} is not defined"
     elif problem_run is not None and problem_run.status != "ok":
         message = problem_run.message
     else:
         message = f"{sum(t.passed for t in tests)} of {len(tests)} tests passed"
-    return ProblemResult(problem.id, IMPLEMENT.name, round(sum(t.score for t in tests), 4), problem.points, message, tests)
+    return ProblemResult(problem.id, IMPLEMENT.name, round(sum(t.score for t in tests), 4), problem.points, message,
+                         tuple(tests))
 
 
 def basic_first(code: tuple[CodeProblem, ...]) -> list[CodeProblem]:
@@ -140,10 +156,64 @@ def basic_first(code: tuple[CodeProblem, ...]) -> list[CodeProblem]:
     return list(done.values())
 
 
+@dataclass(frozen=True)
+class _Shared:
+    """What every student's grading of one bundle starts from."""
+
+    order: tuple[CodeProblem, ...]  # basic_first
+    functions: dict[str, str]
+    messages: dict[str, dict[str, str]]
+
+
+# made once per bundle, not per submission
+_SHARED: Memo[_Shared] = Memo(8)
+
+
+def _shared(bundle: GradingBundle) -> _Shared:
+    return _SHARED.get((bundle,), lambda: _Shared(tuple(basic_first(bundle.code)),
+                                                  {p.id: p.function for p in bundle.code},
+                                                  {p.id: p.misconceptions for p in bundle.code}))
+
+
 # ----------------------------------------------------------- written answers
 
 
+_PLAIN = (str, int, float, bool, type(None))
+_LONGEST = 4096  # a longer answer is judged afresh: the memo must stay small whatever students type
+
+
+def _fingerprint(answer: Any) -> str | None:
+    """The answer's repr when it is plain data, whose repr tells apart every value a kind may judge apart
+    (1, 1.0, True and "1"; a list and a tuple); None for anything else, which is judged afresh."""
+    def plain(value: Any) -> bool:
+        if type(value) in _PLAIN:
+            return True
+        if type(value) in (list, tuple):
+            return all(plain(v) for v in value)
+        return type(value) is dict and all(type(k) is str and plain(v) for k, v in value.items())
+
+    try:
+        text = repr(answer) if plain(answer) else None
+    except RecursionError:  # nested deeper than Python reads: the kind says what it makes of that
+        return None
+    return text if text is not None and len(text) <= _LONGEST else None
+
+
+# a class types the same answers (its right ones above all): each one is judged once per variant. A kind's verdict
+# depends on the problem, the answer and the variant only, and the variant on (seed, mode, and the student only
+# when the mode is per_student: base.WrittenKind.variant)
+_JUDGED: Memo[ProblemResult] = Memo(16384)
+
+
 def score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, student: str) -> ProblemResult:
+    fingerprint = _fingerprint(answer)
+    if fingerprint is None:
+        return _score_written(written, answer, bundle, student)
+    variant = (bundle.seed, bundle.variants, student if bundle.variants == "per_student" else None)
+    return _JUDGED.get((written,), lambda: _score_written(written, answer, bundle, student), (variant, fingerprint))
+
+
+def _score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, student: str) -> ProblemResult:
     problem = written.problem
 
     def result(fraction: float, message: str, misconception: str | None = None) -> ProblemResult:
@@ -167,7 +237,7 @@ def grade_submission(bundle: GradingBundle, submission: Submission, run: Submiss
         return SubmissionResult(submission.student, submission.digest, submission.status, submission.message,
                                 0.0, bundle.max_points)
     upstream = Upstream.of(bundle)
-    results = {p.id: score_code_problem(p, run, upstream) for p in basic_first(bundle.code)}
+    results = {p.id: score_code_problem(p, run, upstream) for p in _shared(bundle).order}
     answers = run.answers if isinstance(run.answers, dict) else {}
     for written in bundle.written:
         results[written.id] = score_written(written, answers.get(written.id), bundle, submission.student)

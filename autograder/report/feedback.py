@@ -15,6 +15,7 @@ after the student's own due date (with extension, from the classroom's
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,11 +23,11 @@ import jinja2
 
 from autograder.bundle import GradingBundle
 from autograder.report.files import write_atomic
-from autograder.report.lessons import Summary, problem_lines, summarise
+from autograder.report.lessons import ProblemLines, Summary, bank_words, problem_lines, summarise
 from autograder.report.pictures import Image, test_pictures
 from autograder.report.summary import points
 from autograder.report.written import WrittenView, written_view
-from autograder.results import SubmissionResult, TestResult
+from autograder.results import ProblemResult, SubmissionResult, TestResult
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.report", "templates"),
@@ -59,15 +60,17 @@ def _drawn(tests: list[TestResult], past_due: bool) -> Optional[TestResult]:
     return candidates[0] if candidates else None
 
 
-def _bank_words(bundle: GradingBundle | None) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
-    if bundle is None:
-        return {}, {}
-    return ({p.id: p.function for p in bundle.code},
-            {(p.id, m): text for p in bundle.code for m, text in p.misconceptions.items()})
+@dataclass(frozen=True)
+class ProblemEntry:
+    """One problem's part of the page (an object, as lessons.ProblemLines is, for Jinja2's sake)."""
+
+    result: ProblemResult
+    lines: ProblemLines
+    written: Optional[WrittenView]  # a written problem of the bundle's
 
 
 def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle | None) -> dict[str, Any]:
-    functions, messages = _bank_words(bundle)
+    functions, messages = bank_words(bundle)
     summary: Summary = summarise(result, functions, messages, verdict_words=past_due)
     pictures: dict[tuple[str, str], list[Image]] = {}
 
@@ -82,11 +85,11 @@ def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle
     written = {w.id: w for w in bundle.written} if bundle is not None else {}
     problems = []
     for problem in result.problems:
-        entry: dict[str, Any] = {"result": problem, "lines": problem_lines(problem, summary), "written": None}
+        view = None
         if problem.problem_id in written and bundle is not None:  # a written problem of this bundle
-            entry["written"] = written_view(written[problem.problem_id], problem, result.answers.get(problem.problem_id),
-                                            bundle, result.student, past_due)
-        problems.append(entry)
+            view = written_view(written[problem.problem_id], problem, result.answers.get(problem.problem_id), bundle,
+                                result.student, past_due)
+        problems.append(ProblemEntry(problem, problem_lines(problem, summary), view))
     return dict(summary=summary, lesson_drawn=lesson_drawn, rest_drawn=rest_drawn, pictures=pictures,
                 problems=problems, visible=lambda t: visible(t, past_due))
 

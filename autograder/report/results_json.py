@@ -17,9 +17,10 @@ import json
 from pathlib import Path
 
 from autograder.kinds import KINDS
+from autograder.memo import Memo
 from autograder.results import SubmissionResult, TestResult
 from autograder.report.files import write_atomic
-from autograder.report.lessons import Summary, summarise
+from autograder.report.lessons import Summary, bank_words, summarise
 from qkv_runtime.diagnosis import written_mistake_text
 
 
@@ -66,8 +67,7 @@ def _points(value: float) -> str:
 def summary_of(result: SubmissionResult, bundle=None) -> Summary:
     """What to fix first, in the bank's words when `bundle` gives them (a written answer's verdict words hidden:
     results.json is what Gradescope shows before the due date)."""
-    functions = {p.id: p.function for p in bundle.code} if bundle is not None else {}
-    messages = {(p.id, m): t for p in bundle.code for m, t in p.misconceptions.items()} if bundle is not None else {}
+    functions, messages = bank_words(bundle)
     return summarise(result, functions, messages, verdict_words=False)
 
 
@@ -84,21 +84,26 @@ def fix_first(summary: Summary) -> list[str]:
     return (["what to fix first:"] + lines) if lines else []
 
 
+def _test_entry(test: TestResult, summary: Summary, code: bool) -> dict:
+    return {
+        "name": f"{test.problem_id}: {test.name}",
+        "score": round(test.score, 4),
+        "max_score": round(test.max_score, 4),
+        "output": _test_output(test, summary, code),
+        "visibility": "visible" if test.visibility == "public" else "after_due_date",
+        "status": "passed" if test.passed else "failed",
+    }
+
+
 def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
     """`bundle` (the GradingBundle) gives the summary the bank's words; without it, the tests' own stand in.
     Each mistake is named once, in the summary; a test it explains points there and says what differs."""
     summary = summary_of(result, bundle)
-    tests = [
-        {
-            "name": f"{t.problem_id}: {t.name}",
-            "score": round(t.score, 4),
-            "max_score": round(t.max_score, 4),
-            "output": _test_output(t, summary, KINDS[p.kind].code),
-            "visibility": "visible" if t.visibility == "public" else "after_due_date",
-            "status": "passed" if t.passed else "failed",
-        }
-        for p in result.problems for t in p.tests
-    ]
+    tests = [_test_entry(t, summary, KINDS[p.kind].code) for p in result.problems for t in p.tests]
+    return _document(result, isolation, summary, tests)
+
+
+def _document(result: SubmissionResult, isolation: str, summary: Summary, tests: list[dict] | None) -> dict:
     output = f"status: {result.status}" + (f" ({result.message})" if result.message else "")
     output += f"\nsandbox: {ISOLATION_TEXT.get(isolation, isolation)}"
     for note in result.notes:
@@ -109,5 +114,27 @@ def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
             "extra_data": {"isolation": isolation}}
 
 
+_COMPACT = (",", ":")
+
+# a passed test's entry is the same for every student (grade.score shares its result): written once
+_PASSED: Memo[str] = Memo(16384)
+
+
+def _test_text(test: TestResult, summary: Summary, code: bool) -> str:
+    if not test.passed:
+        return json.dumps(_test_entry(test, summary, code), separators=_COMPACT)
+    # passed: its entry reads neither summary nor code
+    return _PASSED.get((test,), lambda: json.dumps(_test_entry(test, summary, code), separators=_COMPACT))
+
+
+def results_json_text(result: SubmissionResult, isolation: str, bundle=None) -> str:
+    """`json.dumps(results_json(...), separators=(",", ":"))`, the same text: the tests are written in one by one,
+    where the document has null (the first '"tests":null' is theirs: JSON escapes every quote inside a string)."""
+    summary = summary_of(result, bundle)
+    tests = ",".join(_test_text(t, summary, KINDS[p.kind].code) for p in result.problems for t in p.tests)
+    head = json.dumps(_document(result, isolation, summary, None), separators=_COMPACT)
+    return head.replace('"tests":null', f'"tests":[{tests}]', 1)
+
+
 def write_results_json(path: Path, result: SubmissionResult, isolation: str, bundle=None) -> None:
-    write_atomic(path, (json.dumps(results_json(result, isolation, bundle), separators=(",", ":")) + "\n").encode())
+    write_atomic(path, (results_json_text(result, isolation, bundle) + "\n").encode())

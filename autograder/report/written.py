@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from autograder.bundle import GradingBundle, WrittenProblem
 from autograder.kinds import kind_of
+from autograder.memo import Memo
 from autograder.results import ProblemResult
 
 
@@ -58,20 +59,12 @@ def verdict(problem: ProblemResult) -> str:
     return f"partly right ({problem.score:g} of {problem.max_score:g} points)"
 
 
-# a class shares its variants: each key and solution is rendered once (problems are not hashable: keyed by identity)
-_CACHE: dict[tuple, tuple[WrittenProblem, Any]] = {}
+# a class shares its variants: each key and solution is rendered once
+_RENDERED: Memo[Any] = Memo(4096)
 
 
 def _remembered(what: str, written: WrittenProblem, seed: int, mode: str, who: Optional[str], make) -> Any:
-    key = (what, id(written), seed, mode, who)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is written:
-        return hit[1]
-    if len(_CACHE) > 4096:
-        _CACHE.clear()
-    value = make(written, seed, mode, who)
-    _CACHE[key] = (written, value)
-    return value
+    return _RENDERED.get((written,), lambda: make(written, seed, mode, who), (what, seed, mode, who))
 
 
 def _explain(written: WrittenProblem, seed: int, mode: str, who: Optional[str]) -> tuple[tuple, Markup, str]:

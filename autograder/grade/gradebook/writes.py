@@ -85,7 +85,7 @@ class Writes:
                 (result.student, result.digest, now, result.status, result.score,
                  result.max_score, isolation, context.source, context.submitted_at, context.time_source,
                  int(context.late_marked), json.dumps(result.answers, allow_nan=True),
-                 json.dumps(result.to_json(), allow_nan=True), attempt,
+                 result.to_json_text(), attempt,
                  result.score if final is None else final),
             ).fetchone()[0]
             self._db.executemany("INSERT INTO grading_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -21,23 +21,19 @@ from autograder.kinds.numeric.parts import close
 from autograder.kinds.numeric.render import render_prompt
 from autograder.kinds.numeric.variants import InfeasibleProblem, draw_variant, lecture_variant
 from autograder.kinds.resolve import resolve
+from autograder.memo import Memo
 from qkv_runtime import judge
 
 VARIANTS_CHECKED = 200  # drawn by `qkv validate` for each parameterised problem
 # per-student numbers are a student's own only if few others share them: with 50 variants a class of 200
 # has about 4 students per variant, and no one can look the answers up in a short list
 MIN_VARIANTS = 50
-_DRAWN: dict[int, tuple[object, list[Variant]]] = {}
+_DRAWN: Memo[list[Variant]] = Memo(1024)
 
 
 def draws(problem) -> list[Variant]:
     """The variants of seeds 0 to 199 (remembered: validate checks them, then summarises them)."""
-    cached = _DRAWN.get(id(problem))
-    if cached is not None and cached[0] is problem:
-        return cached[1]
-    variants = [draw_variant(problem, seed) for seed in range(VARIANTS_CHECKED)]
-    _DRAWN[id(problem)] = (problem, variants)
-    return variants
+    return _DRAWN.get((problem,), lambda: [draw_variant(problem, seed) for seed in range(VARIANTS_CHECKED)])
 
 
 def checked_variants(problem) -> list[Variant]:
