@@ -80,7 +80,10 @@ class Step:
 
 def _text(value: Any) -> str:
     if isinstance(value, list):
-        return "".join(v for v in value if isinstance(v, str))
+        try:
+            return "".join(value)
+        except TypeError:  # something other than strings among the lines: those are left out
+            return "".join(v for v in value if isinstance(v, str))
     return value if isinstance(value, str) else ""
 
 
@@ -197,8 +200,8 @@ def python_of(source: str) -> str:
     """A code cell's Python with its line magics and shell lines made inert (indentation kept)."""
     lines = source.splitlines()
     joined = "\n".join(lines)
-    if not ("%" in joined or "!" in joined or "?" in joined) or not _MAYBE_MAGIC.search(joined):
-        return joined
+    if not any(_MAYBE_MAGIC.search(line) for line in lines if "%" in line or "!" in line or "?" in line):
+        return joined  # most cells: `%` and `!=` are rare enough that looking at their lines alone is cheap
     out = []
     for line, starts in zip(lines, _logical_line_starts(lines)):
         stripped = line.lstrip()
