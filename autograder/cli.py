@@ -267,8 +267,12 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                           progress=lambda done, total, student: bar.update(task, completed=done, total=total,
                                                                           description=escape(terminal_safe(student))))
     if timings is not None and timings_file is not None:
-        write_atomic(timings_file, (json.dumps(timings.to_json(run.graded_now, cluster is None), indent=1)
-                                    + "\n").encode())
+        try:
+            write_atomic(timings_file, (json.dumps(timings.to_json(run.graded_now, cluster is None), indent=1)
+                                        + "\n").encode())
+        except OSError as err:
+            raise QkvError(str(timings_file), f"cannot write the timings ({err.strerror or err}); the grades are "
+                                              f"written in {run.out}") from None
     for note in run.notes:
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
     if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows

@@ -50,4 +50,20 @@ def test_qkv_grade_writes_each_stage_and_the_sandboxs_cpu(built_numpy, tmp_path)
     assert grader["start"] > 0 and grader["score"] > 0 and grader["pages"] > 0
     assert sum(grader.values()) == pytest.approx(figures["cpu_s"], abs=0.01)
     assert sandbox["jobs"] == 3 and sandbox["handler_cpu_s"] > 0
-    assert sandbox["load_cpu_s"] > 0.25 and sandbox["calls_cpu_s"] > 0
+    # loading's CPU is read when its frame is handled, so on a busy machine it may include calls made meanwhile,
+    # never less than the loading itself
+    assert sandbox["load_cpu_s"] > 0.25 and sandbox["calls_cpu_s"] >= 0
+
+
+@pytest.mark.slow
+def test_a_timings_file_that_cannot_be_written_is_one_line_and_the_grades_stay(built_numpy, tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "cho.py").write_text("x = 1\n")
+    (tmp_path / "file").write_text("")
+    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+                           "--out", str(tmp_path / "out"), "--timings", str(tmp_path / "file" / "t.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"error: {tmp_path / 'file' / 't.json'}: cannot write")
+    assert (tmp_path / "out" / "gradebook.csv").is_file()

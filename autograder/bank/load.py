@@ -117,15 +117,16 @@ def parse_problem(text: str, where: str, folder: Path | None = None) -> Problem:
     `folder`: the problem's own folder, whose modules its references may name (bank/folders.py)."""
     try:
         tree, data = _compose(text, FAST_LOADER)
-    except yaml.YAMLError:
+    except yaml.YAMLError as fast_error:
+        err = fast_error
         try:  # the pure-Python parser says what is wrong, and where, more precisely than libyaml
             _compose(text, yaml.SafeLoader)
-            raise
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
-            reason = getattr(err, "problem", None) or str(err).splitlines()[0]
-            raise QkvError(f"{where}{at}", f"bad YAML: {reason}") from None
+        except yaml.YAMLError as slow_error:
+            err = slow_error
+        mark = getattr(err, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        reason = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise QkvError(f"{where}{at}", f"bad YAML: {reason}") from None
     repeated = _repeated_key(tree)
     if repeated is not None:
         raise QkvError(f"{where}:{repeated.start_mark.line + 1}",

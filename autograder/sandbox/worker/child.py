@@ -199,12 +199,14 @@ def run_calls(job: Job, namespace: Dict[str, Any], problem: Dict[str, Any], writ
     pending: List[bytes] = []
     results: List[Dict[str, Any]] = []  # a batch's results not yet framed, and their arrays
     blobs: List[bytes] = []
+    framed_bytes = [0]
 
     def frame_results() -> None:
         if results:
             pending.append(encode_frame({"kind": "calls", "results": list(results)}, b"".join(blobs)))
             results.clear()
             blobs.clear()
+            framed_bytes[0] = 0
 
     def emit(header: Dict[str, Any], blob: bytes = b"") -> None:
         if os.getpid() != me:
@@ -212,10 +214,11 @@ def run_calls(job: Job, namespace: Dict[str, Any], problem: Dict[str, Any], writ
         if batched and header.get("kind") == "call":
             # A batch sends its results in "calls" frames, written with its ending: one write instead of one
             # per call, which would wake three processes per call
-            if results and (len(results) >= MAX_CALLS_PER_FRAME or sum(map(len, blobs)) + len(blob) > CALLS_FRAME_BYTES):
+            if results and (len(results) >= MAX_CALLS_PER_FRAME or framed_bytes[0] + len(blob) > CALLS_FRAME_BYTES):
                 frame_results()
             results.append({**{k: v for k, v in header.items() if k != "kind"}, "bytes": len(blob)})
             blobs.append(blob)
+            framed_bytes[0] += len(blob)
             return
         frame_results()
         pending.append(encode_frame(header, blob))
