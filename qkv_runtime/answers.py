@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import math
 import re
 import threading
@@ -392,6 +393,22 @@ def evaluate_dim(dim: str, symbols: dict[str, Any]) -> str:
 
     A symbol whose value is text is another name of a dim ({"d_k": "d/h"}: the notation a course
     teaches), read as that dim when it is the whole dim."""
+    key = tuple(symbols.items())
+    try:
+        hash(key)
+    except TypeError:  # a symbol's value that cannot be a key: worked out afresh
+        return _evaluate_dim(dim, symbols)
+    return _evaluated(dim, key)
+
+
+# A problem's dims, and the few a class types, are worked out again for every answer judged: kept, by the dim's text
+# and the symbols. A failure is never kept (lru_cache keeps only results), so it is raised again each time.
+@functools.lru_cache(maxsize=4096)
+def _evaluated(dim: str, symbols: tuple) -> str:
+    return _evaluate_dim(dim, dict(symbols))
+
+
+def _evaluate_dim(dim: str, symbols: dict[str, Any]) -> str:
     dim = canonical_dim(dim)
     other_names = {canonical_dim(k): canonical_dim(v) for k, v in symbols.items() if isinstance(v, str)}
     dim = other_names.get(dim, dim)

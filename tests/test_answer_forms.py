@@ -23,7 +23,8 @@ from autograder.kinds.numeric.variants import draw_variant
 from autograder.kinds.shape import ShapeProblem, check_shape
 from autograder.selfcheck import qkv_check
 from qkv_runtime import nbcells
-from qkv_runtime.answers import AnswerFormatError, parse_expression, parse_numbers
+from qkv_runtime import answers
+from qkv_runtime.answers import AnswerFormatError, evaluate_dim, parse_expression, parse_numbers
 from qkv_runtime.values import plain_answers
 
 # ------------------------------------------------------------ arithmetic for counts
@@ -338,3 +339,40 @@ def test_every_decimals_a_prompt_names_is_a_parts(bank):
         named = {int(words.get(n, n)) for n in re.findall(r"\b(\d|one|two|three|four)\s+decimals?\b", problem.prompt)}
         shown = {p.decimals for p in problem.parts if p.decimals}
         assert named <= shown, (problem.id, named, shown)
+
+
+# ------------------------------------------------------------ worked out once per class
+
+
+def test_a_dim_is_worked_out_once_for_its_symbols_and_a_bad_one_is_refused_each_time(monkeypatch):
+    """Every answer judged works out the problem's dims again: kept by the dim's text and the symbols, so the second
+    time parses nothing; a dim that cannot be read is never kept, and symbols that cannot be a key still work."""
+    parsed = []
+    syntax_tree = answers._syntax_tree
+    monkeypatch.setattr(answers, "_syntax_tree", lambda *args: parsed.append(args[0]) or syntax_tree(*args))
+    symbols = {"d": 768, "h": 12, "d_k": "d/h", "n": 41}  # a problem's symbols, one of them a notation
+    assert [evaluate_dim(dim, symbols) for dim in ("d/h", "d_k", "n*2", "d/h", "d_k", "n*2")] == ["64", "64", "82"] * 2
+    assert parsed == ["768/12", "768/12", "41*2"]
+    for _ in range(2):
+        with pytest.raises(AnswerFormatError):
+            evaluate_dim("d/(h-12)", symbols)
+    assert parsed[3:] == ["768/(12-12)"] * 2
+    assert evaluate_dim("d/h", {"d": 768, "h": 12, "extra": [1, 2]}) == "64"
+
+
+def test_the_misconceptions_of_a_variant_are_worked_out_once_for_every_answer_judged(bank, monkeypatch):
+    """A class sharing a variant types many wrong answers: each misconception's method runs once for it, and a
+    variant with the same numbers (another object) is judged alike."""
+    from autograder.kinds import numeric
+
+    problem = next(p for p in _numeric(bank) if p.parameters and len(p.misconceptions) >= 2)
+    variant = draw_variant(problem, 0, "s001")
+    ran = []
+    resolve = numeric.resolve
+    monkeypatch.setattr(numeric, "resolve", lambda name: ran.append(name) or resolve(name))
+    wrong = [{part.name: (np.asarray(variant.answers[part.name]) + shift).tolist() for part in problem.parts}
+             for shift in (1000, -1000)]
+    marked = [kind_of(problem).grade(problem, answer, variant) for answer in wrong * 3]
+    assert sorted(ran) == sorted([m.compute for m in problem.misconceptions] * len(problem.parts))
+    again = [kind_of(problem).grade(problem, answer, draw_variant(problem, 0, "s001")) for answer in wrong]
+    assert [m.message for m in again] == [m.message for m in marked[:2]] and all(m.fraction == 0 for m in marked)

@@ -33,6 +33,7 @@ from autograder.kinds.numeric.render import render_prompt, render_solution
 from autograder.kinds.numeric.seals import numeric_data
 from autograder.kinds.numeric.variants import distinct_variants, variant_for
 from autograder.kinds.resolve import resolve
+from autograder.memo import Memo
 from qkv_runtime import judge
 from qkv_runtime.answers import AnswerFormatError, parse_numbers, symbol_values
 from qkv_runtime.diagnosis import written_mistake_text, written_mistakes
@@ -70,16 +71,24 @@ def _mistakes_named(problem: NumericProblem, variant: Variant, answer: Any, verd
     return written_mistakes(matched)
 
 
-def _wrong_values(problem: NumericProblem, variant: Variant, part: AnswerPart) -> dict[str, Any]:
+# every wrong answer typed for one variant (a class sharing it, each guess of the guessing study) is matched against
+# the same misconceptions' values: each misconception's method is run once per (variant, part)
+_WRONG: Memo[dict[str, np.ndarray]] = Memo(1 << 16)  # a class of 400, a variant each, on every part of the bank
+
+
+def _wrong_values(problem: NumericProblem, variant: Variant, part: AnswerPart) -> dict[str, np.ndarray]:
     """{message: the part's answer by that misconception's method}, where it differs from the right one: what
-    nbgrader's cell names (qkv_runtime.nbcells.WrittenAnswer.number), as `grade` does."""
-    right = np.asarray(variant.answers[part.name], dtype=float)
-    found = {}
-    for wrong in problem.misconceptions:
-        value = resolve(wrong.compute)(**variant.params).get(part.name)
-        if value is not None and not judge.close(value, right, part.tolerance.abs, part.tolerance.rel):
-            found[wrong.message] = np.asarray(value, dtype=float)
-    return found
+    nbgrader's cell names (qkv_runtime.nbcells.WrittenAnswer.number), as `grade` does. Kept: read, never changed."""
+    def make() -> dict[str, np.ndarray]:
+        right = np.asarray(variant.answers[part.name], dtype=float)
+        found = {}
+        for wrong in problem.misconceptions:
+            value = resolve(wrong.compute)(**variant.params).get(part.name)
+            if value is not None and not judge.close(value, right, part.tolerance.abs, part.tolerance.rel):
+                found[wrong.message] = np.asarray(value, dtype=float)
+        return found
+
+    return _WRONG.get((problem, variant, part), make)
 
 
 def _shape_hint(value: np.ndarray) -> str:
