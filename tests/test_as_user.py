@@ -41,9 +41,11 @@ class Rerun:
 
 
 # The modules rerun, in groups of about equal length: each group is a class, so xdist's loadscope gives each its
-# own worker and the rerun is not one long pole at the end of `make test`.
+# own worker and the rerun is not one long pole at the end of `make test`. Not rerun: the modules of pure code,
+# whoever runs it (test_runtime.py: the decoders and parsers; test_supervisor.py: the supervisor's state machine);
+# the sandbox that runs them in each student's process is test_sandbox.py's.
 GROUPS = {
-    "sandbox": Rerun(("test_runtime.py", "test_supervisor.py", "test_sandbox.py", "test_execute.py")),
+    "sandbox": Rerun(("test_sandbox.py", "test_execute.py")),
     "grading": Rerun(("test_intake.py", "test_grade.py", "test_examples.py", "test_pytest_plugin.py",
                       "test_hostile_class.py")),
     "class": Rerun(("test_class_intake.py", "test_class_attacks.py", "test_class_grading.py", "test_spreadsheet.py")),

@@ -36,6 +36,20 @@ def course(tmp_path) -> Path:
     return root
 
 
+@pytest.fixture
+def small_course(course) -> Path:
+    """qkv init's course, taking of the bundled problems only those its first assignment uses: it validates in a
+    second, where one taking them all proves the whole bundled bank again (test_init_... does that once, and
+    tests/test_validate.py for qkv itself)."""
+    own = {path.name for path in (course / "question_bank").iterdir()}
+    used = [p for p in yaml.safe_load((course / "assignments" / "first-assignment.yaml").read_text())["problems"]
+            if p not in own]
+    config = course / "course.yaml"
+    config.write_text(config.read_text().replace("bundled: all", f"bundled: {{ids: [{', '.join(used)}]}}"))
+    assert set(load_course_bank(find_course(course)).bank.problems) == own | set(used)
+    return course
+
+
 def findings(root: Path) -> list[str]:
     return [str(f) for f in validate_report(load_course_bank(find_course(root)))]
 
@@ -52,11 +66,13 @@ def test_a_course_is_found_from_below_by_option_and_by_environment(course, tmp_p
         find_course(start=tmp_path)
 
 
-def test_every_command_names_its_course_first(course, tmp_path):
-    inside = qkv(course / "assignments", "validate")
+def test_every_command_names_its_course_first(small_course, tmp_path):
+    inside = qkv(small_course / "assignments", "validate")
     assert inside.returncode == 0, inside.stderr
-    assert inside.stderr.splitlines()[0] == f"course: Course 101 ({course.resolve()})"
-    outside = qkv(tmp_path, "validate")
+    assert inside.stderr.splitlines()[0] == f"course: Course 101 ({small_course.resolve()})"
+    # even one that fails at once
+    outside = qkv(tmp_path, "build", "no-such-assignment")
+    assert outside.returncode != 0
     assert outside.stderr.splitlines()[0] == "course: qkv's bundled course (bundled with qkv)"
 
 
@@ -91,7 +107,8 @@ def test_the_bundled_problems_are_a_library_and_an_override_is_said(course):
     assert "overrides the bundled causal-mask" in said.stderr
 
 
-def test_validate_rejects_a_missing_reference_a_failing_one_and_an_uncaught_mistake(course):
+def test_validate_rejects_a_missing_reference_a_failing_one_and_an_uncaught_mistake(small_course):
+    course = small_course
     folder = course / "question_bank" / "normalize-rows"
     reference = (folder / "reference.py").read_text()
     (folder / "reference.py").unlink()
@@ -111,7 +128,8 @@ def fill_in(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_qkv_new_writes_a_skeleton_validate_accepts_once_filled_in(course, kind):
+def test_qkv_new_writes_a_skeleton_validate_accepts_once_filled_in(small_course, kind):
+    course = small_course
     written = new_problem(find_course(course), f"my-{kind.replace('_', '-')}", kind)
     folder = written[0].parent
     assert (folder / "problem.yaml").read_text().count("#") >= 5  # comments say what the fields do
