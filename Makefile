@@ -79,7 +79,7 @@ demo: setup
 # loadscope) so that its fixtures (a built release, a graded class, a sandbox batch) are made once, the modules in the
 # order tests/conftest.py gives them (the slow ones first). `make check`, the quick loop, leaves out the tests marked
 # slow; `make test` runs them all and names the slowest.
-TEST_WORKERS ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN) + 1 )))
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); echo $$((n + 1)))
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 check: setup

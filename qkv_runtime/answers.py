@@ -393,7 +393,8 @@ def evaluate_dim(dim: str, symbols: dict[str, Any]) -> str:
 
     A symbol whose value is text is another name of a dim ({"d_k": "d/h"}: the notation a course
     teaches), read as that dim when it is the whole dim."""
-    key = tuple(symbols.items())
+    # each value's type in the key: 4 and 4.0 are equal keys but not the same dim ("4" and the name)
+    key = tuple((name, type(value), value) for name, value in symbols.items())
     try:
         hash(key)
     except TypeError:  # a symbol's value that cannot be a key: worked out afresh
@@ -405,7 +406,7 @@ def evaluate_dim(dim: str, symbols: dict[str, Any]) -> str:
 # and the symbols. A failure is never kept (lru_cache keeps only results), so it is raised again each time.
 @functools.lru_cache(maxsize=4096)
 def _evaluated(dim: str, symbols: tuple) -> str:
-    return _evaluate_dim(dim, dict(symbols))
+    return _evaluate_dim(dim, {name: value for name, _, value in symbols})
 
 
 def _evaluate_dim(dim: str, symbols: dict[str, Any]) -> str:

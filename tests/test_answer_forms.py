@@ -347,6 +347,7 @@ def test_every_decimals_a_prompt_names_is_a_parts(bank):
 def test_a_dim_is_worked_out_once_for_its_symbols_and_a_bad_one_is_refused_each_time(monkeypatch):
     """Every answer judged works out the problem's dims again: kept by the dim's text and the symbols, so the second
     time parses nothing; a dim that cannot be read is never kept, and symbols that cannot be a key still work."""
+    answers._evaluated.cache_clear()  # what other tests of this process kept
     parsed = []
     syntax_tree = answers._syntax_tree
     monkeypatch.setattr(answers, "_syntax_tree", lambda *args: parsed.append(args[0]) or syntax_tree(*args))
@@ -358,6 +359,7 @@ def test_a_dim_is_worked_out_once_for_its_symbols_and_a_bad_one_is_refused_each_
             evaluate_dim("d/(h-12)", symbols)
     assert parsed[3:] == ["768/(12-12)"] * 2
     assert evaluate_dim("d/h", {"d": 768, "h": 12, "extra": [1, 2]}) == "64"
+    assert (evaluate_dim("d", {"d": 4}), evaluate_dim("d", {"d": 4.0})) == ("4", "d")  # equal values, other dims
 
 
 def test_the_misconceptions_of_a_variant_are_worked_out_once_for_every_answer_judged(bank, monkeypatch):
@@ -376,3 +378,9 @@ def test_the_misconceptions_of_a_variant_are_worked_out_once_for_every_answer_ju
     assert sorted(ran) == sorted([m.compute for m in problem.misconceptions] * len(problem.parts))
     again = [kind_of(problem).grade(problem, answer, draw_variant(problem, 0, "s001")) for answer in wrong]
     assert [m.message for m in again] == [m.message for m in marked[:2]] and all(m.fraction == 0 for m in marked)
+    # and what is kept names the mistake: each misconception's own numbers, typed twice, are named both times
+    for mistake in problem.misconceptions:
+        typed = {name: np.asarray(value).tolist() for name, value in resolve(mistake.compute)(**variant.params).items()
+                 if name in {part.name for part in problem.parts}}
+        named = [kind_of(problem).grade(problem, typed, variant).misconception for _ in range(2)]
+        assert named == [mistake.message] * 2

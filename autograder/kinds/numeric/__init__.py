@@ -85,7 +85,8 @@ def _wrong_values(problem: NumericProblem, variant: Variant, part: AnswerPart) -
         for wrong in problem.misconceptions:
             value = resolve(wrong.compute)(**variant.params).get(part.name)
             if value is not None and not judge.close(value, right, part.tolerance.abs, part.tolerance.rel):
-                found[wrong.message] = np.asarray(value, dtype=float)
+                found[wrong.message] = kept = np.array(value, dtype=float)  # a copy of its own, never written
+                kept.setflags(write=False)
         return found
 
     return _WRONG.get((problem, variant, part), make)
