@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 import pexpect
 import pytest
@@ -169,6 +170,19 @@ def test_piped_answers_through_stdin():
     assert "Stopped early." in run.stdout and "Score:" in run.stdout
 
 
+def asleep_in_its_read(child: pexpect.spawn) -> None:
+    """Until the drill sleeps in its read of the terminal. input() writes its prompt, then reads: a Ctrl-C that lands
+    in between (the prompt's write wakes this test, which on a busy machine runs first) is taken by CPython only with
+    the next key, so the test would wait for a summary a student's Ctrl-C a moment later gets at once."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{child.pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "S":
+                return
+        time.sleep(0.01)
+    pytest.fail("the drill never waited for the terminal")
+
+
 def spawn(*args: str) -> pexpect.spawn:
     child = pexpect.spawn(str(QKV), ["practice", *args], encoding="utf-8", timeout=30, dimensions=(50, 200))
     child.expect_exact("problems, seed")
@@ -207,6 +221,7 @@ def test_ctrl_d_and_ctrl_c_end_with_the_summary(stop):
     if stop == "eof":
         child.sendeof()
     else:
+        asleep_in_its_read(child)
         child.sendintr()
     child.expect_exact("Stopped early.")
     child.expect_exact("No problem finished, so no score yet.")
