@@ -8,12 +8,14 @@ slot; jobs arrive as frames on stdin, answers leave as frames on stdout
 
 | tier | module | runs student code | trusts |
 |---|---|---|---|
-| zygote (pid 1) | zygote.py | no | the grader |
-| handler, one per job | handler.py, supervisor.py, proctools.py | no | the grader; checks every frame of the child |
-| child, one per job | child.py, confine.py, seccomp.py | yes, after confining itself | nothing it hears back |
+| zygote (pid 1): forks the handler, then each job's child; waits for them and reaps | zygote.py, proctools.py | no | the grader, the handler |
+| handler, one per worker: reads each job, supervises its child | handler.py, supervisor.py, proctools.py, link.py | no | the grader, the zygote; checks every frame of the child |
+| child, one per job, forked by the zygote | child.py, job.py, confine.py, seccomp.py | yes, after confining itself | the handler for its job; nothing it hears back |
 | grandchild, one per unbatched problem | child.py (`run_calls`) | yes | — |
 
-The zygote and the handler are not dumpable; the child's seccomp filter denies it
+Nothing forks from the handler, which holds what it read of earlier jobs: a child is a
+copy of the zygote, which never reads a job, and gets its own job from the handler on a
+pipe. The zygote and the handler are not dumpable; the child's seccomp filter denies it
 signals and traces aimed at them (and at the pool when it is visible), so a
 submission can neither read their pipes nor stop them, even under the same uid.
 """

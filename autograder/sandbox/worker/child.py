@@ -1,6 +1,7 @@
 """The child: loads the submission and makes its calls. Student code runs here, so all it says is merely checked.
 
-Forked by the handler per job; confines itself (confine.py), loads the module or
+Forked by the zygote per job, so its memory holds nothing of an earlier job; reads its
+job from the handler, confines itself (confine.py), loads the module or
 runs the notebook's steps, reports what it defines and its ANSWERS as plain data,
 then per problem either forks a grandchild that makes the calls (a crash, loop or
 exit then costs that problem only) or, for a batched problem, makes them itself.
@@ -13,10 +14,11 @@ import builtins
 import os
 import select
 import signal
+import socket
 import sys
 import time
 import types
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -42,8 +44,9 @@ from qkv_runtime.wire import (
 )
 
 from . import seccomp
+from . import link
 from .confine import MAIN_FD, PR_SET_PDEATHSIG, confine, prctl
-from .job import Job
+from .job import Job, read_job
 from .proctools import kill_group
 
 FORK_TRIES = 50
@@ -72,10 +75,36 @@ def load_failure(exc: BaseException) -> Dict[str, Any]:
     return {"kind": "load_failed", "status": "load_error", "message": exception_text(exc)}
 
 
-def run_child(job: Job, main_w: int, out_w: int) -> None:
+def start_child(config: Dict[str, Any], handler: int, handler_link: socket.socket, wake: Tuple[int, int]) -> int:
+    """The zygote's fork of a job's child; hands the handler the child's pipes and gives the child's pid."""
+    job_r, job_w = os.pipe()
+    main_r, main_w = os.pipe()
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        # first of all, what is the zygote's alone: its link to the handler and its wake-up pipe
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        handler_link.close()
+        for fd in (*wake, job_w, main_r, out_r):
+            os.close(fd)
+        job = read_job(job_r, config)
+        if job is None:
+            os._exit(1)
+        os.close(job_r)
+        run_child(job, main_w, out_w, handler)
+    for fd in (job_r, main_w, out_w):
+        os.close(fd)
+    link.send(handler_link, {"pid": pid}, (job_w, main_r, out_r))
+    for fd in (job_w, main_r, out_r):
+        os.close(fd)
+    return pid
+
+
+def run_child(job: Job, main_w: int, out_w: int, handler: int) -> None:
     """Never returns. Everything after the program starts runs beside student code."""
     try:
-        workdir = confine(job, main_w, out_w)
+        workdir = confine(job, main_w, out_w, handler)
     except BaseException as exc:  # noqa: BLE001 - reported, then this process ends
         send({"kind": "load_failed", "status": "crashed", "message": f"sandbox setup failed: {exc!r}"})
         os._exit(1)

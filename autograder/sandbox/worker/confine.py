@@ -7,7 +7,7 @@
 4. a new session keyring, so no key of the grader's login session is possessed;
 5. the slot's own uid and gid when the worker runs as root (no supplementary groups);
 6. no new privileges, then the seccomp filter (seccomp.py), which protects the
-   handler, the zygote and the pool from signals and traces;
+   zygote, the handler and the pool from signals and traces;
 7. a parent-death signal, an empty working folder of its own, a minimal environment.
 """
 
@@ -52,25 +52,22 @@ def join_new_session_keyring() -> None:
         LIBC.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)  # ENOSYS without keyrings: nothing to leave
 
 
-def protected_pids() -> List[int]:
-    """The handler, the zygote, the pool when it is visible, and their process groups."""
-    handler = os.getppid()
-    pids = {handler}
-    zygote = parent_of(handler)
-    if zygote and zygote > 0:
-        pids.add(zygote)
-        above = parent_of(zygote)
-        if above and above > 0:
-            pids.add(above)
+def protected_pids(handler: int) -> List[int]:
+    """The zygote (the child's parent), the handler, the pool when it is visible, and their process groups."""
+    zygote = os.getppid()
+    pids = {zygote, handler}
+    above = parent_of(zygote)
+    if above and above > 0:
+        pids.add(above)
     pids.update(g for g in (group_of(p) for p in list(pids)) if g and g > 0)
     pids.add(1)
     return sorted(pids)
 
 
-def confine(job: Job, main_w: int, out_w: int) -> str:
+def confine(job: Job, main_w: int, out_w: int, handler: int) -> str:
     """Confine this process (the child) for student code; returns its working folder."""
     limits = job.limits
-    guarded = protected_pids()  # before setsid, while /proc still shows our parents as ours
+    guarded = protected_pids(handler)  # before setsid, while /proc still shows our parents as ours
     if main_w != MAIN_FD:
         os.dup2(main_w, MAIN_FD)
     os.setsid()

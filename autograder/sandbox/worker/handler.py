@@ -1,28 +1,32 @@
-"""The handler: one per job, forked from the zygote. Trusted: it never runs student code.
+"""The handler: one per worker, forked from the zygote before any job. Trusted: it never runs student code.
 
-Reads the job from the grader (fd 0), forks the child, and drives the supervisor
-(supervisor.py) with what happens: frames on the result pipe, bytes on the output
-pipe, the child's exit, deadlines. It carries out the supervisor's actions (kill,
-answer the grader on fd 1, written once per wake-up), then reaps every process the
-submission left and empties its folder. It is a child subreaper, so orphans of the
-submission become its children; and, like the zygote, it is not dumpable.
+Per job it reads the job from the grader (fd 0), asks the zygote for a fresh child
+(link.py), passes the job's bytes to it, and drives the supervisor (supervisor.py)
+with what happens: frames on the result pipe, bytes on the output pipe, the child's
+exit as the zygote reports it, deadlines. It carries out the supervisor's actions
+(kill, answer the grader on fd 1, written once per wake-up), has the zygote reap every
+process the submission left, and empties its folder.
+
+It lives as long as its worker, so what it read of one job stays in its memory; that
+is why it never forks: every child comes from the zygote, which never reads a job.
+Like the zygote it is not dumpable, and it is no child's ancestor.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import select
 import signal
+import socket
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, write_all
 
-from .child import run_child
-from .confine import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl
-from .job import Job, read_job
-from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds, reap
+from . import link
+from .confine import PR_SET_PDEATHSIG, prctl
+from .job import JobFrame, read_job_frame
+from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds
 from .supervisor import Answer, Kill, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
@@ -30,48 +34,67 @@ EXIT_DIRTY = 4  # the job's folder could not be emptied: the zygote ends and the
 OUTPUT_CHUNK = 1 << 16
 
 
-def handle_job(config: Dict[str, Any]) -> int:
+class ZygoteGone(Exception):
+    """The zygote closed the link or broke its order: the worker is ending."""
+
+
+def serve_jobs(config: Dict[str, Any], zygote: socket.socket) -> int:
+    """Every job of the worker, one after another; the exit code for the zygote."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    prctl(PR_SET_CHILD_SUBREAPER, 1)
-    job = read_job(0, config)
-    if job is None:
-        return EXIT_STDIN_CLOSED
-    main_r, main_w = os.pipe()
-    out_r, out_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(main_r)
-        os.close(out_r)
-        run_child(job, main_w, out_w)
-    os.close(main_w)
-    os.close(out_w)
-    supervisor, cpu = supervise(job, pid, main_r, out_r)
-    reap(job.uid, supervisor.state.groups)
-    clean = empty_folder(job.scratch)
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    cpu["handler"] = own.ru_utime + own.ru_stime
+    while True:
+        before = time.process_time()  # waiting for the grader costs no CPU; reading the job does
+        job = read_job_frame(0)
+        if job is None:
+            return EXIT_STDIN_CLOSED
+        if not handle_job(job, config, zygote, before):
+            return EXIT_DIRTY
+
+
+def ask(zygote: socket.socket, message: Dict[str, Any], expect: str, fds: int = 0) -> Tuple[Dict[str, Any], List[int]]:
+    link.send(zygote, message)
+    reply, got = link.receive(zygote, fds)
+    if reply is None or expect not in reply or len(got) != fds:
+        raise ZygoteGone(f"asked {message.get('do')!r}, got {reply!r}")
+    return reply, got
+
+
+def handle_job(job: JobFrame, config: Dict[str, Any], zygote: socket.socket, started: float) -> bool:
+    """One job, from the fork of its child to the grader's last frame; False when its folder stays dirty.
+    `started`: the handler's CPU clock before it read the job."""
+    reply, (job_w, main_r, out_r) = ask(zygote, {"do": "fork"}, "pid", fds=3)
+    child = reply["pid"]
+    try:
+        write_all(job_w, job.data)
+    except BrokenPipeError:
+        pass  # the child died before it read its job: the zygote reports how
+    os.close(job_w)
+    supervisor, cpu = supervise(job, config["uid"], child, main_r, out_r, zygote)
+    reaped, _ = ask(zygote, {"do": "reap", "groups": supervisor.state.groups}, "reaped")
+    clean = empty_folder(config["scratch"])
+    cpu["handler"] = time.process_time() - started + float(reaped["cpu"])
     # the last frames go out only now, so the grader knows before its next job whether this worker retires
     write_all(1, b"".join(a.data for a in supervisor.finish(retire=not clean, cpu=cpu) if isinstance(a, Answer)))
-    return 0 if clean else EXIT_DIRTY
+    return clean
 
 
-def kill(job: Job, groups: tuple) -> None:
+def kill(uid: Optional[int], groups: tuple) -> None:
     """SIGKILL the process groups the child named. The ids come from the child, which runs student code;
     with a slot uid only that uid's processes are touched, so a lie hurts no one else."""
-    if job.uid is None:
+    if uid is None:
         for group in groups:
             kill_group(group)
     else:
-        kill_processes(job.uid, set(groups))
+        kill_processes(uid, set(groups))
 
 
-def supervise(job: Job, child: int, main_r: int, out_r: int) -> Tuple[Supervisor, Dict[str, float]]:
+def supervise(job: JobFrame, uid: Optional[int], child: int, main_r: int, out_r: int,
+              zygote: socket.socket) -> Tuple[Supervisor, Dict[str, float]]:
     """Run the job's event loop until the child is gone; the supervisor then holds the outcome. Also gives the
     CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls")."""
     supervisor = Supervisor(job.problems, job.limits, child, time.monotonic(), group_cpu_seconds)
-    child_fd = os.pidfd_open(child)
     frames = FrameBuffer(MAX_CHILD_BLOB)
-    open_fds = {main_r, out_r, child_fd}
+    link_fd = zygote.fileno()
+    open_fds = {main_r, out_r, link_fd}
     outbox: List[bytes] = []
     loaded_cpu: List[float] = []
     spent = 0.0
@@ -81,23 +104,24 @@ def supervise(job: Job, child: int, main_r: int, out_r: int) -> Tuple[Supervisor
             if isinstance(action, Answer):
                 outbox.append(action.data)
             elif isinstance(action, Kill):
-                kill(job, action.groups)
+                kill(uid, action.groups)
 
     while supervisor.waiting:
         now = time.monotonic()
         if supervisor.deadline <= now:
             carry_out(supervisor.tick(now))
             continue
-        watched = [fd for fd in (main_r, out_r, child_fd) if fd in open_fds]
+        watched = [fd for fd in (main_r, out_r, link_fd) if fd in open_fds]
         ready, _, _ = select.select(watched, [], [], supervisor.deadline - now)
         for fd in ready:
             now = time.monotonic()
-            if fd == child_fd:
-                _, status, usage = os.wait4(child, 0)
-                spent = usage.ru_utime + usage.ru_stime
-                carry_out(supervisor.child_exited(status, now))
-                open_fds.discard(child_fd)
-                os.close(child_fd)
+            if fd == link_fd:
+                exited, _ = link.receive(zygote)
+                if exited is None or "exited" not in exited:
+                    raise ZygoteGone(f"waited for the child's exit, got {exited!r}")
+                spent = float(exited["cpu"])
+                carry_out(supervisor.child_exited(int(exited["exited"]), now))
+                open_fds.discard(link_fd)
                 continue
             data = os.read(fd, OUTPUT_CHUNK)
             if not data:

@@ -1,9 +1,11 @@
-"""One job as the handler reads it from the grader: the program, the problems' calls, the limits, the inputs.
+"""One job: the program, the problems' calls, the limits, the inputs.
 
-The job comes from the trusted grader on the handler's stdin, so it is decoded
-without suspicion (none of the checks of frames from student code: a handler per
-job decodes it, and they cost a few milliseconds a job); its arrays are read-only
-views of the frame's bytes, and each call copies its inputs.
+The job comes from the trusted grader on the handler's stdin; the handler reads the
+frame, keeps what supervising needs (`JobFrame`: the problems and the limits) and passes
+the frame's bytes on, unchanged, to the job's child, which decodes the whole of it
+(`read_job`) before any student code runs. So it is decoded without suspicion (none of
+the checks of frames from student code); its arrays are read-only views of the frame's
+bytes, and each call copies its inputs.
 """
 
 from __future__ import annotations
@@ -56,14 +58,43 @@ def inputs(blob: bytes, layout: List[List[Any]]) -> Tuple[np.ndarray, ...]:
     return tuple(arrays)
 
 
-def read_job(fd: int, config: Dict[str, Any]) -> Optional[Job]:
-    """The next job on `fd`, or None at the end of input."""
+@dataclass(frozen=True)
+class JobFrame:
+    """A job as the handler holds it: its frame's bytes, to pass on, and what supervising it takes."""
+
+    data: bytes
+    problems: List[Dict[str, Any]]
+    limits: Limits
+
+
+def _read_frame(fd: int) -> Optional[Tuple[bytes, Dict[str, Any], int]]:
+    """The next frame on `fd` whole, its header decoded, and where its blob starts; None at the end of input."""
     head = read_exact(fd, FRAME_HEAD.size)
     if head is None:
         return None
     head_len, blob_len = FRAME_HEAD.unpack(head)
-    header = json.loads(read_exact(fd, head_len) or b"")
-    blob = read_exact(fd, blob_len) or b""
+    rest = read_exact(fd, head_len + blob_len)
+    if rest is None:
+        return None
+    return head + rest, json.loads(rest[:head_len]), FRAME_HEAD.size + head_len
+
+
+def read_job_frame(fd: int) -> Optional[JobFrame]:
+    """The handler's read of the next job on `fd` (the grader's pipe), or None at the end of input."""
+    frame = _read_frame(fd)
+    if frame is None:
+        return None
+    data, header, _ = frame
+    return JobFrame(data, header["problems"], Limits.from_json(header["limits"]))
+
+
+def read_job(fd: int, config: Dict[str, Any]) -> Optional[Job]:
+    """The child's read of its job on `fd` (the pipe from the handler), or None when it did not come whole."""
+    frame = _read_frame(fd)
+    if frame is None:
+        return None
+    data, header, blob_start = frame
+    blob = memoryview(data)[blob_start:]
     return Job(
         program=Program.from_json(header["program"]),
         problems=header["problems"],

@@ -1,6 +1,6 @@
-"""Process tools of the handler: scan /proc, kill a submission's processes, reap them, empty its folder.
+"""Process tools of the handler and the zygote: scan /proc, kill a submission's processes, reap them, empty its folder.
 
-Trusted code (the handler's tier): it never runs student code, and everything it
+Trusted code (their tier): it never runs student code, and everything it
 reads from /proc about a student's process is only used to kill that process.
 Every walk here is iterative and bounded, so no folder tree or process count a
 submission can make raises RecursionError or runs for ever.
@@ -112,34 +112,40 @@ def kill_processes(uid: int, groups: Optional[Set[int]]) -> None:
             return
 
 
-def kill_children() -> None:
+def children(spare: int) -> Set[int]:
+    """This process's children but `spare` (the zygote's: the processes a submission left it, and zombies)."""
     me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and parent_of(int(entry)) == me:
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
-
-
-def children_left() -> bool:
-    """Collect exited children; whether any child is still running."""
     try:
-        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+        with open(f"/proc/{me}/task/{me}/children") as listed:
+            found = {int(p) for p in listed.read().split()}
+    except OSError:  # a kernel without the list: every process's parent, read from /proc
+        found = {int(e) for e in os.listdir("/proc") if e.isdigit() and parent_of(int(e)) == me}
+    found.discard(spare)
+    return found
+
+
+def collect(pids: Set[int]) -> Set[int]:
+    """Collect those of `pids` that have exited; gives the ones still running."""
+    running = set()
+    for pid in pids:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                running.add(pid)
+        except ChildProcessError:
             pass
-    except ChildProcessError:
-        return False
-    return True
+    return running
 
 
-def reap(uid: Optional[int], groups: Iterable[int]) -> None:
-    """Kill every process the submission left behind and collect them.
+def reap(uid: Optional[int], groups: Iterable[int], spare: int) -> None:
+    """Kill every process the submission left behind and collect them (run by the zygote).
 
-    The handler is a child subreaper, so processes orphaned inside the submission
-    end up as its children and are collected here; once it has no child left, no
-    process of the submission is left.
+    The zygote inherits the submission's orphans (pid 1 of its namespace, or a child
+    subreaper), so once its only child is `spare`, the handler, no process of the
+    submission is left. Children are only ever waited for by pid, so the handler's own
+    end is left to the zygote's main loop to see.
     """
-    if not children_left():
+    left = collect(children(spare))
+    if not left:
         return
     if uid is not None:
         kill_processes(uid, None)
@@ -147,15 +153,15 @@ def reap(uid: Optional[int], groups: Iterable[int]) -> None:
         for group in groups:
             kill_group(group)
     give_up = time.monotonic() + REAP_SECONDS
-    while time.monotonic() < give_up:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            if uid is None:
-                kill_children()
-            time.sleep(0.002)
+    while left and time.monotonic() < give_up:
+        if uid is None:
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.002)
+        left = collect(children(spare))
 
 
 # ---------------------------------------------------------------- files

@@ -1,13 +1,19 @@
-"""The zygote: pid 1 of the sandbox. Imports numpy (and torch) once, then forks one handler per job.
+"""The zygote: pid 1 of the sandbox. Imports numpy (and torch) once, forks the handler, then a child per job.
 
 It never reads a job itself, so nothing of one student's job lingers in memory that
-the next student's fork inherits. It is not dumpable, so no process of the same uid
-may trace it or open its /proc fds (which are the grader's pipes). As pid 1 of the
-sandbox's pid namespace it collects orphans, and the kernel ignores signals sent to
-it from inside the namespace unless it handles them.
+the next student's child, forked from here, inherits. The handler (handler.py) lives
+as long as the worker and does all the reading: it asks for each child over a socket
+pair (link.py) and gets the child's pipes with the reply. The zygote is every child's
+parent, so it reports each child's exit to the handler, and it reaps what a
+submission leaves: as pid 1 of the sandbox's pid namespace (or, without one, as a
+child subreaper) it inherits a submission's orphans, and it kills and collects them
+until its only child is the handler again.
 
-A handler that ends abnormally, or that stops (a SIGSTOP from anyone), ends the
-zygote: the job stream is no longer in a known state, so the pool charges that job
+It is not dumpable, so no process of the same uid may trace it or open its /proc fds,
+and the kernel ignores signals sent to it from inside the namespace unless it handles
+them. The grader's pipes are the handler's alone: the zygote keeps no copy for a child
+to inherit. A handler that ends abnormally, or that stops (a SIGSTOP from anyone), ends
+the zygote: the job stream is no longer in a known state, so the pool charges that job
 to the submission it was running and starts a fresh worker.
 """
 
@@ -16,17 +22,22 @@ from __future__ import annotations
 import gc
 import math
 import os
+import select
 import signal
+import socket
 import sys
+import time
 import traceback
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from qkv_runtime.values import exception_text, to_arrays
 from qkv_runtime.wire import encode_frame, pack_arrays, unpack_arrays, write_all
 
-from . import seccomp
-from .confine import PR_SET_DUMPABLE, prctl
-from .handler import EXIT_DIRTY, EXIT_STDIN_CLOSED, handle_job
+from . import link, seccomp
+from .child import start_child
+from .confine import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
+from .handler import EXIT_DIRTY, EXIT_STDIN_CLOSED, serve_jobs
+from .proctools import reap
 
 # Small modules students commonly import. Loaded here, they cost nothing per job and
 # stay importable when the slot's uid cannot read the Python installation (say, under
@@ -47,39 +58,95 @@ def main(config: Dict[str, Any]) -> None:
         __import__(name)
     warm_up(numpy)
     prctl(PR_SET_DUMPABLE, 0)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)  # without bwrap's pid namespace, orphans of a submission still come here
     # Keep the collector away from everything imported so far: a collection in
     # a fork would write to (and so copy) every page holding those objects.
     gc.freeze()
+    ours, theirs = link.pair()
     write_all(1, encode_frame({"kind": "ready", "pid": os.getpid(), "track": config["track"],
                                "seccomp": seccomp.supported()}))
+    handler = os.fork()
+    if handler == 0:
+        ours.close()
+        code = 1
+        try:
+            code = serve_jobs(config, theirs)
+        except BaseException:  # noqa: BLE001 - the handler is ours: a bug here is printed, and the worker restarts
+            traceback.print_exc()
+        os._exit(code)
+    theirs.close()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    sys.exit(serve_handler(config, ours, handler))
+
+
+def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: int) -> int:
+    """Fork, report and reap for the handler until it ends; the worker's exit code.
+
+    One loop waits for both the handler's requests and the children's changes of
+    state (SIGCHLD, through a wake-up pipe), so a handler stopped at any moment is
+    noticed at once, between jobs as much as during one.
+    """
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    child: Optional[int] = None
+    job_started = 0.0
     while True:
-        handler = os.fork()
-        if handler == 0:
-            code = 1
+        ready, _, _ = select.select([handler_link, wake_r], [], [])
+        if wake_r in ready:
             try:
-                code = handle_job(config)
-            except BaseException:  # noqa: BLE001 - the handler is ours: a bug here is printed, and the worker restarts
-                traceback.print_exc()
-            os._exit(code)
-        code = wait_for(handler)
-        if code == EXIT_STDIN_CLOSED:
-            sys.exit(0)
-        if code != 0:
-            sys.exit(code)
+                while len(os.read(wake_r, 4096)) == 4096:
+                    pass
+            except BlockingIOError:
+                pass
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG | os.WUNTRACED)
+            except ChildProcessError:
+                return EXIT_HANDLER_LOST
+            if pid == 0:
+                break
+            if pid == handler:
+                return handler_ended(handler, status)
+            if pid == child and not os.WIFSTOPPED(status):
+                link.send(handler_link, {"exited": status, "cpu": usage.ru_utime + usage.ru_stime})
+                child = None
+            # else an orphan of the submission collected, or a stopped process the handler's deadlines will kill
+        if handler_link in ready:
+            try:
+                request, _ = link.receive(handler_link)
+            except (OSError, ValueError):
+                request = None
+            if request is None:
+                return handler_ended(handler, os.waitpid(handler, os.WUNTRACED)[1])
+            if request.get("do") == "fork" and child is None:
+                job_started = time.process_time()
+                child = start_child(config, handler, handler_link, (wake_r, wake_w))
+            elif request.get("do") == "reap" and child is None:
+                groups = [g for g in request.get("groups", []) if type(g) is int]
+                reap(config["uid"], groups, spare=handler)
+                link.send(handler_link, {"reaped": True, "cpu": time.process_time() - job_started})
+            else:
+                os.kill(handler, signal.SIGKILL)
+                os.waitpid(handler, 0)
+                return EXIT_HANDLER_LOST
 
 
-def wait_for(handler: int) -> int:
-    """The handler's exit code; orphans that reach pid 1 meanwhile are collected and forgotten."""
-    while True:
-        pid, status = os.waitpid(-1, os.WUNTRACED)
-        if pid != handler:
-            continue
-        if os.WIFSTOPPED(status):
-            os.kill(handler, signal.SIGKILL)
-            os.waitpid(handler, 0)
-            return EXIT_HANDLER_LOST
-        code = os.waitstatus_to_exitcode(status)
-        return code if code in (0, EXIT_STDIN_CLOSED, EXIT_DIRTY) else EXIT_HANDLER_LOST
+def handler_ended(handler: int, status: int) -> int:
+    """The worker's exit code for a handler that exited or stopped with `status`."""
+    if os.WIFSTOPPED(status):
+        os.kill(handler, signal.SIGKILL)
+        os.waitpid(handler, 0)
+        return EXIT_HANDLER_LOST
+    code = os.waitstatus_to_exitcode(status)
+    if code == EXIT_STDIN_CLOSED:
+        return 0
+    return code if code == EXIT_DIRTY else EXIT_HANDLER_LOST
 
 
 def warm_up(np: Any) -> None:
