@@ -5,9 +5,9 @@ waiting for the sandbox counts nowhere: start (the process up to its first submi
 the course), intake (reading the hand-ins, choosing what to grade), score, gradebook, pages (each
 submission's), class (late outcomes, history, the class's files), and the pool's threads on the wire (send:
 encoding and writing jobs; receive: reading and checking what came back); other is the rest of the process's CPU
-(starting the sandbox, the progress display, the collector). The sandbox's figures are the handler's own
-accounting per job (sandbox/protocol.py `SandboxCpu`): the handler, and the submission's processes while loading
-and during their calls. With `--cluster` the sandbox runs on Dask workers and is not counted here.
+(starting the sandbox, the progress display, the collector). The sandbox's figures are the handler's
+accounting per job (sandbox/protocol.py `SandboxCpu`): the trusted processes (the handler, and the zygote's fork
+of the job's child and its reaping), and the submission's processes while loading and during their calls. With `--cluster` the sandbox runs on Dask workers and is not counted here.
 """
 
 from __future__ import annotations

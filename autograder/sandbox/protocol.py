@@ -98,8 +98,9 @@ class ProblemRun:
 
 @dataclass(frozen=True)
 class SandboxCpu:
-    """CPU seconds of one job in the sandbox, by the handler's accounting: its own, and the submission's processes
-    while loading and after (its calls). Figures for `qkv grade --timings`, never for scores."""
+    """CPU seconds of one job in the sandbox, by the handler's accounting: the trusted processes' (the handler's,
+    and the zygote's fork of the job's child and its reaping), and the submission's processes while loading and
+    after (its calls). Figures for `qkv grade --timings`, never for scores."""
 
     handler: float = 0.0
     load: float = 0.0

@@ -76,28 +76,34 @@ def load_failure(exc: BaseException) -> Dict[str, Any]:
 
 
 def start_child(config: Dict[str, Any], handler: int, handler_link: socket.socket, wake: Tuple[int, int]) -> int:
-    """The zygote's fork of a job's child; hands the handler the child's pipes and gives the child's pid."""
+    """The zygote's fork of a job's child; hands the handler the child's pipes and a pidfd, and gives its pid."""
     job_r, job_w = os.pipe()
     main_r, main_w = os.pipe()
     out_r, out_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        # first of all, what is the zygote's alone: its link to the handler and its wake-up pipe
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        handler_link.close()
-        for fd in (*wake, job_w, main_r, out_r):
-            os.close(fd)
-        job = read_job(job_r, config)
-        if job is None:
-            os._exit(1)
-        os.close(job_r)
-        run_child(job, main_w, out_w, handler)
+        try:
+            # first of all, what is the zygote's alone: its link to the handler and its wake-up pipe
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            handler_link.close()
+            for fd in (*wake, job_w, main_r, out_r):
+                os.close(fd)
+            job = read_job(job_r, config)
+            if job is not None:
+                os.close(job_r)
+                run_child(job, main_w, out_w, handler)
+        finally:
+            os._exit(1)  # never back into the zygote's loop
     for fd in (job_r, main_w, out_w):
         os.close(fd)
-    link.send(handler_link, {"pid": pid}, (job_w, main_r, out_r))
-    for fd in (job_w, main_r, out_r):
-        os.close(fd)
+    # the pidfd names this child even after the zygote collects it and its pid is reused
+    pidfd = os.pidfd_open(pid)
+    try:
+        link.send(handler_link, {"pid": pid}, (job_w, main_r, out_r, pidfd))
+    finally:
+        for fd in (job_w, main_r, out_r, pidfd):
+            os.close(fd)
     return pid
 
 

@@ -19,6 +19,7 @@ import select
 import signal
 import socket
 import time
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, write_all
@@ -27,7 +28,7 @@ from . import link
 from .confine import PR_SET_PDEATHSIG, prctl
 from .job import JobFrame, read_job_frame
 from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds
-from .supervisor import Answer, Kill, Phase, Supervisor
+from .supervisor import MAX_PID, Answer, Kill, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
 EXIT_DIRTY = 4  # the job's folder could not be emptied: the zygote ends and the pool starts a fresh worker
@@ -59,39 +60,78 @@ def ask(zygote: socket.socket, message: Dict[str, Any], expect: str, fds: int = 
 
 
 def handle_job(job: JobFrame, config: Dict[str, Any], zygote: socket.socket, started: float) -> bool:
-    """One job, from the fork of its child to the grader's last frame; False when its folder stays dirty.
-    `started`: the handler's CPU clock before it read the job."""
-    reply, (job_w, main_r, out_r) = ask(zygote, {"do": "fork"}, "pid", fds=3)
-    child = reply["pid"]
+    """One job, from the fork of its child to the grader's last frame; False when what it left could not be
+    cleared (a process, or its folder), so that the worker ends. `started`: the handler's CPU clock before it
+    read the job."""
+    reply, (job_w, main_r, out_r, pidfd) = ask(zygote, {"do": "fork"}, "pid", fds=4)
+    child = Child(int(reply["pid"]), pidfd, config["uid"])
     try:
-        write_all(job_w, job.data)
-    except BrokenPipeError:
-        pass  # the child died before it read its job: the zygote reports how
-    os.close(job_w)
-    supervisor, cpu = supervise(job, config["uid"], child, main_r, out_r, zygote)
-    reaped, _ = ask(zygote, {"do": "reap", "groups": supervisor.state.groups}, "reaped")
-    clean = empty_folder(config["scratch"])
+        deliver(job_w, job.data, child, time.monotonic() + job.limits.load_seconds)
+        supervisor, cpu = supervise(job, child, main_r, out_r, zygote)
+        reaped, _ = ask(zygote, {"do": "reap"}, "reaped")
+    finally:
+        os.close(pidfd)
+    clean = reaped["reaped"] is True and empty_folder(config["scratch"])
     cpu["handler"] = time.process_time() - started + float(reaped["cpu"])
     # the last frames go out only now, so the grader knows before its next job whether this worker retires
     write_all(1, b"".join(a.data for a in supervisor.finish(retire=not clean, cpu=cpu) if isinstance(a, Answer)))
     return clean
 
 
-def kill(uid: Optional[int], groups: tuple) -> None:
-    """SIGKILL the process groups the child named. The ids come from the child, which runs student code;
-    with a slot uid only that uid's processes are touched, so a lie hurts no one else."""
-    if uid is None:
+@dataclass(frozen=True)
+class Child:
+    """The job's child: its pid, a pidfd that names it even once its pid is reused, and the slot's uid."""
+
+    pid: int
+    pidfd: int
+    uid: Optional[int]
+
+    def kill(self, groups: tuple) -> None:
+        """SIGKILL these process groups: the child's own (its pid), or those of its problems, which the child
+        named. Those ids come from the child, which runs student code: with a slot uid only that uid's
+        processes are touched, and without one only groups of the child's own session, so a lie hurts no one
+        else. The child itself is killed through its pidfd as well, which works before it has a group of its
+        own or its slot's uid, and never hits a process that reused its pid."""
+        if self.pid in groups:
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass  # gone already
+        if self.uid is not None:
+            kill_processes(self.uid, set(groups))
+            return
         for group in groups:
-            kill_group(group)
-    else:
-        kill_processes(uid, set(groups))
+            try:
+                ours = 1 < group <= MAX_PID and os.getsid(group) == self.pid
+            except OSError:
+                continue  # its leader is gone: what is left of the group is the zygote's to reap
+            if ours:
+                kill_group(group)
 
 
-def supervise(job: JobFrame, uid: Optional[int], child: int, main_r: int, out_r: int,
+def deliver(job_w: int, data: bytes, child: Child, deadline: float) -> None:
+    """Write the job into the child's pipe; a child that has not read it by `deadline` is killed
+    (the supervisor then sees it die while loading)."""
+    os.set_blocking(job_w, False)
+    view = memoryview(data)
+    try:
+        while view:
+            _, ready, _ = select.select([], [job_w], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                child.kill((child.pid,))
+                break
+            view = view[os.write(job_w, view):]
+    except BrokenPipeError:
+        pass  # the child died before it read its job: the zygote reports how
+    finally:
+        os.close(job_w)
+
+
+def supervise(job: JobFrame, child: Child, main_r: int, out_r: int,
               zygote: socket.socket) -> Tuple[Supervisor, Dict[str, float]]:
     """Run the job's event loop until the child is gone; the supervisor then holds the outcome. Also gives the
     CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls")."""
-    supervisor = Supervisor(job.problems, job.limits, child, time.monotonic(), group_cpu_seconds)
+    supervisor = Supervisor(job.problems, job.limits, child.pid, time.monotonic(), group_cpu_seconds)
     frames = FrameBuffer(MAX_CHILD_BLOB)
     link_fd = zygote.fileno()
     open_fds = {main_r, out_r, link_fd}
@@ -104,7 +144,7 @@ def supervise(job: JobFrame, uid: Optional[int], child: int, main_r: int, out_r:
             if isinstance(action, Answer):
                 outbox.append(action.data)
             elif isinstance(action, Kill):
-                kill(uid, action.groups)
+                child.kill(action.groups)
 
     while supervisor.waiting:
         now = time.monotonic()
@@ -134,7 +174,7 @@ def supervise(job: JobFrame, uid: Optional[int], child: int, main_r: int, out_r:
                 for header, blob in frames.feed(data):
                     carry_out(supervisor.frame(header, blob, now))
                     if not loaded_cpu and supervisor.state.phase is not Phase.LOAD:
-                        loaded_cpu.append(process_cpu_seconds(child))
+                        loaded_cpu.append(process_cpu_seconds(child.pid))
                 if frames.error is not None:
                     carry_out(supervisor.garbage(frames.error))
                     open_fds.discard(main_r)

@@ -5,10 +5,10 @@ Per job, in this order:
 | from | message | with |
 |---|---|---|
 | handler | `{"do": "fork"}`: a fresh child for the next job | |
-| zygote | `{"pid": P}` | the child's job pipe (write end), result and output pipes (read ends) |
+| zygote | `{"pid": P}` | the child's job pipe (write end), result and output pipes (read ends), a pidfd of it |
 | zygote | `{"exited": STATUS, "cpu": S}`: the child's wait status and CPU seconds (its waited descendants too) | |
-| handler | `{"do": "reap", "groups": [...]}`: kill and collect what the submission left | |
-| zygote | `{"reaped": true, "cpu": S}`: none of it is left; the zygote's own CPU seconds for the job | |
+| handler | `{"do": "reap"}`: kill and collect what the submission left | |
+| zygote | `{"reaped": CLEAN, "cpu": S}`: whether none of it is left (if not, the worker ends, and with its pid 1 every process of its namespace); the zygote's own CPU seconds for the job | |
 
 Both ends are trusted, and no student process holds the socket: a child closes its copy
 before it reads its job. The zygote is the children's parent (so it alone can wait for
@@ -22,7 +22,7 @@ import json
 import socket
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-MAX_MESSAGE = 1 << 20  # a reap names the groups the child reported, a few hundred at most
+MAX_MESSAGE = 1 << 12  # every message is a few words
 
 
 def pair() -> Tuple[socket.socket, socket.socket]:

@@ -88,7 +88,7 @@ def kill_group(pgid: Optional[int]) -> None:
     if pgid and pgid > 1:
         try:
             os.killpg(pgid, signal.SIGKILL)
-        except OSError:
+        except (OSError, OverflowError):
             pass
 
 
@@ -113,14 +113,22 @@ def kill_processes(uid: int, groups: Optional[Set[int]]) -> None:
 
 
 def children(spare: int) -> Set[int]:
-    """This process's children but `spare` (the zygote's: the processes a submission left it, and zombies)."""
+    """This process's children but `spare` (the zygote's: the processes a submission left it, and zombies).
+
+    The kernel's list of children may miss one that moves to this process while it is
+    read, so an empty list is checked against every process's parent in /proc (a few
+    processes in the sandbox's pid namespace).
+    """
     me = os.getpid()
     try:
         with open(f"/proc/{me}/task/{me}/children") as listed:
             found = {int(p) for p in listed.read().split()}
-    except OSError:  # a kernel without the list: every process's parent, read from /proc
-        found = {int(e) for e in os.listdir("/proc") if e.isdigit() and parent_of(int(e)) == me}
+    except OSError:
+        found = set()
     found.discard(spare)
+    if not found:
+        found = {int(e) for e in os.listdir("/proc") if e.isdigit() and parent_of(int(e)) == me}
+        found.discard(spare)
     return found
 
 
@@ -136,32 +144,46 @@ def collect(pids: Set[int]) -> Set[int]:
     return running
 
 
-def reap(uid: Optional[int], groups: Iterable[int], spare: int) -> None:
-    """Kill every process the submission left behind and collect them (run by the zygote).
+def kill_every_process_of(uid: int) -> None:
+    """SIGKILL every process of `uid` at once: a helper takes the uid and signals -1, which the kernel does
+    under its task list lock, so no fork can slip past it as one can past a scan of /proc."""
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(helper, 0)
+
+
+def reap(uid: Optional[int], spare: int) -> bool:
+    """Kill every process the submission left behind and collect them (run by the zygote); False when some
+    are still there after REAP_SECONDS, and the worker must end (ending pid 1 ends its namespace).
 
     The zygote inherits the submission's orphans (pid 1 of its namespace, or a child
     subreaper), so once its only child is `spare`, the handler, no process of the
-    submission is left. Children are only ever waited for by pid, so the handler's own
-    end is left to the zygote's main loop to see.
+    submission is left. As root every process of the slot's uid is killed at once; as a
+    user each child is, round after round, as the orphans of the killed ones come here.
+    Children are only ever waited for by pid, so the handler's own end is left to the
+    zygote's main loop to see.
     """
     left = collect(children(spare))
-    if not left:
-        return
-    if uid is not None:
-        kill_processes(uid, None)
-    else:
-        for group in groups:
-            kill_group(group)
     give_up = time.monotonic() + REAP_SECONDS
-    while left and time.monotonic() < give_up:
-        if uid is None:
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+    while left:
+        if time.monotonic() > give_up:
+            return False
+        if uid is not None:
+            kill_every_process_of(uid)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         time.sleep(0.002)
         left = collect(children(spare))
+    return True
 
 
 # ---------------------------------------------------------------- files

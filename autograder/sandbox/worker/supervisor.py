@@ -38,6 +38,8 @@ LOAD_FAILURES = frozenset({Status.LOAD_ERROR, Status.MEMORY, Status.EXITED, Stat
 Verdict = Tuple[Status, str]
 
 
+MAX_PID = 1 << 22  # the kernel's largest pid_max: a bigger "pid" from the child is a lie
+
 class Phase(Enum):
     LOAD = "load"
     BETWEEN = "between"
@@ -225,7 +227,7 @@ class Supervisor:
 
     def _start_problem(self, pid: Any, now: float) -> None:
         s = self.state
-        if type(pid) is not int or pid <= 1:
+        if type(pid) is not int or not 1 < pid <= MAX_PID:
             raise ValueError(f"bad grandchild pid {pid!r}")
         problem = self.problems[s.next_problem]
         s.groups.append(pid)

@@ -82,12 +82,22 @@ def main(config: Dict[str, Any]) -> None:
     sys.exit(serve_handler(config, ours, handler))
 
 
+class HandlerLost(Exception):
+    """The handler ended, stopped, or broke the link's order; `code` is the worker's exit code."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: int) -> int:
     """Fork, report and reap for the handler until it ends; the worker's exit code.
 
     One loop waits for both the handler's requests and the children's changes of
     state (SIGCHLD, through a wake-up pipe), so a handler stopped at any moment is
-    noticed at once, between jobs as much as during one.
+    noticed at once, between jobs as much as during one. What a job's messages and
+    waits hold lives in the frames of the functions below, which end before the next
+    child is forked: the loop itself keeps only the child's pid.
     """
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -96,45 +106,83 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
     signal.set_wakeup_fd(wake_w)
     child: Optional[int] = None
     job_started = 0.0
-    while True:
-        ready, _, _ = select.select([handler_link, wake_r], [], [])
-        if wake_r in ready:
-            try:
-                while len(os.read(wake_r, 4096)) == 4096:
-                    pass
-            except BlockingIOError:
-                pass
+    try:
         while True:
-            try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG | os.WUNTRACED)
-            except ChildProcessError:
-                return EXIT_HANDLER_LOST
-            if pid == 0:
-                break
-            if pid == handler:
-                return handler_ended(handler, status)
-            if pid == child and not os.WIFSTOPPED(status):
-                link.send(handler_link, {"exited": status, "cpu": usage.ru_utime + usage.ru_stime})
-                child = None
-            # else an orphan of the submission collected, or a stopped process the handler's deadlines will kill
-        if handler_link in ready:
-            try:
-                request, _ = link.receive(handler_link)
-            except (OSError, ValueError):
-                request = None
-            if request is None:
-                return handler_ended(handler, os.waitpid(handler, os.WUNTRACED)[1])
-            if request.get("do") == "fork" and child is None:
-                job_started = time.process_time()
-                child = start_child(config, handler, handler_link, (wake_r, wake_w))
-            elif request.get("do") == "reap" and child is None:
-                groups = [g for g in request.get("groups", []) if type(g) is int]
-                reap(config["uid"], groups, spare=handler)
-                link.send(handler_link, {"reaped": True, "cpu": time.process_time() - job_started})
-            else:
-                os.kill(handler, signal.SIGKILL)
-                os.waitpid(handler, 0)
-                return EXIT_HANDLER_LOST
+            ready, _, _ = select.select([handler_link, wake_r], [], [])
+            if wake_r in ready:
+                drain(wake_r)
+            child = collect_changes(handler, child, handler_link)
+            if handler_link in ready:
+                request = hear(handler_link, handler)
+                if request == "fork" and child is None:
+                    job_started = time.process_time()
+                    try:
+                        child = start_child(config, handler, handler_link, (wake_r, wake_w))
+                    except OSError:
+                        raise lose(handler) from None
+                elif request == "reap" and child is None:
+                    clean = reap(config["uid"], spare=handler)
+                    tell(handler_link, handler, {"reaped": clean, "cpu": time.process_time() - job_started})
+                else:
+                    raise lose(handler)
+    except HandlerLost as lost:
+        return lost.code
+
+
+def drain(fd: int) -> None:
+    try:
+        while len(os.read(fd, 4096)) == 4096:
+            pass
+    except BlockingIOError:
+        pass
+
+
+def collect_changes(handler: int, child: Optional[int], handler_link: socket.socket) -> Optional[int]:
+    """Collect every child whose state changed, telling the handler when the job's child exits; gives the
+    job's child while it runs, None once its exit is told."""
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:
+            raise HandlerLost(EXIT_HANDLER_LOST) from None
+        if pid == 0:
+            return child
+        if pid == handler:
+            raise HandlerLost(handler_ended(handler, status))
+        if pid == child and not os.WIFSTOPPED(status):
+            tell(handler_link, handler, {"exited": status, "cpu": usage.ru_utime + usage.ru_stime})
+            child = None
+        # else an orphan of the submission collected, or a stopped process the handler's deadlines will kill
+
+
+def hear(handler_link: socket.socket, handler: int) -> Optional[str]:
+    """What the handler asks ("fork", "reap"); the handler's end, or anything that is not a request, ends the loop."""
+    try:
+        request, fds = link.receive(handler_link)
+    except (OSError, ValueError):
+        raise lose(handler) from None
+    if request is None:
+        raise HandlerLost(handler_ended(handler, os.waitpid(handler, os.WUNTRACED)[1]))
+    for fd in fds:
+        os.close(fd)
+    return request.get("do") if isinstance(request, dict) else None
+
+
+def tell(handler_link: socket.socket, handler: int, message: Dict[str, Any]) -> None:
+    try:
+        link.send(handler_link, message)
+    except OSError:
+        raise lose(handler) from None
+
+
+def lose(handler: int) -> HandlerLost:
+    """Kill the handler, whose link broke or who broke its order; the error that ends the worker."""
+    try:
+        os.kill(handler, signal.SIGKILL)
+        os.waitpid(handler, 0)
+    except OSError:
+        pass
+    return HandlerLost(EXIT_HANDLER_LOST)
 
 
 def handler_ended(handler: int, status: int) -> int:

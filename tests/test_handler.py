@@ -1,0 +1,60 @@
+"""What the sandbox's handler kills when the supervisor says kill (autograder/sandbox/worker/handler.py `Child`).
+
+The process groups to kill come from the child, which runs student code; these are real
+processes, started here in sessions of their own as the sandbox's would be.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from autograder.sandbox.worker.handler import Child
+
+
+def sleeper(new_session: bool) -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "60"], start_new_session=new_session)
+
+
+def test_a_group_the_child_names_outside_its_own_session_is_spared():
+    child, victim = sleeper(True), sleeper(True)  # the victim: say, the grader's own process group
+    try:
+        with_pidfd = os.pidfd_open(child.pid)
+        try:
+            Child(child.pid, with_pidfd, None).kill((child.pid, victim.pid))
+        finally:
+            os.close(with_pidfd)
+        assert child.wait(5) == -9
+        assert victim.poll() is None, "a process group outside the child's session was killed"
+    finally:
+        for process in (child, victim):
+            process.kill()
+            process.wait()
+
+
+def test_a_child_without_a_group_of_its_own_yet_is_killed_through_its_pidfd():
+    child = sleeper(False)  # as a fresh fork is, before it confines itself: in its parent's group
+    try:
+        with_pidfd = os.pidfd_open(child.pid)
+        try:
+            Child(child.pid, with_pidfd, None).kill((child.pid,))
+        finally:
+            os.close(with_pidfd)
+        assert child.wait(5) == -9
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_pid_no_kernel_gives_is_no_group_to_kill():
+    child = sleeper(True)
+    try:
+        with_pidfd = os.pidfd_open(child.pid)
+        try:
+            Child(child.pid, with_pidfd, None).kill((2**40,))  # os.killpg would raise OverflowError on it
+        finally:
+            os.close(with_pidfd)
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
