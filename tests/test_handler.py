@@ -58,3 +58,25 @@ def test_a_pid_no_kernel_gives_is_no_group_to_kill():
     finally:
         child.kill()
         child.wait()
+
+
+def test_reaping_reads_the_children_afresh_after_collecting_one(monkeypatch):
+    """A leftover that forks and exits between the zygote's look at its children and its wait: the one it
+    collected handed a new child to the zygote just before, which the next look must find and kill."""
+    from autograder.sandbox.worker import proctools
+
+    runner, forked = 100, 101
+    alive = {runner: False, forked: True}  # the runner exited right after the look; its child lives
+    looks = iter([{runner}, {forked}])
+    killed = []
+    monkeypatch.setattr(proctools, "children", lambda spare: next(looks, set()) if alive[forked] else set())
+    monkeypatch.setattr(proctools, "collect", lambda pids: {p for p in pids if alive[p]})
+
+    def kill(pid, sig):
+        killed.append(pid)
+        alive[pid] = False
+
+    monkeypatch.setattr(proctools.os, "kill", kill)
+    monkeypatch.setattr(proctools.time, "sleep", lambda seconds: None)
+    assert proctools.reap(None, spare=1) is True
+    assert killed == [forked] and not alive[forked]

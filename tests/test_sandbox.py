@@ -681,3 +681,30 @@ def test_a_process_that_forks_and_exits_for_ever_is_gone_before_the_next_job() -
         found = pool.run(source("fork_runner.py"), (probe("find", 0),))
     assert planted.problems["leave"].results["leave"].ok
     assert found.problems["find"].results["find"].outputs[0].tolist() == [0]
+
+
+def test_threads_the_user_starts_during_a_job_leave_its_problems_room(shared_folder: Path) -> None:
+    # Without a uid or a user namespace of its own (rlimits only: a file anyone may read rules out more) a
+    # submission shares RLIMIT_NPROC, which counts threads, with everything its user runs, this test included. As
+    # root nothing is counted (root is exempt); the unprivileged rerun (tests/test_as_user.py) is the test.
+    exposed = shared_folder / "bundle.json"
+    exposed.write_text("{}")
+    exposed.chmod(0o644)
+    release = threading.Event()
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits", protect=[exposed]) as pool:
+        assert pool.isolation == "rlimits-only"
+        assert_good(pool.run(source("good.py"), CORE))  # the worker is up: the next job starts at once
+        outcome: dict[str, SubmissionRun] = {}
+        job = threading.Thread(target=lambda: outcome.update(run=pool.run(source("slow_first_problem.py"), CORE)))
+        job.start()
+        time.sleep(0.5)  # the job has counted the user's threads and is inside softmax_rows
+        others = [threading.Thread(target=release.wait) for _ in range(40)]
+        for thread in others:
+            thread.start()
+        job.join(timeout=60)
+        release.set()
+        for thread in others:
+            thread.join()
+    run = outcome["run"]
+    assert run.problems["softmax"].status == "ok", run.problems["softmax"].message
+    assert_double_ok(run)

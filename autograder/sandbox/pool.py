@@ -137,8 +137,7 @@ class _Worker:
     def __init__(self, pool: SandboxPool, slot: int) -> None:
         self.pool = pool
         self.slot = slot
-        number = next(_slot_numbers) % 256
-        self.uid = UID_BASE + (os.getpid() % 10_000_000) * 256 + number if os.geteuid() == 0 else None
+        self.uid: int | None = None
         self.process: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
         self.sending = 0.0  # CPU seconds this job took to write
@@ -148,6 +147,10 @@ class _Worker:
 
     def start(self) -> None:
         pool = self.pool
+        # A uid of its own for each start, not each slot: a worker retires when it could not clear what a job
+        # left, and without bwrap's namespace a survivor would otherwise share the next worker's uid.
+        number = next(_slot_numbers) % 256
+        self.uid = UID_BASE + (os.getpid() % 10_000_000) * 256 + number if os.geteuid() == 0 else None
         if pool.isolation == "bwrap":
             scratch, lib = policy.SCRATCH_INSIDE, [policy.WORKER_LIB]
         else:

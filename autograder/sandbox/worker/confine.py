@@ -31,6 +31,7 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 KEYCTL_JOIN_SESSION_KEYRING = 1
+SHARED_UID_MARGIN = 64  # threads the user's other processes may start during a job
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -82,9 +83,10 @@ def confine(job: Job, main_w: int, out_w: int, handler: int) -> str:
     nproc = limits.max_processes
     if job.uid is None:
         # Without a uid of its own the submission shares RLIMIT_NPROC, which
-        # counts threads, with everything else running as this user.
+        # counts threads, with everything else running as this user, and that
+        # goes on starting threads while the job runs (a browser, other graders).
         uid = os.getuid()
-        nproc += sum(p.threads for p in processes() if p.uid == uid)
+        nproc += sum(p.threads for p in processes() if p.uid == uid) + SHARED_UID_MARGIN
     for which, soft, hard in (
         (resource.RLIMIT_AS, vm_size() + limits.memory_bytes, None),
         (resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),

@@ -100,6 +100,10 @@ class Child:
         if self.uid is not None:
             kill_processes(self.uid, set(groups))
             return
+        try:
+            signal.pidfd_send_signal(self.pidfd, 0)
+        except OSError:
+            return  # the child is gone, and its pid may name another session now: the zygote reaps what is left
         for group in groups:
             try:
                 ours = 1 < group <= MAX_PID and os.getsid(group) == self.pid

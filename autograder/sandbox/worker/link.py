@@ -8,7 +8,7 @@ Per job, in this order:
 | zygote | `{"pid": P}` | the child's job pipe (write end), result and output pipes (read ends), a pidfd of it |
 | zygote | `{"exited": STATUS, "cpu": S}`: the child's wait status and CPU seconds (its waited descendants too) | |
 | handler | `{"do": "reap"}`: kill and collect what the submission left | |
-| zygote | `{"reaped": CLEAN, "cpu": S}`: whether none of it is left (if not, the worker ends, and with its pid 1 every process of its namespace); the zygote's own CPU seconds for the job | |
+| zygote | `{"reaped": CLEAN, "cpu": S}`: whether none of it is left (if not, the worker ends: under bwrap its pid 1, and with it every process of its namespace); the zygote's own CPU seconds for the job | |
 
 Both ends are trusted, and no student process holds the socket: a child closes its copy
 before it reads its job. The zygote is the children's parent (so it alone can wait for

@@ -144,46 +144,64 @@ def collect(pids: Set[int]) -> Set[int]:
     return running
 
 
-def kill_every_process_of(uid: int) -> None:
+def kill_every_process_of(uid: int, give_up: float) -> bool:
     """SIGKILL every process of `uid` at once: a helper takes the uid and signals -1, which the kernel does
-    under its task list lock, so no fork can slip past it as one can past a scan of /proc."""
+    under its task list lock, so no fork can slip past it as one can past a scan of /proc. False when the
+    helper could not (it could not take the uid, or was stopped by a process of that uid, or `give_up` came)."""
     helper = os.fork()
     if helper == 0:
+        code = 1
         try:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
             os.kill(-1, signal.SIGKILL)
+            code = 0
         finally:
-            os._exit(0)
-    os.waitpid(helper, 0)
+            os._exit(code)
+    while True:
+        pid, status = os.waitpid(helper, os.WNOHANG | os.WUNTRACED)
+        if pid == helper and not os.WIFSTOPPED(status):
+            return os.waitstatus_to_exitcode(status) == 0
+        if pid == helper or time.monotonic() > give_up:
+            os.kill(helper, signal.SIGKILL)  # stopped, as the uid's processes may do to it, or too slow
+            os.waitpid(helper, 0)
+            return False
+        time.sleep(0.0005)
 
 
 def reap(uid: Optional[int], spare: int) -> bool:
     """Kill every process the submission left behind and collect them (run by the zygote); False when some
-    are still there after REAP_SECONDS, and the worker must end (ending pid 1 ends its namespace).
+    are still there after REAP_SECONDS, and the worker must end (under bwrap, ending pid 1 ends every process
+    of its namespace).
 
     The zygote inherits the submission's orphans (pid 1 of its namespace, or a child
     subreaper), so once its only child is `spare`, the handler, no process of the
-    submission is left. As root every process of the slot's uid is killed at once; as a
-    user each child is, round after round, as the orphans of the killed ones come here.
-    Children are only ever waited for by pid, so the handler's own end is left to the
-    zygote's main loop to see.
+    submission is left: every live one has an ancestor on that list until the zygote
+    collects it. So the list is read afresh after anything is collected (a process that
+    exits hands its children to the zygote just before), and only an empty list ends
+    the loop. As root every process of the slot's uid is killed at once; as a user each
+    child is, round after round, as the orphans of the killed ones come here. Children
+    are only ever waited for by pid, so the handler's own end is left to the zygote's
+    main loop to see.
     """
-    left = collect(children(spare))
     give_up = time.monotonic() + REAP_SECONDS
-    while left:
+    while True:
+        found = children(spare)
+        if not found:
+            return True
+        left = collect(found)
+        if not left:
+            continue
         if time.monotonic() > give_up:
             return False
         if uid is not None:
-            kill_every_process_of(uid)
+            kill_every_process_of(uid, give_up)
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
         time.sleep(0.002)
-        left = collect(children(spare))
-    return True
 
 
 # ---------------------------------------------------------------- files

@@ -121,7 +121,10 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
                     except OSError:
                         raise lose(handler) from None
                 elif request == "reap" and child is None:
-                    clean = reap(config["uid"], spare=handler)
+                    try:
+                        clean = reap(config["uid"], spare=handler)
+                    except OSError:  # no fork for the helper, /proc unreadable: nothing is known clean
+                        clean = False
                     tell(handler_link, handler, {"reaped": clean, "cpu": time.process_time() - job_started})
                 else:
                     raise lose(handler)
