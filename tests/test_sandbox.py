@@ -676,9 +676,7 @@ def test_no_earlier_job_is_in_the_memory_of_the_next() -> None:
 
 @needs_bwrap
 def test_a_process_that_forks_and_exits_for_ever_is_gone_before_the_next_job() -> None:
-    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
-        planted = pool.run(source("fork_runner.py"), (probe("leave", 0),))
-        found = pool.run(source("fork_runner.py"), (probe("find", 0),))
+    planted, found = one_slot(("fork_runner.py", (probe("leave", 0),)), ("fork_runner.py", (probe("find", 0),)))
     assert planted.problems["leave"].results["leave"].ok
     assert found.problems["find"].results["find"].outputs[0].tolist() == [0]
 

@@ -7,7 +7,8 @@ submission's), class (late outcomes, history, the class's files), and the pool's
 encoding and writing jobs; receive: reading and checking what came back); other is the rest of the process's CPU
 (starting the sandbox, the progress display, the collector). The sandbox's figures are the handler's
 accounting per job (sandbox/protocol.py `SandboxCpu`): the trusted processes (the handler, and the zygote's fork
-of the job's child and its reaping), and the submission's processes while loading and during their calls. With `--cluster` the sandbox runs on Dask workers and is not counted here.
+of the job's child and its reaping), and the submission's processes while loading and during their calls. With
+`--cluster` the sandbox runs on Dask workers and is not counted here.
 """
 
 from __future__ import annotations

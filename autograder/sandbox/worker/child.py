@@ -43,8 +43,7 @@ from qkv_runtime.wire import (
     write_all,
 )
 
-from . import seccomp
-from . import link
+from . import link, seccomp
 from .confine import MAIN_FD, PR_SET_PDEATHSIG, confine, prctl
 from .job import Job, read_job
 from .proctools import kill_group

@@ -31,8 +31,8 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 KEYCTL_JOIN_SESSION_KEYRING = 1
-SHARED_UID_MARGIN = 64  # threads the user's other processes may start during a job
 KEYCTL_SYSCALL = {"x86_64": 250, "aarch64": 219}
+SHARED_UID_MARGIN = 64  # threads the user's other processes may start during a job
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 

@@ -31,7 +31,7 @@ from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_process
 from .supervisor import MAX_PID, Answer, Kill, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
-EXIT_DIRTY = 4  # the job's folder could not be emptied: the zygote ends and the pool starts a fresh worker
+EXIT_DIRTY = 4  # what a job left (a process, its folder) could not be cleared: the pool starts a fresh worker
 OUTPUT_CHUNK = 1 << 16
 
 

@@ -13,7 +13,7 @@ import secrets
 import signal
 import stat
 import time
-from typing import Iterable, Iterator, NamedTuple, Optional, Set
+from typing import Iterator, NamedTuple, Optional, Set
 
 REAP_SECONDS = 2.0
 MAX_REMOVED_ENTRIES = 200_000  # a scratch folder with more is dropped with its worker, not walked
@@ -144,28 +144,26 @@ def collect(pids: Set[int]) -> Set[int]:
     return running
 
 
-def kill_every_process_of(uid: int, give_up: float) -> bool:
+def kill_every_process_of(uid: int, give_up: float) -> None:
     """SIGKILL every process of `uid` at once: a helper takes the uid and signals -1, which the kernel does
-    under its task list lock, so no fork can slip past it as one can past a scan of /proc. False when the
-    helper could not (it could not take the uid, or was stopped by a process of that uid, or `give_up` came)."""
+    under its task list lock, so no fork can slip past it as one can past a scan of /proc. A helper that fails
+    (stopped by a process of that uid, or not done by `give_up`) is killed; reap's next look tells what is left."""
     helper = os.fork()
     if helper == 0:
-        code = 1
         try:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
             os.kill(-1, signal.SIGKILL)
-            code = 0
         finally:
-            os._exit(code)
+            os._exit(0)
     while True:
         pid, status = os.waitpid(helper, os.WNOHANG | os.WUNTRACED)
         if pid == helper and not os.WIFSTOPPED(status):
-            return os.waitstatus_to_exitcode(status) == 0
+            return
         if pid == helper or time.monotonic() > give_up:
-            os.kill(helper, signal.SIGKILL)  # stopped, as the uid's processes may do to it, or too slow
+            os.kill(helper, signal.SIGKILL)
             os.waitpid(helper, 0)
-            return False
+            return
         time.sleep(0.0005)
 
 

@@ -385,7 +385,7 @@ class Supervisor:
     def finish(self, retire: bool = False, cpu: Optional[Dict[str, float]] = None) -> List[Action]:
         """The closing frames: every problem not reported yet, then the submission frame.
 
-        `retire`: the worker ends after this job (its folder could not be emptied), so the
+        `retire`: the worker ends after this job (what the job left could not be cleared), so the
         grader starts a fresh one before sending another. `cpu`: the seconds the handler and the
         submission's processes used (the handler's own accounting, for `qkv grade --timings`).
         """
