@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from qkv_runtime import answers
 from qkv_runtime.limits import Limits
 from qkv_runtime.notebook import NotebookError, program_steps, python_of, read_cells, run_steps, step_of, Cell
-from qkv_runtime.values import plain, plain_answers, to_arrays
+from qkv_runtime.values import fmt_bytes, plain, plain_answers, to_arrays
 from qkv_runtime.wire import (
     FRAME_HEAD,
+    MAX_CALL_OUTPUT_BYTES,
     MAX_JSON_DEPTH,
     FrameBuffer,
     ProtocolError,
@@ -169,6 +170,20 @@ def test_return_values_are_checked_before_they_are_sent() -> None:
     assert "100 items" in to_arrays([X] * 100)
     pair = to_arrays((X, 2 * X))
     assert len(pair) == 2 and pair[1].tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("returned", [np.arange(12.0).reshape(3, 4).T, np.arange(12.0)[::2],
+                                      np.ones((2, 3), np.float32), np.array([True, False]), np.zeros((0, 4))])
+def test_one_returned_array_comes_back_as_the_general_path_gives_it(returned) -> None:
+    alone, listed = to_arrays(returned), to_arrays([returned])
+    assert len(alone) == 1 and alone[0].dtype == listed[0].dtype and alone[0].tolist() == listed[0].tolist()
+    assert alone[0].flags.c_contiguous and not np.shares_memory(alone[0], returned)
+
+
+def test_a_returned_array_over_the_output_limit_is_refused_alone_or_in_a_tuple() -> None:
+    big = np.zeros(MAX_CALL_OUTPUT_BYTES // 8 + 1)
+    message = f"returned {big.nbytes:,}+ bytes of arrays; the limit is {fmt_bytes(MAX_CALL_OUTPUT_BYTES)}"
+    assert to_arrays(big) == message and to_arrays((big,)) == message
 
 
 def test_limits_from_plain_data_ignore_junk() -> None:

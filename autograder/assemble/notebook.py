@@ -9,9 +9,6 @@ output is byte-identical across builds.
 
 from __future__ import annotations
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-
 from autograder.assemble.manifest import Assignment
 from autograder.assemble.student_text import TRACK_IMPORTS, problem_markdown
 from autograder.kinds import kind_of
@@ -20,6 +17,8 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 
 
 def _cell(kind: str, source: str, role: str, problem: str | None = None):
+    from nbformat.v4 import new_code_cell, new_markdown_cell  # nbformat loads only to build (a fifth of a second)
+
     make = new_markdown_cell if kind == "markdown" else new_code_cell
     cell = make(source.rstrip("\n"))
     cell.id = f"{problem or 'nb'}-{role}"[-64:]
@@ -53,6 +52,9 @@ def student_notebook(assignment: Assignment) -> str:
         cells.append(_cell("code", kind_of(problem).student_cell(problem), "work", problem.id))
         cells.append(_cell("code", f"check({problem.id!r})", "selfcheck", problem.id))
     cells.append(_cell("code", "check()  # every problem at once, with a summary", "selfcheck"))
-    notebook = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC,
+                                                              "language_info": {"name": "python"}})
     nbformat.validate(notebook)
     return nbformat.writes(notebook)
