@@ -44,7 +44,7 @@ from qkv_runtime.wire import (
 )
 
 from . import link, seccomp
-from .confine import MAIN_FD, PR_SET_PDEATHSIG, confine, prctl
+from .confine import MAIN_FD, PR_SET_PDEATHSIG, Guard, confine, prctl
 from .job import Job, read_job
 from .proctools import kill_group
 
@@ -74,7 +74,7 @@ def load_failure(exc: BaseException) -> Dict[str, Any]:
     return {"kind": "load_failed", "status": "load_error", "message": exception_text(exc)}
 
 
-def start_child(config: Dict[str, Any], handler: int, handler_link: socket.socket, wake: Tuple[int, int]) -> int:
+def start_child(config: Dict[str, Any], guard: Guard, handler_link: socket.socket, wake: Tuple[int, int]) -> int:
     """The zygote's fork of a job's child; hands the handler the child's pipes and a pidfd, and gives its pid."""
     job_r, job_w = os.pipe()
     main_r, main_w = os.pipe()
@@ -91,7 +91,7 @@ def start_child(config: Dict[str, Any], handler: int, handler_link: socket.socke
             job = read_job(job_r, config)
             if job is not None:
                 os.close(job_r)
-                run_child(job, main_w, out_w, handler)
+                run_child(job, main_w, out_w, guard)
         finally:
             os._exit(1)  # never back into the zygote's loop
     for fd in (job_r, main_w, out_w):
@@ -106,10 +106,10 @@ def start_child(config: Dict[str, Any], handler: int, handler_link: socket.socke
     return pid
 
 
-def run_child(job: Job, main_w: int, out_w: int, handler: int) -> None:
+def run_child(job: Job, main_w: int, out_w: int, guard: Guard) -> None:
     """Never returns. Everything after the program starts runs beside student code."""
     try:
-        workdir = confine(job, main_w, out_w, handler)
+        workdir = confine(job, main_w, out_w, guard)
     except BaseException as exc:  # noqa: BLE001 - reported, then this process ends
         send({"kind": "load_failed", "status": "crashed", "message": f"sandbox setup failed: {exc!r}"})
         os._exit(1)
@@ -184,7 +184,7 @@ def run_problem(job: Job, namespace: Dict[str, Any], index: int, problem: Dict[s
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             os.setpgid(0, 0)
             if seccomp.supported():
-                seccomp.install([me])
+                seccomp.install(seccomp.compiled([me]))
             run_calls(job, namespace, problem, write_fd)
         finally:
             os._exit(0)

@@ -7,7 +7,8 @@
 4. a new session keyring, so no key of the grader's login session is possessed;
 5. the slot's own uid and gid when the worker runs as root (no supplementary groups);
 6. no new privileges, then the seccomp filter (seccomp.py), which protects the
-   zygote, the handler and the pool from signals and traces;
+   zygote, the handler and the pool from signals and traces (a `Guard`: the zygote
+   works out those pids and builds the filter once, before its first child);
 7. a parent-death signal, an empty working folder of its own, a minimal environment.
 """
 
@@ -19,11 +20,12 @@ import platform
 import resource
 import signal
 import sys
-from typing import List
+from dataclasses import dataclass
+from typing import Tuple
 
 from . import seccomp
 from .job import Job
-from .proctools import group_of, parent_of, processes
+from .proctools import processes
 
 MAIN_FD = 3
 PR_SET_PDEATHSIG = 1
@@ -53,22 +55,35 @@ def join_new_session_keyring() -> None:
         LIBC.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)  # ENOSYS without keyrings: nothing to leave
 
 
-def protected_pids(handler: int) -> List[int]:
-    """The zygote (the child's parent), the handler, the pool when it is visible, and their process groups."""
-    zygote = os.getppid()
-    pids = {zygote, handler}
-    above = parent_of(zygote)
-    if above and above > 0:
+@dataclass(frozen=True)
+class Guard:
+    """What every child of a worker protects: the zygote, the handler, the pool when it is visible, their process
+    groups and pid 1, and the seccomp filter that guards them (empty where seccomp is not supported). None of it
+    changes while the worker lives, so the zygote makes it once; a child inherits it with the fork."""
+
+    pids: Tuple[int, ...]
+    filter: bytes
+
+
+def guard_of(handler: int) -> Guard:
+    """Run by the zygote, once it has forked the handler."""
+    pids = {os.getpid(), handler}
+    above = os.getppid()  # the pool; 0 under bwrap, whose pid namespace starts with the zygote
+    if above > 0:
         pids.add(above)
-    pids.update(g for g in (group_of(p) for p in list(pids)) if g and g > 0)
+    for pid in list(pids):
+        try:
+            pids.add(os.getpgid(pid))
+        except OSError:
+            pass  # gone: no group of its to protect
     pids.add(1)
-    return sorted(pids)
+    ordered = tuple(sorted(p for p in pids if p > 0))
+    return Guard(ordered, seccomp.compiled(ordered) if seccomp.supported() else b"")
 
 
-def confine(job: Job, main_w: int, out_w: int, handler: int) -> str:
+def confine(job: Job, main_w: int, out_w: int, guard: Guard) -> str:
     """Confine this process (the child) for student code; returns its working folder."""
     limits = job.limits
-    guarded = protected_pids(handler)  # before setsid, while /proc still shows our parents as ours
     if main_w != MAIN_FD:
         os.dup2(main_w, MAIN_FD)
     os.setsid()
@@ -102,8 +117,8 @@ def confine(job: Job, main_w: int, out_w: int, handler: int) -> str:
         os.setresuid(job.uid, job.uid, job.uid)
     join_new_session_keyring()  # as the slot's uid, so the new keyring is the submission's own
     prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if seccomp.supported():
-        seccomp.install(guarded)
+    if guard.filter:
+        seccomp.install(guard.filter)
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     workdir = os.path.join(job.scratch, f"submission-{os.getpid()}")
     os.mkdir(workdir, 0o700)

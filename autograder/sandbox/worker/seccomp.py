@@ -113,6 +113,10 @@ def filter_program(machine: str, protected_pids: Iterable[int]) -> List[Tuple[in
     return program
 
 
+_INSN_BYTES = struct.calcsize("HBBI")
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
 class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
@@ -121,12 +125,14 @@ def supported() -> bool:
     return platform.machine() in ARCHES
 
 
-def install(protected_pids: Iterable[int]) -> None:
-    """Install the filter on this process (and everything it forks); needs PR_SET_NO_NEW_PRIVS first."""
-    program = filter_program(platform.machine(), protected_pids)
-    data = b"".join(struct.pack("HBBI", *insn) for insn in program)
-    buffer = ctypes.create_string_buffer(data, len(data))
-    fprog = _Program(len(program), ctypes.cast(buffer, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+def compiled(protected_pids: Iterable[int]) -> bytes:
+    """The filter for this machine, protecting `protected_pids`, as the kernel takes it (struct sock_filter)."""
+    return b"".join(struct.pack("HBBI", *insn) for insn in filter_program(platform.machine(), protected_pids))
+
+
+def install(program: bytes) -> None:
+    """Install a `compiled` filter on this process (and everything it forks); needs PR_SET_NO_NEW_PRIVS first."""
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _Program(len(program) // _INSN_BYTES, ctypes.cast(buffer, ctypes.c_void_p))
+    if _LIBC.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "seccomp filter refused")

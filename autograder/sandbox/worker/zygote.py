@@ -35,7 +35,7 @@ from qkv_runtime.wire import encode_frame, pack_arrays, unpack_arrays, write_all
 
 from . import link, seccomp
 from .child import start_child
-from .confine import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl
+from .confine import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, guard_of, prctl
 from .handler import EXIT_DIRTY, EXIT_STDIN_CLOSED, serve_jobs
 from .proctools import reap
 
@@ -106,6 +106,7 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
     signal.set_wakeup_fd(wake_w)
     child: Optional[int] = None
     job_started = 0.0
+    guard = guard_of(handler)
     try:
         while True:
             ready, _, _ = select.select([handler_link, wake_r], [], [])
@@ -117,7 +118,7 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
                 if request == "fork" and child is None:
                     job_started = time.process_time()
                     try:
-                        child = start_child(config, handler, handler_link, (wake_r, wake_w))
+                        child = start_child(config, guard, handler_link, (wake_r, wake_w))
                     except OSError:
                         raise lose(handler) from None
                 elif request == "reap" and child is None:
