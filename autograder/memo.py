@@ -4,8 +4,9 @@ Grading repeats the same work for every student of a bundle: its calls, its orde
 result and text, a written answer judged against one variant. A `Memo` keeps each such value by the identity of
 the objects it was made from (most are not hashable) and holds those objects: while an entry lives, its ids
 belong to the objects it holds, so an id found is that object's (two live objects never share an id). Full, it
-empties rather than evicting: it is never iterated, so the service's grader threads may share one. (autograder/sandbox/protocol.py keeps its own for a call list's encoding: the sandbox package
-imports nothing of the engine.)
+empties rather than evicting: it is never iterated, so the service's grader threads may share one.
+(autograder/sandbox/protocol.py keeps its own for a call list's encoding: the sandbox package imports nothing of
+the engine.)
 """
 
 from __future__ import annotations

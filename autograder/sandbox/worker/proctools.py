@@ -51,14 +51,6 @@ def parent_of(pid: int) -> Optional[int]:
         return None
 
 
-def group_of(pid: int) -> Optional[int]:
-    try:
-        with open(f"/proc/{pid}/stat") as stat_file:
-            return int(stat_file.read().rsplit(")", 1)[1].split()[2])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def process_cpu_seconds(pid: int) -> float:
     """CPU time one process has used so far (0 when it is gone)."""
     try:
