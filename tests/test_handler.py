@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from autograder.sandbox.worker.handler import Child
+from autograder.sandbox.worker.handler import Child, loading_cpu
 
 
 def sleeper(new_session: bool) -> subprocess.Popen:
@@ -80,3 +80,16 @@ def test_reaping_reads_the_children_afresh_after_collecting_one(monkeypatch):
     monkeypatch.setattr(proctools.time, "sleep", lambda seconds: None)
     assert proctools.reap(None, spare=1) is True
     assert killed == [forked] and not alive[forked]
+
+
+def test_loadings_cpu_is_the_childs_own_clock_when_it_says_a_plain_number_else_procs() -> None:
+    """A float the child sent stands (capped later by its exact total); anything else (missing, text, a bool,
+    negative, not finite, absurd) gives /proc's reading of the process, 0 for one that is gone."""
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert loading_cpu({"kind": "loaded", "cpu": 0.25}, child) == 0.25
+    for said in (None, "0.25", True, -1.0, float("nan"), float("inf"), 1e9, [0.25]):
+        assert loading_cpu({"kind": "loaded", "cpu": said}, child) == 0.0, said
+    assert loading_cpu({"kind": "loaded"}, os.getpid()) > 0

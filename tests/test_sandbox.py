@@ -571,6 +571,17 @@ def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypat
     pool.close()
 
 
+
+def test_loadings_cpu_is_what_loading_took_not_the_calls_after_it() -> None:
+    """The child's own clock as loading ended (`clock_at_load.py` puts it in ANSWERS), not /proc's ticks (cut
+    down to a hundredth) nor whatever the child did before the handler woke."""
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="allow-rlimits") as pool:
+        run = pool.run(source("clock_at_load.py"), CORE)
+    assert run.status == "ok", run.message
+    clock = float(run.answers["clock"])
+    assert clock >= 0.2 and clock <= run.cpu.load < clock + 0.01, (clock, run.cpu)
+    assert run.cpu.calls >= 0.3, run.cpu  # two calls of softmax_rows, 0.15 s each
+
 # ------------------------------------------- the sandbox's own processes, and what crosses between jobs
 # Each attack runs with jobs=1, so the submission after it is on the same slot, with the same uid.
 

@@ -51,9 +51,8 @@ def test_qkv_grade_writes_each_stage_and_the_sandboxs_cpu(built_numpy, tmp_path)
     assert grader["start"] > 0 and grader["score"] > 0 and grader["pages"] > 0
     assert sum(grader.values()) == pytest.approx(figures["cpu_s"], abs=0.01)
     assert sandbox["jobs"] == 3 and sandbox["handler_cpu_s"] > 0
-    # loading's CPU is read when its frame is handled, so on a busy machine it may include calls made meanwhile,
-    # never less than the loading itself
-    assert sandbox["load_cpu_s"] >= 0.5 and sandbox["calls_cpu_s"] >= 0
+    # loading's CPU is the child's own clock as its loading ended, so ben's 0.6 s are all in it
+    assert sandbox["load_cpu_s"] >= 0.6 and sandbox["calls_cpu_s"] >= 0
 
 
 @pytest.mark.slow

@@ -139,7 +139,8 @@ def run_child(job: Job, main_w: int, out_w: int, guard: Guard) -> None:
         defined = [k for k, v in list(namespace.items()) if type(k) is str and not k.startswith("__") and callable(v)]
     except BaseException:  # noqa: BLE001 - a namespace value whose type lies about being callable
         defined = []
-    send({"kind": "loaded", "answers": answers, "defined": sorted(defined)[:1000], "cell_errors": cell_errors})
+    send({"kind": "loaded", "answers": answers, "defined": sorted(defined)[:1000], "cell_errors": cell_errors,
+          "cpu": time.process_time()})  # what loading took: handler.loading_cpu
     for index, problem in enumerate(job.problems):
         run_problem(job, namespace, index, problem, me)
     os._exit(0)

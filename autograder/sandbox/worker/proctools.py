@@ -52,13 +52,24 @@ def parent_of(pid: int) -> Optional[int]:
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """CPU time one process has used so far (0 when it is gone)."""
+    """CPU time one process has used so far (0 when it is gone).
+
+    /proc/PID/stat counts it in clock ticks, each of user and system time cut down to a whole tick: a phase
+    of 15 ms reads 9 on average, so a job's loading (read here as it ends) came out about 5 ms short and its
+    calls as much over. Each live thread's schedstat gives its time on a CPU in ns; the ticks, which also
+    hold threads that have ended, are taken where they say more (or where the kernel keeps no schedstat)."""
+    ticks = 0.0
     try:
         with open(f"/proc/{pid}/stat") as stat_file:
             fields = stat_file.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        ticks = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        nanoseconds = 0
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/schedstat") as schedstat:
+                nanoseconds += int(schedstat.read().split()[0])
+        return max(ticks, nanoseconds / 1e9)
     except (OSError, ValueError, IndexError):
-        return 0.0
+        return ticks
 
 
 def group_cpu_seconds(group: int) -> float:
