@@ -1,7 +1,8 @@
 """Process tools of the handler and the zygote: scan /proc, kill a submission's processes, reap them, empty its folder.
 
-Trusted code (their tier): it never runs student code, and everything it
-reads from /proc about a student's process is only used to kill that process.
+Trusted code (their tier): it never runs student code, and what it reads from
+/proc about a student's process is used only to kill that process and to count
+its CPU time (the supervisor's starved-phase check, `qkv grade --timings`).
 Every walk here is iterative and bounded, so no folder tree or process count a
 submission can make raises RecursionError or runs for ever.
 """
