@@ -174,7 +174,7 @@ def test_return_values_are_checked_before_they_are_sent() -> None:
 
 @pytest.mark.parametrize("returned", [np.arange(12.0).reshape(3, 4).T, np.arange(12.0)[::2],
                                       np.ones((2, 3), np.float32), np.array([True, False]), np.zeros((0, 4))])
-def test_one_returned_array_comes_back_as_the_general_path_gives_it(returned) -> None:
+def test_one_returned_array_comes_back_as_a_c_ordered_copy_of_its_own(returned) -> None:
     alone, listed = to_arrays(returned), to_arrays([returned])
     assert len(alone) == 1 and alone[0].dtype == listed[0].dtype and alone[0].tolist() == listed[0].tolist()
     assert alone[0].flags.c_contiguous and not np.shares_memory(alone[0], returned)
