@@ -127,7 +127,7 @@ def test_qkv_grade_gradings_and_the_reports_reads_agree_on_both(book):
     book.record(result("cho", 0.0, "c"), "rlimits")
     assert book.graded_digests() == {"ben": "b", "cho": "c"}
     assert [(r.student, iso) for r, iso in book.results()] == [("ben", "bwrap"), ("cho", "rlimits")]
-    assert [[g.score for g in gs] for gs in book.last_two_gradings(["ben", "cho"]).values()] == [[1.0, 2.0], [0.0]]
+    assert {s: [g.score for g in gs] for s, gs in book.last_two_gradings(["ben", "cho"]).items()} == {"ben": [1.0, 2.0]}
     assert book.latest_scores().scores.tolist() == [[2.0], [0.0]]
     assert book.latest_graded_count() == 2
     assert {(h.problem, h.misconception) for h in book.latest_mistakes()} == {("p1", "mistake")}

@@ -553,12 +553,55 @@ def test_torch_track() -> None:
     assert_double_ok(bomb)
 
 
-def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypatch):
+def _background_starts() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "qkv-sandbox-start"]
+
+
+def test_start_soon_starts_the_workers_while_the_caller_goes_on() -> None:
+    pool = SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="rlimits")
+    try:
+        pool.start_soon()
+        for thread in _background_starts():
+            thread.join(60)
+        # started with no job asked for: the workers are up, and the first job finds them
+        assert len(pool._workers) == 2 and all(w.alive() for w in pool._workers)
+        assert_good(pool.run(source("good.py"), CORE))
+    finally:
+        pool.close()
+    assert pool._workers == []
+
+
+def test_a_pool_closed_before_its_background_start_keeps_no_worker() -> None:
+    pool = SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits")
+    pool.start_soon()
+    pool.close()  # before or after the thread took the lock: either way nothing is left running
+    for thread in _background_starts():
+        thread.join(60)
+    assert pool._workers == [] and pool._spawner is None
+
+
+def broken_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's workers from now on: a zygote that exits at once."""
     broken = tmp_path / "worker"
     broken.mkdir()
     (broken / "__init__.py").write_text("")
     (broken / "zygote.py").write_text("raise SystemExit(3)\n")
     monkeypatch.setattr(pool_module, "WORKER_DIR", broken)
+
+
+def test_a_background_start_that_fails_is_reported_by_the_first_job(tmp_path, monkeypatch):
+    broken_worker(tmp_path, monkeypatch)
+    pool = SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits")
+    pool.start_soon()
+    for thread in _background_starts():
+        thread.join(60)
+    with pytest.raises(SandboxError, match="did not start"):
+        pool.run("x = 1\n", CORE)
+    pool.close()
+
+
+def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypatch):
+    broken_worker(tmp_path, monkeypatch)
     pool = SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="rlimits")
     for _ in range(2):  # the second try used to wait for ever for a worker that never came
         errors: list[BaseException] = []

@@ -63,7 +63,7 @@ def diff(before: Grading, after: Grading) -> Change:
 def changes(book: Gradebook, students: Iterable[str]) -> list[Change]:
     """For each student with two gradings or more: the last one against the one before."""
     last_two = book.last_two_gradings(students)
-    return [diff(*pair) for pair in (last_two.get(s, []) for s in sorted(set(students))) if len(pair) == 2]
+    return [diff(*last_two[s]) for s in sorted(set(students)) if s in last_two]
 
 
 def changes_csv(found: list[Change]) -> str:

@@ -70,8 +70,11 @@ def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation
 
 @contextmanager
 def _local(bundle: GradingBundle, pool: SandboxPool, timings: Timings | None) -> Iterator[LocalRoute]:
-    with pool:
+    pool.start_soon()  # the workers start while the caller reads the class; the first job waits for them
+    try:
         yield LocalRoute(bundle, pool, timings)
+    finally:
+        pool.close()
 
 
 def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits: Limits, isolation: str,

@@ -322,7 +322,8 @@ class SandboxPool:
         self._scratch_bytes = max(64 << 20, 4 * limits.max_file_bytes)
         self._scratch_base = ""
         self._lib_dir = ""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # start_soon's thread holds it across start(), which takes it too
+        self._soon = False  # start_soon was asked, and close has not been since
         self._workers: list[_Worker] = []
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._spawner: _Spawner | None = None
@@ -358,6 +359,22 @@ class SandboxPool:
                 raise
             for worker in self._workers:
                 self._idle.put(worker)
+
+    def start_soon(self) -> None:
+        """Begin `start` on a thread of its own and return at once, so that the workers import numpy while the
+        caller does other work (reading the class); the first job's own `start` waits for them. A start that fails
+        there is not reported there: the job's `start` tries again and raises what it meets."""
+        with self._lock:
+            self._soon = True
+        threading.Thread(target=self._start_if_wanted, name="qkv-sandbox-start", daemon=True).start()
+
+    def _start_if_wanted(self) -> None:
+        try:
+            with self._lock:
+                if self._soon:  # not closed before this thread got the lock
+                    self.start()
+        except Exception:  # noqa: BLE001 - see start_soon: the next start raises it where it can be reported
+            pass
 
     def run(self, program: Union[Program, str], problems: Sequence[ProblemCalls]) -> SubmissionRun:
         """Load `program` (or a module's source) in a fresh process and run every problem's calls; blocks."""
@@ -403,6 +420,7 @@ class SandboxPool:
     def close(self) -> None:
         """Stop the workers and remove their files; the pool can be started again."""
         with self._lock:
+            self._soon = False
             if self._spawner is not None:
                 self._stop_workers()
 

@@ -35,9 +35,16 @@ class Reads:
     def results(self, known: Mapping[str, SubmissionResult] = {}) -> list[tuple[SubmissionResult, str]]:
         """Every stored result with its isolation, by student; those in `known` (just recorded) are not decoded
         again."""
-        rows = self._db.execute("SELECT student, isolation, result FROM submissions ORDER BY student").fetchall()
-        return [(known[student] if student in known else SubmissionResult.from_json(json.loads(result)), isolation)
-                for student, isolation, result in rows]
+        rows = self._db.execute("SELECT student, isolation FROM submissions ORDER BY student").fetchall()
+        unknown = [student for student, _ in rows if student not in known]
+        stored: dict[str, SubmissionResult] = {}
+        for start in range(0, len(unknown), CHUNK):  # a result is some 60 kB of JSON: only those not in hand
+            chunk = unknown[start:start + CHUNK]
+            stored.update((student, SubmissionResult.from_json(json.loads(result))) for student, result in
+                          self._db.execute(f"SELECT student, result FROM submissions WHERE student IN ({_marks(chunk)})",
+                                           chunk))
+        return [(known[student] if student in known else stored[student], isolation) for student, isolation in rows
+                if student in known or student in stored]
 
     def latest_hand_ins(self) -> dict[str, HandIn]:
         """When each student's latest grading was handed in, by student."""
@@ -66,14 +73,17 @@ class Reads:
         return self._gradings("student = ?", (student,))
 
     def last_two_gradings(self, students: Iterable[str]) -> dict[str, list[Grading]]:
-        """Each student's last two gradings (one, for a student graded once), oldest first."""
+        """The last two gradings, oldest first, of each of `students` graded twice or more. A student graded
+        once is left out before any of their test rows is read: a class's first grading reads none."""
         out: dict[str, list[Grading]] = {}
         wanted = sorted(set(students))
         for start in range(0, len(wanted), CHUNK):
             chunk = wanted[start:start + CHUNK]
             ids = [r[0] for r in self._db.execute(
-                "SELECT id FROM (SELECT id, student, ROW_NUMBER() OVER (PARTITION BY student ORDER BY id DESC) AS n "
-                f"FROM gradings WHERE student IN ({_marks(chunk)})) AS ranked WHERE n <= 2", chunk).fetchall()]
+                "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY student ORDER BY id DESC) AS n, "
+                "COUNT(*) OVER (PARTITION BY student) AS graded "
+                f"FROM gradings WHERE student IN ({_marks(chunk)})) AS ranked WHERE n <= 2 AND graded >= 2",
+                chunk).fetchall()]
             if ids:
                 for grading in self._gradings(f"id IN ({_marks(ids)})", tuple(ids)):
                     out.setdefault(grading.student, []).append(grading)
