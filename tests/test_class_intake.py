@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder.classroom.collect import collect
 from autograder.classroom.roster import Extension, load_roster, parse_roster
@@ -307,3 +309,35 @@ def test_roster_files_that_cannot_be_read(tmp_path):
                        (tmp_path / "latin1.csv", "is not UTF-8 text (byte 12)")):
         with pytest.raises(QkvError, match=re.escape(said)):
             load_roster(path)
+
+
+# ---------------------------------------------------------------- STUDENT_ID in the file
+
+# the rule as one regular expression over the whole text: the definition student_id_in must agree with
+_STUDENT_ID_LINES = re.compile(
+    r"""^[ \t]*STUDENT_ID[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*(?P<q>['"])(?P<id>[^'"\n\\]{0,100})(?P=q)""", re.M)
+_blank = st.sampled_from(["", " ", "\t", "  "])
+# lines that are, or nearly are, an assignment of STUDENT_ID, and others
+_line = st.one_of(
+    st.tuples(_blank, st.sampled_from(["STUDENT_ID", "STUDENT_IDS", "# STUDENT_ID", "x = STUDENT_ID"]), _blank,
+              st.sampled_from(["", ": str", ":str", ": int"]), _blank, st.sampled_from(["=", "==", ""]), _blank,
+              st.sampled_from(["'", '"', ""]), st.text(alphabet=" s01-'\"\\\r", max_size=6),
+              st.sampled_from(["'", '"', ""]), st.sampled_from(["", "  # mine", "STUDENT_ID = 'z'"])).map("".join),
+    st.text(alphabet="STUDENT_ID =x'\"", max_size=12))
+
+
+@given(st.tuples(st.lists(_line, max_size=6), st.sampled_from(["\n", "\r\n"])).map(lambda t: t[1].join(t[0])))
+@settings(max_examples=400, deadline=None, derandomize=True)
+def test_student_id_is_the_last_assignment_at_a_line_start(text: str) -> None:
+    from autograder.classroom.identity import student_id_in
+
+    found = [m.group("id").strip() for m in _STUDENT_ID_LINES.finditer(text)]
+    assert student_id_in(text) == (found[-1] if found else "")
+
+
+def test_student_id_ignores_the_name_inside_a_line_and_takes_the_last() -> None:
+    from autograder.classroom.identity import student_id_in
+
+    text = 'x = 1  # STUDENT_ID = "no"\nSTUDENT_ID = "s001"\n  STUDENT_ID: str = "s002"\nprint("STUDENT_ID = \'z\'")\n'
+    assert student_id_in(text) == "s002"
+    assert student_id_in("STUDENT_ID = 'a'\nSTUDENT_ID = 'x\\y'\n") == "a"  # a backslash is no id

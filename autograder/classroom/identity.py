@@ -27,8 +27,9 @@ from autograder.classroom.roster import Roster, Student
 from autograder.grade.intake import safe_student_id
 
 GRADED = ("graded", "conflict")  # the statuses of an entry that is graded
-_STUDENT_ID = re.compile(r"""^[ \t]*STUDENT_ID[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*(?P<q>['"])(?P<id>[^'"\n\\]{0,100})(?P=q)""",
-                         re.M)
+# matched at the start of a line (`student_id_in` finds the lines): re's "^" in MULTILINE mode tries every
+# character of the file, 0.15 ms for a 38 kB module, and a class's intake reads every one
+_STUDENT_ID = re.compile(r"""[ \t]*STUDENT_ID[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*(?P<q>['"])(?P<id>[^'"\n\\]{0,100})(?P=q)""")
 GENERIC = ("untitled", "copy of", "submission", "solution", "homework", "assignment", "notebook", "main")
 
 
@@ -43,8 +44,14 @@ class Decision:
 
 def student_id_in(text: str) -> str:
     """The last `STUDENT_ID = "..."` at the start of a line (what Python would keep), or ''."""
-    found = [m.group("id").strip() for m in _STUDENT_ID.finditer(text)]
-    return found[-1] if found else ""
+    at = text.rfind("STUDENT_ID")
+    while at >= 0:
+        line = text.rfind("\n", 0, at) + 1
+        found = _STUDENT_ID.match(text, line)
+        if found:
+            return found.group("id").strip()
+        at = text.rfind("STUDENT_ID", 0, line)  # a line holds one assignment at its start, if any
+    return ""
 
 
 def is_generic(name: str, module: Optional[str]) -> bool:
