@@ -573,8 +573,9 @@ def test_start_soon_starts_the_workers_while_the_caller_goes_on() -> None:
 
 def test_a_pool_closed_before_its_background_start_keeps_no_worker() -> None:
     pool = SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits")
-    pool.start_soon()
-    pool.close()  # before or after the thread took the lock: either way nothing is left running
+    with pool._lock:  # the background thread cannot start before close has been and gone
+        pool.start_soon()
+        pool.close()
     for thread in _background_starts():
         thread.join(60)
     assert pool._workers == [] and pool._spawner is None
@@ -589,15 +590,24 @@ def broken_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool_module, "WORKER_DIR", broken)
 
 
-def test_a_background_start_that_fails_is_reported_by_the_first_job(tmp_path, monkeypatch):
+def test_a_background_start_that_fails_is_reported_by_the_first_job_not_tried_again(tmp_path, monkeypatch):
     broken_worker(tmp_path, monkeypatch)
+    starts: list[int] = []
+    start = pool_module._Worker.start
+    monkeypatch.setattr(pool_module._Worker, "start", lambda worker: (starts.append(worker.slot), start(worker)))
     pool = SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits")
-    pool.start_soon()
-    for thread in _background_starts():
-        thread.join(60)
-    with pytest.raises(SandboxError, match="did not start"):
-        pool.run("x = 1\n", CORE)
-    pool.close()
+    try:
+        pool.start_soon()
+        for thread in _background_starts():
+            thread.join(60)
+        with pytest.raises(SandboxError, match="did not start"):
+            pool.run("x = 1\n", CORE)
+        assert starts == [0]  # the job raised what the background start met, without a second 120 s try
+        with pytest.raises(SandboxError, match="did not start"):
+            pool.run("x = 1\n", CORE)  # the job after it tries afresh
+        assert starts == [0, 0]
+    finally:
+        pool.close()
 
 
 def test_a_pool_whose_workers_do_not_start_says_so_each_time(tmp_path, monkeypatch):

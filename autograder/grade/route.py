@@ -69,8 +69,12 @@ def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation
 
 
 @contextmanager
-def _local(bundle: GradingBundle, pool: SandboxPool, timings: Timings | None) -> Iterator[LocalRoute]:
-    pool.start_soon()  # the workers start while the caller reads the class; the first job waits for them
+def _local(bundle: GradingBundle, pool: SandboxPool, timings: Timings | None,
+           start_soon: bool) -> Iterator[LocalRoute]:
+    if start_soon:
+        pool.start_soon()
+    else:
+        pool.start()  # a sandbox that cannot start fails the route's entry
     try:
         yield LocalRoute(bundle, pool, timings)
     finally:
@@ -79,14 +83,15 @@ def _local(bundle: GradingBundle, pool: SandboxPool, timings: Timings | None) ->
 
 def open_route(bundle: GradingBundle, bundle_dir: Path, jobs: int | None, limits: Limits, isolation: str,
                cluster: str | None, protect: Sequence[Path] = (), tls: TlsFiles = TlsFiles(),
-               timings: Timings | None = None) -> AbstractContextManager[Route]:
+               timings: Timings | None = None, start_soon: bool = False) -> AbstractContextManager[Route]:
     """The route for `cluster` (None: this machine); `timings`, if given, is told the sandbox's CPU per job and
-    the CPU of scoring (on this machine only)."""
+    the CPU of scoring (on this machine only). With `start_soon`, entering this machine's route starts its
+    workers in the background (`SandboxPool.start_soon`) and returns; without, entering waits for them."""
     if cluster is None:
         if tls.given():
             raise QkvError(tls.given()[0], "certificates are for a tls:// --cluster; without --cluster, "
                                            "grading runs here")
-        return _local(bundle, make_pool(bundle, jobs, limits, isolation, protect), timings)
+        return _local(bundle, make_pool(bundle, jobs, limits, isolation, protect), timings, start_soon)
     if jobs is not None:
         raise QkvError("--jobs", "with --cluster, each Dask worker grades as many submissions at once as it has "
                                  "threads (dask worker --nthreads); drop --jobs")

@@ -26,6 +26,7 @@ import hashlib
 import shutil
 import tempfile
 import zipfile
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Optional
@@ -167,17 +168,17 @@ def grade_class(
         course = find_course()
         secrets = (bundle_dir, submissions_dir, out, workdir) + (() if course.bundled else (course.root,))
         routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster,
-                             protect=secrets, tls=tls, timings=timings)
+                             protect=secrets, tls=tls, timings=timings, start_soon=True)
         zone = policy_from(bundle.due, None).due.tzinfo if bundle.due else dt.timezone.utc  # of zip entry times
         clock = timings or Timings()
         clock.started()
-        with routing as route:  # this machine's sandbox workers start while the class is read
+        with ExitStack() as early:
+            if cluster is None:  # this machine's workers start while the class is read; a cluster waits for it
+                routing = nullcontext(early.enter_context(routing))
             with clock.stage("intake"):
                 handed = collect(submissions_dir, bundle.module, bundle.name, roster, workdir, zone)
-            return _grade(bundle, bundle_dir, submissions_dir, out, route, handed, regrade, progress, strict, only,
-                          clock)
-    except SandboxError as err:  # the route would not open (a cluster's); grading's own failures say more
-        raise QkvError("sandbox", str(err)) from None
+            return _grade(bundle, bundle_dir, submissions_dir, out, routing, handed, regrade, progress, strict,
+                          only, clock)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -209,14 +210,14 @@ class Settled:
 
 
 def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: Path,
-           route: Route, handed: ClassIntake, regrade: bool,
+           routing: AbstractContextManager[Route], handed: ClassIntake, regrade: bool,
            progress: Optional[Callable[[int, int, str], None]], strict: bool,
            only: Optional[Collection[str]], clock: Timings) -> GradeRun:
     check_intake(handed, submissions_dir, out, strict, only)
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
         with clock.stage("intake"):
             work = select_work(gradebook, bundle, bundle_dir, out, handed, regrade, only)
-        graded = grade_submissions(gradebook, bundle, out, route, handed, work.todo, progress, clock)
+        graded = grade_submissions(gradebook, bundle, out, routing, handed, work.todo, progress, clock)
         with clock.stage("class"):
             settled = after_grading(gradebook, bundle, handed, graded)
     with clock.stage("class"):
@@ -269,7 +270,7 @@ def select_work(gradebook: Gradebook, bundle: GradingBundle, bundle_dir: Path, o
     return Work(todo, len(handed.submissions) - len(todo), notes)
 
 
-def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, route: Route,
+def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, routing: AbstractContextManager[Route],
                       handed: ClassIntake, todo: list[Submission],
                       progress: Optional[Callable[[int, int, str], None]], clock: Timings) -> Graded:
     """Grade `todo` on the route, recording each result and writing its pages as it comes back."""
@@ -292,14 +293,15 @@ def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, ro
             progress(len(graded), len(todo), submission.student)
 
     try:
-        for submission in todo:
-            if submission.program is None:
-                with clock.stage("score"):
-                    result = grade_submission(bundle, submission, None)
-                record(submission, result, route.isolation)
-        for submission, result, iso in route.grade(runnable):
-            record(submission, result, iso)
-        return Graded(graded, route.isolation)
+        with routing as route:
+            for submission in todo:
+                if submission.program is None:
+                    with clock.stage("score"):
+                        result = grade_submission(bundle, submission, None)
+                    record(submission, result, route.isolation)
+            for submission, result, iso in route.grade(runnable):
+                record(submission, result, iso)
+            return Graded(graded, route.isolation)
     except SandboxError as err:
         raise QkvError("sandbox", f"{err}; {len(graded)} submission(s) graded before it are kept, "
                                   "and running the same command again grades the rest") from None

@@ -324,6 +324,7 @@ class SandboxPool:
         self._lib_dir = ""
         self._lock = threading.RLock()  # start_soon's thread holds it across start(), which takes it too
         self._soon = False  # start_soon was asked, and close has not been since
+        self._soon_failed: Exception | None = None  # what start_soon's start met, for the next start to raise
         self._workers: list[_Worker] = []
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._spawner: _Spawner | None = None
@@ -341,6 +342,9 @@ class SandboxPool:
         with self._lock:
             if self._spawner is not None:
                 return
+            failed, self._soon_failed = self._soon_failed, None
+            if failed is not None:
+                raise failed  # once, and not paid for twice: the start after it tries afresh
             self._spawner = _Spawner()
             if self.isolation != "bwrap":
                 self._scratch_base = tempfile.mkdtemp(prefix="qkv-sandbox-")
@@ -362,19 +366,20 @@ class SandboxPool:
 
     def start_soon(self) -> None:
         """Begin `start` on a thread of its own and return at once, so that the workers import numpy while the
-        caller does other work (reading the class); the first job's own `start` waits for them. A start that fails
-        there is not reported there: the job's `start` tries again and raises what it meets."""
+        caller does other work (reading the class); the first job's own `start` waits for them, and raises what
+        this start met. `close` waits for it too."""
         with self._lock:
             self._soon = True
         threading.Thread(target=self._start_if_wanted, name="qkv-sandbox-start", daemon=True).start()
 
     def _start_if_wanted(self) -> None:
-        try:
-            with self._lock:
-                if self._soon:  # not closed before this thread got the lock
-                    self.start()
-        except Exception:  # noqa: BLE001 - see start_soon: the next start raises it where it can be reported
-            pass
+        with self._lock:
+            if not self._soon:
+                return  # closed before this thread got the lock
+            try:
+                self.start()
+            except Exception as err:  # noqa: BLE001 - raised by the next start, where the caller's handling is
+                self._soon_failed = err
 
     def run(self, program: Union[Program, str], problems: Sequence[ProblemCalls]) -> SubmissionRun:
         """Load `program` (or a module's source) in a fresh process and run every problem's calls; blocks."""
@@ -420,7 +425,7 @@ class SandboxPool:
     def close(self) -> None:
         """Stop the workers and remove their files; the pool can be started again."""
         with self._lock:
-            self._soon = False
+            self._soon, self._soon_failed = False, None
             if self._spawner is not None:
                 self._stop_workers()
 

@@ -37,13 +37,15 @@ class Reads:
         again."""
         rows = self._db.execute("SELECT student, isolation FROM submissions ORDER BY student").fetchall()
         unknown = [student for student, _ in rows if student not in known]
-        stored: dict[str, SubmissionResult] = {}
+        stored: dict[str, tuple[SubmissionResult, str]] = {}
         for start in range(0, len(unknown), CHUNK):  # a result is some 60 kB of JSON: only those not in hand
             chunk = unknown[start:start + CHUNK]
-            stored.update((student, SubmissionResult.from_json(json.loads(result))) for student, result in
-                          self._db.execute(f"SELECT student, result FROM submissions WHERE student IN ({_marks(chunk)})",
-                                           chunk))
-        return [(known[student] if student in known else stored[student], isolation) for student, isolation in rows
+            stored.update((student, (SubmissionResult.from_json(json.loads(result)), isolation))
+                          for student, isolation, result in self._db.execute(
+                              f"SELECT student, isolation, result FROM submissions WHERE student IN ({_marks(chunk)})",
+                              chunk))
+        # a result and its isolation are read together; a student gone between the two reads is left out
+        return [(known[student], isolation) if student in known else stored[student] for student, isolation in rows
                 if student in known or student in stored]
 
     def latest_hand_ins(self) -> dict[str, HandIn]:
