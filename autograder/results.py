@@ -63,14 +63,9 @@ class SubmissionResult:
             {**p.__dict__, "tests": [dict(t.__dict__) for t in p.tests]} for p in self.problems]}
 
     def to_json_text(self) -> str:
-        """`json.dumps(self.to_json(), allow_nan=True)`, the same text, with each test a class shares (grade.score
-        makes one result per test passed) written once."""
-        # the problems in one dumps, each with tests null: a ProblemResult's only key is a field's name, and JSON
-        # escapes every quote inside a string, so each '"tests": null' is one problem's, in their order
-        shells = json.dumps([{**p.__dict__, "tests": None} for p in self.problems], allow_nan=True).split(_NO_TESTS)
-        tests = [f'"tests": {_array(_test_text(t) for t in p.tests)}' for p in self.problems]
-        problems = "".join(shell + written for shell, written in zip(shells, tests)) + shells[-1]
-        return _with(self.__dict__, "problems", problems)
+        """`json.dumps(self.to_json(), allow_nan=True)`, the same text, with each result a class shares (grade.score
+        makes one per test passed, and one per problem all of whose tests passed) written once."""
+        return _with(self.__dict__, "problems", _array(map(_problem_text, self.problems)))
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "SubmissionResult":
@@ -79,9 +74,6 @@ class SubmissionResult:
         )
         return SubmissionResult(**{**data, "problems": problems, "notes": tuple(data.get("notes", ())),
                                    "answers": data.get("answers") or {}})
-
-
-_NO_TESTS = '"tests": null'
 
 
 def _with(values: dict[str, Any], key: str, text: str) -> str:
@@ -94,7 +86,8 @@ def _array(texts: Iterable[str]) -> str:
     return "[" + ", ".join(texts) + "]"
 
 
-# a passed test's text, written once for the (shared, frozen) result; one with a picture is never shared
+# a passed test's text, and a problem's all of whose tests passed, written once for the (shared, frozen) result;
+# one with a picture is never shared
 _TEXTS: Memo[str] = Memo(16384)
 
 
@@ -102,3 +95,15 @@ def _test_text(test: TestResult) -> str:
     if not test.passed or test.heatmap is not None:
         return json.dumps(test.__dict__, allow_nan=True)
     return _TEXTS.get((test,), lambda: json.dumps(test.__dict__, allow_nan=True))
+
+
+def all_passed(problem: ProblemResult) -> bool:
+    """Whether every test of the problem passed: then grade.score shares its result across the class."""
+    return all(t.passed and t.heatmap is None for t in problem.tests)
+
+
+def _problem_text(problem: ProblemResult) -> str:
+    def make() -> str:
+        return _with(problem.__dict__, "tests", _array(map(_test_text, problem.tests)))
+
+    return _TEXTS.get((problem,), make) if all_passed(problem) else make()

@@ -179,6 +179,27 @@ def test_a_hand_calculation_shows_what_was_typed_and_the_worked_numbers(graded, 
     assert "What was accepted" in text and str(int(right["scores_new"])) in text and "Worked solution" in text
 
 
+def test_a_part_of_the_page_the_class_shares_still_follows_each_page(graded, built_numpy):
+    """A problem's part of the page is rendered once for the class when nothing of the page's own explains it:
+    it still shows each student what they typed, and the solution only after the due date."""
+    bundle = read_bundle(built_numpy.out / "autograder")
+    ada = graded[2]["ada"]
+    right = ada.answers["layer-norm-by-hand"]
+    assert next(p for p in ada.problems if p.problem_id == "layer-norm-by-hand").score == 3.0
+    # the same (shared) result of each problem, another student's typing of the same numbers
+    typed_again = SubmissionResult(**{**ada.__dict__, "student": "amy",
+                                      "answers": {**ada.answers, "layer-norm-by-hand": {**right, "mean": "5.00"}}})
+
+    def part(result: SubmissionResult, now: dt.datetime) -> str:
+        return text_of(section(feedback_html(result, "A", bundle.due, "bwrap", bundle=bundle, now=now),
+                               "layer-norm-by-hand-title"))
+
+    before, after, again, amy = part(ada, BEFORE), part(ada, AFTER), part(ada, BEFORE), part(typed_again, AFTER)
+    assert before == again and "Your answer is right." in before and "What you wrote" not in before
+    assert "What you wrote mean: 5.0 " in after and "Worked solution" in after
+    assert "What you wrote mean: 5.00 " in amy and amy.replace("5.00", "5.0") == after
+
+
 def test_an_exact_integer_off_by_one_reads_as_not_exact():
     part = AnswerPart(name="n", label="count", form="integer", tolerance={"abs": 0})
     assert check_part(part, np.asarray(12.0), "13").message == "count: not the answer (it must be exact)"

@@ -352,6 +352,26 @@ def test_a_passed_test_is_one_result_that_every_student_shares():
         3.0, 3.0, True, "passed", "(2, 2)")
 
 
+def test_a_problem_all_of_whose_tests_passed_is_one_result_that_every_student_shares():
+    from autograder.grade.score import score_code_problem
+    from autograder.sandbox import SubmissionRun
+
+    tests = tuple(GradedTest("softmax-rows", name, "public", 1.0, Tolerance(), (np.eye(2) * k,), {}, (np.eye(2) * k,))
+                  for k, name in ((1, "rows"), (2, "doubled")))
+    problem = CodeProblem("softmax-rows", "softmax rows", 3.0, "softmax_rows", tests, {})
+
+    def run_of(second: np.ndarray) -> SubmissionRun:
+        calls = {tests[0].call_id: CallResult(ok=True, outputs=(np.eye(2),)),
+                 tests[1].call_id: CallResult(ok=True, outputs=(second,))}
+        return SubmissionRun("ok", "", {"softmax-rows": ProblemRun("ok", "ran 2 calls", calls)}, {}, ("softmax_rows",), "")
+
+    right = [score_code_problem(problem, run_of(np.eye(2) * 2)) for _ in "ab"]
+    assert right[0] is right[1] and right[0].score == 3.0 and right[0].message == "2 of 2 tests passed"
+    wrong = [score_code_problem(problem, run_of(np.eye(2))) for _ in "ab"]
+    assert wrong[0] is not wrong[1]  # a failure is the student's own: its picture, numbers and mistake
+    assert wrong[0].tests[0] is right[0].tests[0] and not wrong[0].tests[1].passed and wrong[0].score == 1.5
+
+
 def _written_bundle(variants: str):
     from autograder.bank.load import load_problem
     from autograder.bundle import GradingBundle, WrittenProblem

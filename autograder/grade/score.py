@@ -120,22 +120,33 @@ def score_test(problem: CodeProblem, test: GradedTest, run: ProblemRun | None,
     )
 
 
+# a problem whose every test passed is one result for the class (its tests are the shared ones, _PASSED): made
+# once, so that what is made of it (its JSON, its rows of results.json, its part of the page) is made once too
+_ALL_PASSED: Memo[ProblemResult] = Memo(16384)
+
+
 def score_code_problem(problem: CodeProblem, run: SubmissionRun, upstream: Upstream | None = None) -> ProblemResult:
     problem_run = run.problems.get(problem.id)
     upstream = upstream if upstream is not None else Upstream()
     upstream.shown[problem.id] = frozenset()  # what this problem shows, growing test by test, in the tests' order
-    tests = []
+    scored = []
     for test in problem.tests:
-        tests.append(score_test(problem, test, problem_run, upstream))
-        upstream.shown[problem.id] |= shown([(tests[-1].misconception, tests[-1].cause)])
+        scored.append(score_test(problem, test, problem_run, upstream))
+        if not scored[-1].passed:  # a test passed shows no mistake
+            upstream.shown[problem.id] |= shown([(scored[-1].misconception, scored[-1].cause)])
+    tests = tuple(scored)
     if problem.function not in run.defined:
         message = f"{problem.function} is not defined"
     elif problem_run is not None and problem_run.status != "ok":
         message = problem_run.message
     else:
         message = f"{sum(t.passed for t in tests)} of {len(tests)} tests passed"
-    return ProblemResult(problem.id, IMPLEMENT.name, round(sum(t.score for t in tests), 4), problem.points, message,
-                         tuple(tests))
+
+    def make() -> ProblemResult:
+        return ProblemResult(problem.id, IMPLEMENT.name, round(sum(t.score for t in tests), 4), problem.points,
+                             message, tests)
+
+    return _ALL_PASSED.get((problem, *tests), make, message) if all(t.passed for t in tests) else make()
 
 
 def basic_first(code: tuple[CodeProblem, ...]) -> list[CodeProblem]:

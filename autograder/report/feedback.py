@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import jinja2
+from markupsafe import Markup
 
 from autograder.bundle import GradingBundle
+from autograder.memo import Memo
 from autograder.report.files import write_atomic
 from autograder.report.lessons import ProblemLines, Summary, bank_words, problem_lines, summarise
 from autograder.report.pictures import Image, test_pictures
@@ -33,6 +35,7 @@ _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.report", "templates"),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
+    auto_reload=False,  # the package's own templates: no stat of each one at every page
     trim_blocks=True,
     lstrip_blocks=True,
 )
@@ -90,8 +93,27 @@ def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle
             view = written_view(written[problem.problem_id], problem, result.answers.get(problem.problem_id), bundle,
                                 result.student, past_due)
         problems.append(ProblemEntry(problem, problem_lines(problem, summary), view))
-    return dict(summary=summary, lesson_drawn=lesson_drawn, rest_drawn=rest_drawn, pictures=pictures,
-                problems=problems, visible=lambda t: visible(t, past_due))
+    context = dict(summary=summary, lesson_drawn=lesson_drawn, rest_drawn=rest_drawn, pictures=pictures,
+                   problems=problems, visible=lambda t: visible(t, past_due), past_due=past_due)
+    # the problems' parts, unless a file that never ran lists them as a table
+    context["sections"] = [] if summary.not_loaded else [problem_section(entry, context) for entry in problems]
+    return context
+
+
+# a problem's part of the page, when no mistake of the page's own explains a test of it, follows from the problem's
+# result, its written view and the due date alone: a class shares those (grade.score shares the result of a problem
+# all of whose tests passed, and of each written answer given the same), so each such part is rendered once
+_SECTIONS: Memo[Markup] = Memo(4096)
+
+
+def problem_section(entry: ProblemEntry, context: dict[str, Any]) -> Markup:
+    """One problem's part of the page (problem.html.j2), in the page's `context`."""
+    def render() -> Markup:
+        return Markup(_ENV.get_template("problem.html.j2").render(entry=entry, **context))
+
+    if entry.lines.explained or entry.lines.rest:  # numbered by this page's lessons, drawn with its pictures
+        return render()
+    return _SECTIONS.get((entry.result,), render, (context["past_due"], entry.written))
 
 
 def feedback_html(result: SubmissionResult, title: str, due: str | None, isolation: str, late: Any = None,
@@ -105,8 +127,7 @@ def feedback_html(result: SubmissionResult, title: str, due: str | None, isolati
         due = late.due.isoformat()
     past_due = _past_due(due, now) if reveal is None else reveal
     return _ENV.get_template("feedback.html.j2").render(
-        result=result, title=title, past_due=past_due, due=due, isolation=isolation, late=late,
-        **page_context(result, past_due, bundle),
+        result=result, title=title, due=due, isolation=isolation, late=late, **page_context(result, past_due, bundle),
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autograder.kinds import KINDS
 from autograder.memo import Memo
-from autograder.results import SubmissionResult, TestResult
+from autograder.results import ProblemResult, SubmissionResult, TestResult, all_passed
 from autograder.report.files import write_atomic
 from autograder.report.lessons import Summary, bank_words, summarise
 from qkv_runtime.diagnosis import written_mistake_text
@@ -116,7 +116,8 @@ def _document(result: SubmissionResult, isolation: str, summary: Summary, tests:
 
 _COMPACT = (",", ":")
 
-# a passed test's entry is the same for every student (grade.score shares its result): written once
+# a passed test's entry is the same for every student (grade.score shares its result), and so are the entries of
+# a problem all of whose tests passed: written once
 _PASSED: Memo[str] = Memo(16384)
 
 
@@ -127,11 +128,19 @@ def _test_text(test: TestResult, summary: Summary, code: bool) -> str:
     return _PASSED.get((test,), lambda: json.dumps(_test_entry(test, summary, code), separators=_COMPACT))
 
 
+def _problem_tests(problem: ProblemResult, summary: Summary) -> str:
+    """A problem's test entries, one after another: once for the class when all of them passed."""
+    def make() -> str:
+        return ",".join(_test_text(t, summary, KINDS[problem.kind].code) for t in problem.tests)
+
+    return _PASSED.get((problem,), make) if all_passed(problem) else make()
+
+
 def results_json_text(result: SubmissionResult, isolation: str, bundle=None) -> str:
     """`json.dumps(results_json(...), separators=(",", ":"))`, the same text: the tests are written in one by one,
     where the document has null (the first '"tests":null' is theirs: JSON escapes every quote inside a string)."""
     summary = summary_of(result, bundle)
-    tests = ",".join(_test_text(t, summary, KINDS[p.kind].code) for p in result.problems for t in p.tests)
+    tests = ",".join(filter(None, (_problem_tests(p, summary) for p in result.problems)))
     head = json.dumps(_document(result, isolation, summary, None), separators=_COMPACT)
     return head.replace('"tests":null', f'"tests":[{tests}]', 1)
 
