@@ -269,7 +269,8 @@ class RunCollector:
             self.results[problem][call_id] = CallResult(ok=False, error=error)
             return
         try:
-            outputs = unpack_arrays(blob, header.get("arrays"))
+            # read-only views of the frame: scoring only reads them, and drops them with the run
+            outputs = unpack_arrays(blob, header.get("arrays"), copy=False)
         except ProtocolError as exc:
             self.results[problem][call_id] = CallResult(ok=False, error=f"returned data the grader cannot read ({exc})")
             return
