@@ -9,7 +9,8 @@ yours, expected, the difference, the mask, with scales, inline SVG data, so the
 page works offline); written answers are explained (written.py). Details of
 hidden tests, their pictures, and written answers' right answers appear only
 after the student's own due date (with extension, from the classroom's
-`LateOutcome`).
+`LateOutcome`). A problem's part (problem.html.j2) that only its shared result, its
+written view and the due date decide is rendered once for the class.
 """
 
 from __future__ import annotations
