@@ -200,6 +200,21 @@ def test_a_part_of_the_page_the_class_shares_still_follows_each_page(graded, bui
     assert "What you wrote mean: 5.00 " in amy and amy.replace("5.00", "5.0") == after
 
 
+def test_a_part_showing_a_long_typed_answer_is_not_kept_for_the_class(graded, built_numpy):
+    """The class's memo of shared parts stays small whatever students type: a part that shows a long answer is
+    rendered afresh, not kept."""
+    from autograder.report import feedback
+
+    bundle = read_bundle(built_numpy.out / "autograder")
+    ada = graded[2]["ada"]
+    long = "the heads run in parallel " * 2000
+    wordy = SubmissionResult(**{**ada.__dict__, "student": "wes", "answers": {
+        **ada.answers, "rnn-sequential": {**ada.answers["rnn-sequential"], "correction": long}}})
+    html = feedback_html(wordy, "A", bundle.due, "bwrap", bundle=bundle, now=AFTER)
+    assert long.strip() in text_of(section(html, "rnn-sequential-title"))
+    assert not any(long in value for _, value in feedback._SECTIONS._entries.values())
+
+
 def test_an_exact_integer_off_by_one_reads_as_not_exact():
     part = AnswerPart(name="n", label="count", form="integer", tolerance={"abs": 0})
     assert check_part(part, np.asarray(12.0), "13").message == "count: not the answer (it must be exact)"

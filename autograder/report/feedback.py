@@ -105,6 +105,11 @@ def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle
 # result, its written view and the due date alone: a class shares those (grade.score shares the result of a problem
 # all of whose tests passed, and of each written answer given the same), so each such part is rendered once
 _SECTIONS: Memo[Markup] = Memo(4096)
+_LONGEST_TYPED = 4096  # a part showing more of what a student typed is rendered afresh: the memo stays small
+
+
+def _typed_chars(view: Optional[WrittenView]) -> int:
+    return sum(len(part) + len(text) for part, text in view.typed) if view is not None else 0
 
 
 def problem_section(entry: ProblemEntry, context: dict[str, Any]) -> Markup:
@@ -113,6 +118,8 @@ def problem_section(entry: ProblemEntry, context: dict[str, Any]) -> Markup:
         return Markup(_ENV.get_template("problem.html.j2").render(entry=entry, **context))
 
     if entry.lines.explained or entry.lines.rest:  # numbered by this page's lessons, drawn with its pictures
+        return render()
+    if _typed_chars(entry.written) > _LONGEST_TYPED:
         return render()
     return _SECTIONS.get((entry.result,), render, (context["past_due"], entry.written))
 
