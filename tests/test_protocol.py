@@ -17,6 +17,7 @@ from autograder.sandbox.protocol import (
     RunCollector,
     SandboxCpu,
     encode_job,
+    encode_problem_set,
 )
 from qkv_runtime.wire import MAX_CALLS_PER_FRAME, FrameBuffer, pack_arrays
 
@@ -91,12 +92,19 @@ def test_the_handlers_cpu_figures_are_kept_only_when_they_are_plain_seconds(cpu,
     assert run.cpu == expected
 
 
-def test_a_job_is_one_frame_whose_header_reads_back_as_json():
-    job = encode_job(Program(source="def f(x):\n    return x  # é\n"), PROBLEMS, Limits())
+def test_a_job_is_the_program_alone_and_the_class_calls_travel_as_a_problem_set_of_their_own():
+    """The calls, their inputs and the limits are the class's, the same for each submission: a worker holds the
+    set it was last sent, so a job frame carries nothing but the student's program."""
+    job = encode_job(Program(source="def f(x):\n    return x  # é\n"))
     (header, blob), = FrameBuffer(1 << 24).feed(job)
-    assert header["kind"] == "job" and header["program"] == {"source": "def f(x):\n    return x  # é\n"}
+    assert header == {"kind": "job", "program": {"source": "def f(x):\n    return x  # é\n"}} and blob == b""
+    problem_set = encode_problem_set(PROBLEMS, Limits())
+    (header, blob), = FrameBuffer(1 << 24).feed(problem_set)
+    assert header["kind"] == "problems" and "program" not in header
     assert [c["id"] for c in header["problems"][0]["calls"]] == ["a", "b", "c"]
     assert header["problems"][0]["calls"][1]["args"] == [{"v": 2}] and header["limits"] == Limits().to_json()
     assert header["arrays"] == [["<f8", [3]]] and np.frombuffer(blob).tolist() == [0.0, 1.0, 2.0]
-    assert job == encode_job(Program(source="def f(x):\n    return x  # é\n"), PROBLEMS, Limits())
-    json.loads(job[8:8 + int.from_bytes(job[:4], "big")])  # plain JSON, ASCII
+    assert encode_problem_set(PROBLEMS, Limits()) is problem_set  # kept per call list
+    assert encode_problem_set(PROBLEMS, Limits(cpu_seconds=3)) != problem_set  # but not across limits
+    for frame in (job, problem_set):
+        json.loads(frame[8:8 + int.from_bytes(frame[:4], "big")])  # plain JSON, ASCII

@@ -421,6 +421,35 @@ def test_killed_worker_is_restarted() -> None:
 
 
 @needs_bwrap
+def test_a_worker_is_sent_the_class_problem_set_once_and_again_only_when_it_changes(monkeypatch) -> None:
+    """A job carries the program alone; the calls and their inputs go to a worker once, and again when a job
+    comes with other calls (a rerun, another assignment), after which each job gets its own calls' results."""
+    other = (ProblemCalls("double", (Call("d1", "double", (3 * X,)),)),)
+    sets_sent = []
+    write = os.write
+
+    def counting_write(fd: int, data: bytes) -> int:
+        if bytes(data[8:26]) == b'{"kind":"problems"':
+            sets_sent.append(fd)
+        return write(fd, data)
+
+    monkeypatch.setattr(pool_module.os, "write", counting_write)
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+        assert_good(pool.run(source("good.py"), CORE))
+        assert_good(pool.run(source("good.py"), CORE))
+        assert len(sets_sent) == 1
+        run = pool.run(source("good.py"), other)
+        assert set(run.problems) == {"double"} and run.problems["double"].status == "ok"
+        np.testing.assert_array_equal(run.problems["double"].results["d1"].outputs[0], 6 * X)
+        assert_good(pool.run(source("good.py"), CORE))
+        assert len(sets_sent) == 3
+        os.kill(only_worker_process(), signal.SIGKILL)  # a fresh worker holds nothing yet
+        time.sleep(0.2)
+        assert_good(pool.run(source("good.py"), CORE))
+        assert len(sets_sent) == 4
+
+
+@needs_bwrap
 def test_nothing_survives_into_the_next_submission() -> None:
     with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         planted = pool.run(source("leave_traces.py"), (probe("leave", 0),))

@@ -5,7 +5,9 @@ Each slot is one long-lived `worker.py` process, inside bubblewrap when it
 works here (read-only system and Python installation, nothing of the project,
 no network, private /proc, /tmp and pid namespace), otherwise with resource
 limits only. A worker that dies is restarted; the submission it was running
-comes back as "crashed" rather than as an exception.
+comes back as "crashed" rather than as an exception. A worker holds the
+problem set it was last sent (the calls, their inputs, the limits: the class's,
+the same for each of its submissions), so a job carries the program alone.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ import qkv_runtime
 from autograder.sandbox import isolation as isolation_module
 from autograder.sandbox import policy
 from autograder.sandbox.isolation import SandboxError
-from autograder.sandbox.protocol import Limits, ProblemCalls, Program, ProtocolError, RunCollector, SubmissionRun, encode_job
+from autograder.sandbox.protocol import (
+    Limits,
+    ProblemCalls,
+    Program,
+    ProtocolError,
+    RunCollector,
+    SubmissionRun,
+    encode_job,
+    encode_problem_set,
+)
 from autograder.sandbox.worker import supervisor
 from autograder.sandbox.worker.proctools import empty_folder
 from autograder.sandbox.worker.zygote import EXIT_HANDLER_LOST
@@ -141,12 +152,14 @@ class _Worker:
         self.process: subprocess.Popen | None = None
         self.reader: FrameReader | None = None
         self.sending = 0.0  # CPU seconds this job took to write
+        self.held: bytes | None = None  # the problem set's frame this worker was last sent, which it holds
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
         pool = self.pool
+        self.held = None
         # A uid of its own for each start, not each slot: a worker retires when it could not clear what a job
         # left, and without bwrap's namespace a survivor would otherwise share the next worker's uid.
         number = next(_slot_numbers) % 256
@@ -216,14 +229,14 @@ class _Worker:
             pass
         self.kill()
 
-    def run(self, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
+    def run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
         started, self.sending = time.thread_time(), 0.0
         try:
-            return self._run(job, problems)
+            return self._run(problem_set, job, problems)
         finally:
             self.pool.cpu.add(send=self.sending, receive=time.thread_time() - started - self.sending)
 
-    def _run(self, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
+    def _run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
         limits = self.pool.limits
         deadline = (
             time.monotonic()
@@ -233,7 +246,9 @@ class _Worker:
         )
         collector = RunCollector(problems)
         sending = time.thread_time()
-        self._send(job, deadline, collector)
+        holds = self.held is problem_set or self.held == problem_set
+        self._send(job if holds else problem_set + job, len(job), deadline, collector)
+        self.held = problem_set
         self.sending = time.thread_time() - sending
         while True:
             try:
@@ -250,9 +265,10 @@ class _Worker:
                     self.kill()
                 return done
 
-    def _send(self, job: bytes, deadline: float, collector: RunCollector) -> None:
+    def _send(self, data: bytes, job_bytes: int, deadline: float, collector: RunCollector) -> None:
+        """Write `data`, which ends with the job's `job_bytes`; a worker that takes none of the job is _NotDelivered."""
         fd = self.process.stdin.fileno()
-        view = memoryview(job)
+        view = memoryview(data)
         while view:
             try:
                 _, ready, _ = select.select([], [fd], [], max(0.0, deadline - time.monotonic()))
@@ -261,7 +277,7 @@ class _Worker:
                 view = view[os.write(fd, view) :]
             except (OSError, TimeoutError) as exc:
                 self.kill()
-                if len(view) == len(job):
+                if len(view) >= job_bytes:
                     raise _NotDelivered from exc
                 raise _WorkerLost(collector.broken("the sandbox worker stopped taking input")) from None
 
@@ -386,7 +402,8 @@ class SandboxPool:
         if isinstance(program, str):
             program = Program(source=program)
         encoding = time.thread_time()
-        job = encode_job(program, problems, self.limits)  # before the copy: the encoding is cached per call list
+        problem_set = encode_problem_set(problems, self.limits)  # before the copy: it is cached per call list
+        job = encode_job(program)
         self.cpu.add(send=time.thread_time() - encoding)
         problems = tuple(problems)
         self.start()
@@ -397,7 +414,7 @@ class SandboxPool:
                     worker.kill()
                     worker.start()
                 try:
-                    return worker.run(job, problems)
+                    return worker.run(problem_set, job, problems)
                 except _NotDelivered:
                     continue
                 except _WorkerLost as lost:

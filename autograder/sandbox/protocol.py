@@ -1,4 +1,4 @@
-"""The trusted side of the wire: the grader's calls in, one job frame out; the worker's frames in, a `SubmissionRun` out.
+"""The trusted side of the wire: the calls in, problem-set and job frames out; the worker's frames in, a `SubmissionRun` out.
 
 Arrays travel as raw bytes plus a [dtype, shape] layout (`qkv_runtime.wire`); only
 numeric dtypes pass, declared sizes must match the bytes, nothing is unpickled.
@@ -39,7 +39,7 @@ MAX_STDOUT_CHARS = 2000
 MAX_CELL_ERRORS = 50
 
 __all__ = ["ArgValue", "Call", "CallResult", "Limits", "ProblemCalls", "ProblemRun", "Program", "ProtocolError",
-           "RunCollector", "SandboxCpu", "SubmissionRun", "encode_job"]
+           "RunCollector", "SandboxCpu", "SubmissionRun", "encode_job", "encode_problem_set"]
 
 
 @dataclass(frozen=True)
@@ -140,21 +140,22 @@ def _check_value(value: object, where: str) -> object:
     raise TypeError(f"{where}: arguments must be numpy arrays, int, float, bool, str or None")
 
 
-_ENCODED_CALLS: dict[int, tuple[Sequence[ProblemCalls], bytes, bytes]] = {}
+_ENCODED_SETS: dict[int, tuple[Sequence[ProblemCalls], Limits, bytes]] = {}
 _ENCODED_LOCK = threading.Lock()
 
 
-def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[bytes, bytes]:
-    """The calls and their arrays' layout as the JSON members `"problems":[...],"arrays":[...]`, and the arrays
-    packed as one blob.
+def encode_problem_set(problems: Sequence[ProblemCalls], limits: Limits) -> bytes:
+    """The class's side of its jobs as one "problems" frame: JSON for the calls, their scalars, the arrays' layout
+    and the limits; raw bytes for the arrays. A worker holds the last set it was sent, so it travels once per
+    worker and call list, not with every submission (`encode_job`).
 
     A class sends the same calls with every submission, so the encoding is kept for
     the last few call lists (the list itself is held, so its id cannot be reused).
     """
     with _ENCODED_LOCK:
-        cached = _ENCODED_CALLS.get(id(problems))
-    if cached is not None and cached[0] is problems:
-        return cached[1], cached[2]
+        cached = _ENCODED_SETS.get(id(problems))
+    if cached is not None and cached[0] is problems and cached[1] == limits:
+        return cached[2]
     arrays: list[np.ndarray] = []
 
     def arg(value: ArgValue, where: str) -> dict:
@@ -182,20 +183,18 @@ def encode_calls(problems: Sequence[ProblemCalls]) -> tuple[bytes, bytes]:
                           "kwargs": {str(k): arg(v, where) for k, v in call.kwargs.items()}})
         encoded.append({"id": problem.problem_id, "calls": calls, "batched": bool(problem.batched)})
     layout, blob = pack_arrays(arrays)
-    members = b'"problems":' + encode_json(encoded) + b',"arrays":' + encode_json(layout)
+    frame = frame_of(b'{"kind":"problems","problems":' + encode_json(encoded) + b',"arrays":' + encode_json(layout)
+                     + b',"limits":' + encode_json(limits.to_json()) + b"}", blob)
     with _ENCODED_LOCK:
-        if len(_ENCODED_CALLS) >= 8:
-            _ENCODED_CALLS.pop(next(iter(_ENCODED_CALLS)))
-        _ENCODED_CALLS[id(problems)] = (problems, members, blob)
-    return members, blob
+        if len(_ENCODED_SETS) >= 8:
+            _ENCODED_SETS.pop(next(iter(_ENCODED_SETS)))
+        _ENCODED_SETS[id(problems)] = (problems, limits, frame)
+    return frame
 
 
-def encode_job(program: Program, problems: Sequence[ProblemCalls], limits: Limits) -> bytes:
-    """One job frame: JSON for the program, the calls, scalars and the array layout; raw bytes for the arrays."""
-    members, blob = encode_calls(problems)
-    head = (b'{"kind":"job","program":' + encode_json(program.to_json()) + b"," + members
-            + b',"limits":' + encode_json(limits.to_json()) + b"}")
-    return frame_of(head, blob)
+def encode_job(program: Program) -> bytes:
+    """One submission's job frame: its program alone; it runs the calls of the problem set its worker holds."""
+    return frame_of(b'{"kind":"job","program":' + encode_json(program.to_json()) + b"}")
 
 
 # ---------------------------------------------------------------- answers

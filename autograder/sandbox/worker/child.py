@@ -1,7 +1,7 @@
 """The child: loads the submission and makes its calls. Student code runs here, so all it says is merely checked.
 
-Forked by the zygote per job, so its memory holds nothing of an earlier job; reads its
-job from the handler, confines itself (confine.py), loads the module or
+Forked by the zygote per job, so its memory holds nothing of an earlier job, and the
+class's problem set decoded (the zygote's); reads its job (the program) from the handler, confines itself (confine.py), loads the module or
 runs the notebook's steps, reports what it defines and its ANSWERS as plain data,
 then per problem either forks a grandchild that makes the calls (a crash, loop or
 exit then costs that problem only) or, for a batched problem, makes them itself.
@@ -45,7 +45,7 @@ from qkv_runtime.wire import (
 
 from . import link, seccomp
 from .confine import MAIN_FD, PR_SET_PDEATHSIG, Guard, confine, prctl
-from .job import Job, read_job
+from .job import Job, ProblemSet, read_job
 from .proctools import kill_group
 
 FORK_TRIES = 50
@@ -75,8 +75,10 @@ def load_failure(exc: BaseException) -> Dict[str, Any]:
     return {"kind": "load_failed", "status": "load_error", "message": exception_text(exc)}
 
 
-def start_child(config: Dict[str, Any], guard: Guard, handler_link: socket.socket, wake: Tuple[int, int]) -> int:
-    """The zygote's fork of a job's child; hands the handler the child's pipes and a pidfd, and gives its pid."""
+def start_child(config: Dict[str, Any], guard: Guard, held: ProblemSet, handler_link: socket.socket,
+                wake: Tuple[int, int]) -> int:
+    """The zygote's fork of a job's child, which runs the problem set `held`; hands the handler the child's pipes and
+    a pidfd, and gives its pid."""
     job_r, job_w = os.pipe()
     main_r, main_w = os.pipe()
     out_r, out_w = os.pipe()
@@ -89,7 +91,7 @@ def start_child(config: Dict[str, Any], guard: Guard, handler_link: socket.socke
             handler_link.close()
             for fd in (*wake, job_w, main_r, out_r):
                 os.close(fd)
-            job = read_job(job_r, config)
+            job = read_job(job_r, held, config)
             if job is not None:
                 os.close(job_r)
                 run_child(job, main_w, out_w, guard)

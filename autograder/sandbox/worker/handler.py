@@ -1,14 +1,16 @@
 """The handler: one per worker, forked from the zygote before any job. Trusted: it never runs student code.
 
-Per job it reads the job from the grader (fd 0), asks the zygote for a fresh child
-(link.py), passes the job's bytes to it, and drives the supervisor (supervisor.py)
+It reads the grader's frames on fd 0. A problem set it keeps, and hands to the zygote
+to hold (link.py); per job it asks the zygote for a fresh child, passes the job's bytes
+(the program) to it, and drives the supervisor (supervisor.py)
 with what happens: frames on the result pipe, bytes on the output pipe, the child's
 exit as the zygote reports it, deadlines. It carries out the supervisor's actions
 (kill, answer the grader on fd 1, written once per wake-up), has the zygote reap every
 process the submission left, and empties its folder.
 
 It lives as long as its worker, so what it read of one job stays in its memory; that
-is why it never forks: every child comes from the zygote, which never reads a job.
+is why it never forks: every child comes from the zygote, which never reads a job (the
+problem set it holds is the class's, the same for every student).
 Like the zygote it is not dumpable, and it is no child's ancestor.
 """
 
@@ -26,12 +28,13 @@ from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, write_all
 
 from . import link
 from .confine import PR_SET_PDEATHSIG, prctl
-from .job import JobFrame, read_job_frame
+from .job import ProblemSet, problem_set_of, read_frame
 from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds
 from .supervisor import MAX_PID, Answer, Kill, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
 EXIT_DIRTY = 4  # what a job left (a process, its folder) could not be cleared: the pool starts a fresh worker
+EXIT_NO_PROBLEM_SET = 6  # the grader sent a job before any problem set, or a frame of another kind
 OUTPUT_CHUNK = 1 << 16
 
 
@@ -42,32 +45,52 @@ class ZygoteGone(Exception):
 def serve_jobs(config: Dict[str, Any], zygote: socket.socket) -> int:
     """Every job of the worker, one after another; the exit code for the zygote."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    held: Optional[ProblemSet] = None
     while True:
         before = time.process_time()  # waiting for the grader costs no CPU; reading the job does
-        job = read_job_frame(0)
-        if job is None:
+        frame = read_frame(0)
+        if frame is None:
             return EXIT_STDIN_CLOSED
-        if not handle_job(job, config, zygote, before):
+        data, header, _ = frame
+        if header.get("kind") == "problems":
+            held = problem_set_of(data, header)
+            hand_over(zygote, held)
+        elif header.get("kind") != "job" or held is None:
+            return EXIT_NO_PROBLEM_SET
+        elif not handle_job(data, held, config, zygote, before):
             return EXIT_DIRTY
 
 
-def ask(zygote: socket.socket, message: Dict[str, Any], expect: str, fds: int = 0) -> Tuple[Dict[str, Any], List[int]]:
-    link.send(zygote, message)
+def hand_over(zygote: socket.socket, problem_set: ProblemSet) -> None:
+    """Have the zygote hold `problem_set` for the children it forks next: its frame goes in a memfd, which the
+    zygote reads whole, whatever its size, before it answers."""
+    fd = os.memfd_create("qkv-problem-set", os.MFD_CLOEXEC)
+    try:
+        write_all(fd, problem_set.data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        ask(zygote, {"do": "hold"}, "held", give=(fd,))
+    finally:
+        os.close(fd)
+
+
+def ask(zygote: socket.socket, message: Dict[str, Any], expect: str, fds: int = 0,
+        give: Tuple[int, ...] = ()) -> Tuple[Dict[str, Any], List[int]]:
+    link.send(zygote, message, give)
     reply, got = link.receive(zygote, fds)
     if reply is None or expect not in reply or len(got) != fds:
         raise ZygoteGone(f"asked {message.get('do')!r}, got {reply!r}")
     return reply, got
 
 
-def handle_job(job: JobFrame, config: Dict[str, Any], zygote: socket.socket, started: float) -> bool:
-    """One job, from the fork of its child to the grader's last frame; False when what it left could not be
-    cleared (a process, or its folder), so that the worker ends. `started`: the handler's CPU clock before it
-    read the job."""
+def handle_job(job: bytes, held: ProblemSet, config: Dict[str, Any], zygote: socket.socket, started: float) -> bool:
+    """One job (its frame's bytes), from the fork of its child, which runs the problem set `held`, to the grader's
+    last frame; False when what it left could not be cleared (a process, or its folder), so that the worker ends.
+    `started`: the handler's CPU clock before it read the job."""
     reply, (job_w, main_r, out_r, pidfd) = ask(zygote, {"do": "fork"}, "pid", fds=4)
     child = Child(int(reply["pid"]), pidfd, config["uid"])
     try:
-        deliver(job_w, job.data, child, time.monotonic() + job.limits.load_seconds)
-        supervisor, cpu = supervise(job, child, main_r, out_r, zygote)
+        deliver(job_w, job, child, time.monotonic() + held.limits.load_seconds)
+        supervisor, cpu = supervise(held, child, main_r, out_r, zygote)
         reaped, _ = ask(zygote, {"do": "reap"}, "reaped")
     finally:
         os.close(pidfd)
@@ -131,7 +154,7 @@ def deliver(job_w: int, data: bytes, child: Child, deadline: float) -> None:
         os.close(job_w)
 
 
-def supervise(job: JobFrame, child: Child, main_r: int, out_r: int,
+def supervise(job: ProblemSet, child: Child, main_r: int, out_r: int,
               zygote: socket.socket) -> Tuple[Supervisor, Dict[str, float]]:
     """Run the job's event loop until the child is gone; the supervisor then holds the outcome. Also gives the
     CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls")."""

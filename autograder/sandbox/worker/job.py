@@ -1,11 +1,15 @@
-"""One job: the program, the problems' calls, the limits, the inputs.
+"""One job: the program, and the problem set it runs (the problems' calls, the limits, the inputs).
 
-The job comes from the trusted grader on the handler's stdin; the handler reads the
-frame, keeps what supervising needs (`JobFrame`: the problems and the limits) and passes
-the frame's bytes on, unchanged, to the job's child, which decodes the whole of it
-(`read_job`) before any student code runs. So it is decoded without suspicion (none of
-the checks of frames from student code); its arrays are read-only views of the frame's
-bytes, and each call copies its inputs.
+Both come from the trusted grader on the handler's stdin, as two kinds of frame. A
+"problems" frame is the class's: the handler keeps what supervising needs of it
+(`ProblemSet.problems`, `.limits`) and hands the frame to the zygote, which decodes
+it once (`read_problem_set`) and holds it, so each child it forks inherits it
+decoded; it is the same for every student, so holding it keeps nothing of one
+student for the next. A "job" frame is one submission's program: the handler passes
+its bytes on, unchanged, to the job's child, which decodes it (`read_job`) before
+any student code runs. Neither is decoded with suspicion (none of the checks of
+frames from student code); the arrays are read-only views of the set's bytes, and
+each call copies its inputs.
 """
 
 from __future__ import annotations
@@ -59,15 +63,16 @@ def inputs(blob: bytes, layout: List[List[Any]]) -> Tuple[np.ndarray, ...]:
 
 
 @dataclass(frozen=True)
-class JobFrame:
-    """A job as the handler holds it: its frame's bytes, to pass on, and what supervising it takes."""
+class ProblemSet:
+    """A "problems" frame: its bytes (to hand to the zygote), and what supervising and running its jobs take."""
 
     data: bytes
     problems: List[Dict[str, Any]]
     limits: Limits
+    arrays: Tuple[np.ndarray, ...] = ()
 
 
-def _read_frame(fd: int) -> Optional[Tuple[bytes, Dict[str, Any], int]]:
+def read_frame(fd: int) -> Optional[Tuple[bytes, Dict[str, Any], int]]:
     """The next frame on `fd` whole, its header decoded, and where its blob starts; None at the end of input."""
     head = read_exact(fd, FRAME_HEAD.size)
     if head is None:
@@ -79,27 +84,32 @@ def _read_frame(fd: int) -> Optional[Tuple[bytes, Dict[str, Any], int]]:
     return head + rest, json.loads(rest[:head_len]), FRAME_HEAD.size + head_len
 
 
-def read_job_frame(fd: int) -> Optional[JobFrame]:
-    """The handler's read of the next job on `fd` (the grader's pipe), or None at the end of input."""
-    frame = _read_frame(fd)
-    if frame is None:
-        return None
-    data, header, _ = frame
-    return JobFrame(data, header["problems"], Limits.from_json(header["limits"]))
+def problem_set_of(data: bytes, header: Dict[str, Any]) -> ProblemSet:
+    """The handler's view of a "problems" frame: no arrays, which only a child uses."""
+    return ProblemSet(data, header["problems"], Limits.from_json(header["limits"]))
 
 
-def read_job(fd: int, config: Dict[str, Any]) -> Optional[Job]:
-    """The child's read of its job on `fd` (the pipe from the handler), or None when it did not come whole."""
-    frame = _read_frame(fd)
-    if frame is None:
+def read_problem_set(fd: int) -> Optional[ProblemSet]:
+    """The zygote's read of the problem set the handler hands it, arrays and all; None when it did not come whole."""
+    frame = read_frame(fd)
+    if frame is None or frame[1].get("kind") != "problems":
         return None
     data, header, blob_start = frame
-    blob = memoryview(data)[blob_start:]
+    return ProblemSet(data, header["problems"], Limits.from_json(header["limits"]),
+                      inputs(memoryview(data)[blob_start:], header["arrays"]))
+
+
+def read_job(fd: int, held: ProblemSet, config: Dict[str, Any]) -> Optional[Job]:
+    """The child's read of its job on `fd` (the pipe from the handler), or None when it did not come whole;
+    it runs the problem set `held`, which the zygote holds."""
+    frame = read_frame(fd)
+    if frame is None:
+        return None
     return Job(
-        program=Program.from_json(header["program"]),
-        problems=header["problems"],
-        limits=Limits.from_json(header["limits"]),
-        arrays=inputs(blob, header["arrays"]),
+        program=Program.from_json(frame[1]["program"]),
+        problems=held.problems,
+        limits=held.limits,
+        arrays=held.arrays,
         uid=config["uid"],
         scratch=config["scratch"],
         track=config["track"],

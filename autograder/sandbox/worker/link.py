@@ -1,5 +1,12 @@
 """The zygote and the handler talk over a socket pair of their own: one JSON datagram a message.
 
+Whenever the grader sends a problem set, between jobs:
+
+| from | message | with |
+|---|---|---|
+| handler | `{"do": "hold"}`: hold this problem set for the children forked from now on | a memfd of its frame |
+| zygote | `{"held": true}` once it has read and decoded it | |
+
 Per job, in this order:
 
 | from | message | with |

@@ -1,7 +1,9 @@
 """The zygote: pid 1 of the sandbox. Imports numpy (and torch) once, forks the handler, then a child per job.
 
 It never reads a job itself, so nothing of one student's job lingers in memory that
-the next student's child, forked from here, inherits. The handler (handler.py) lives
+the next student's child, forked from here, inherits. What it does read is the class's
+problem set (job.py), which the handler hands it: it holds that decoded, and each
+child inherits it, rather than decoding the same calls and inputs per job. The handler (handler.py) lives
 as long as the worker and does all the reading: it asks for each child over a socket
 pair (link.py) and gets the child's pipes with the reply. The zygote is every child's
 parent, so it reports each child's exit to the handler, and it reaps what a
@@ -28,7 +30,7 @@ import socket
 import sys
 import time
 import traceback
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from qkv_runtime.values import exception_text, to_arrays
 from qkv_runtime.wire import encode_frame, pack_arrays, unpack_arrays, write_all
@@ -37,6 +39,7 @@ from . import link, seccomp
 from .child import start_child
 from .confine import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, guard_of, prctl
 from .handler import EXIT_DIRTY, EXIT_STDIN_CLOSED, serve_jobs
+from .job import ProblemSet, read_problem_set
 from .proctools import reap
 
 # Small modules students commonly import. Loaded here, they cost nothing per job and
@@ -97,7 +100,7 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
     state (SIGCHLD, through a wake-up pipe), so a handler stopped at any moment is
     noticed at once, between jobs as much as during one. What a job's messages and
     waits hold lives in the frames of the functions below, which end before the next
-    child is forked: the loop itself keeps only the child's pid.
+    child is forked: the loop itself keeps only the child's pid and the class's problem set.
     """
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -105,6 +108,7 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w)
     child: Optional[int] = None
+    held: Optional[ProblemSet] = None
     job_started = 0.0
     guard = guard_of(handler)
     try:
@@ -114,11 +118,14 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
                 drain(wake_r)
             child = collect_changes(handler, child, handler_link)
             if handler_link in ready:
-                request = hear(handler_link, handler)
-                if request == "fork" and child is None:
+                request, fds = hear(handler_link, handler)
+                if request == "hold" and child is None and len(fds) == 1:
+                    held = hold(fds[0], handler)
+                    tell(handler_link, handler, {"held": True})
+                elif request == "fork" and child is None and held is not None:
                     job_started = time.process_time()
                     try:
-                        child = start_child(config, guard, handler_link, (wake_r, wake_w))
+                        child = start_child(config, guard, held, handler_link, (wake_r, wake_w))
                     except OSError:
                         raise lose(handler) from None
                 elif request == "reap" and child is None:
@@ -159,17 +166,35 @@ def collect_changes(handler: int, child: Optional[int], handler_link: socket.soc
         # else an orphan of the submission collected, or a stopped process the handler's deadlines will kill
 
 
-def hear(handler_link: socket.socket, handler: int) -> Optional[str]:
-    """What the handler asks ("fork", "reap"); the handler's end, or anything that is not a request, ends the loop."""
+def hear(handler_link: socket.socket, handler: int) -> Tuple[Optional[str], List[int]]:
+    """What the handler asks ("hold", with the problem set's memfd; "fork", "reap"); the handler's end, or anything
+    that is not a request, ends the loop."""
     try:
-        request, fds = link.receive(handler_link)
+        request, fds = link.receive(handler_link, max_fds=1)
     except (OSError, ValueError):
         raise lose(handler) from None
+    do = request.get("do") if isinstance(request, dict) else None
+    if do != "hold":
+        for fd in fds:
+            os.close(fd)  # so that no descriptor but the problem set's is ever held, and none reaches a child
+        fds = []
     if request is None:
         raise HandlerLost(handler_ended(handler, os.waitpid(handler, os.WUNTRACED)[1]))
-    for fd in fds:
+    return do, fds
+
+
+def hold(fd: int, handler: int) -> ProblemSet:
+    """Read and decode the problem set the handler handed over, for every child forked from now on."""
+    try:
+        held = read_problem_set(fd)
+    except (OSError, ValueError, KeyError, TypeError):
+        held = None
+    finally:
         os.close(fd)
-    return request.get("do") if isinstance(request, dict) else None
+    if held is None:
+        raise lose(handler)
+    gc.freeze()  # as at the start: no collection in a child writes to (and so copies) the pages holding it
+    return held
 
 
 def tell(handler_link: socket.socket, handler: int, message: Dict[str, Any]) -> None:
