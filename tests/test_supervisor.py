@@ -292,3 +292,28 @@ def test_a_calls_frame_that_does_not_add_up_passes_what_came_before_and_spoils_t
     assert passed == ({"out of order": ["s1"], "bytes beyond the blob": ["s1"], "bytes no result declares": ["s1", "s2"],
                        "not a list": [], "too many": []}[forgery])
     assert run.sup.state.current.spoiled and run.kills == [(GRANDCHILD,)]
+
+
+def test_the_bytes_a_failed_call_declares_are_dropped_and_the_other_arrays_passed_on_intact():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=["softmax_rows"], cell_errors=[])
+    run.send(kind="start", index=0, pid=CHILD)
+    frame = results_frame(("s1", None), ("s2", np.arange(3.0)))
+    frame["results"][0]["bytes"] = 8  # a failed call's "arrays", which no one may read
+    run.sup._on_frame(frame, b"\xff" * 8 + frame.pop("blob"), run.now)
+    (header, blob), = answered(run)
+    assert [(r["call_id"], r["ok"], r["bytes"]) for r in header["results"]] == [("s1", False, 0), ("s2", True, 24)]
+    assert np.frombuffer(blob).tolist() == [0.0, 1.0, 2.0] and not run.sup.state.current.spoiled
+
+
+@pytest.mark.parametrize("call_id", [None, "s1"])
+def test_a_result_after_the_problem_s_last_call_spoils_the_problem(call_id):
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=["softmax_rows"], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    frame = results_frame(("s1", np.arange(3.0)), ("s2", np.ones(2)), ("s3", np.ones(1)))
+    frame["results"][2]["call_id"] = call_id  # the problem has two calls: a third result is forged
+    run.sup._on_frame(frame, frame.pop("blob"), run.now)
+    frames = answered(run)
+    passed = [r["call_id"] for header, _ in frames if header["kind"] == "calls" for r in header["results"]]
+    assert passed == ["s1", "s2"] and run.sup.state.current.spoiled and run.kills == [(GRANDCHILD,)]

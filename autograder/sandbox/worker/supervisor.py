@@ -250,9 +250,8 @@ class Supervisor:
             self._spoil(current)
         elif kind == "call" and not current.spoiled:
             current.seen.add(call_id)
-            result = _checked_result(header)
-            self._answer({"kind": "call", "problem": current.problem["id"], "call_id": call_id, **result},
-                         blob if result["ok"] else b"")
+            result = _checked_result(header, call_id)
+            self._answer({"kind": "call", "problem": current.problem["id"], **result}, blob if result["ok"] else b"")
         elif kind == "calls" and not current.spoiled:
             self._on_results(current, header.get("results"), blob)
         elif kind == "memory":
@@ -273,25 +272,28 @@ class Supervisor:
         if not isinstance(results, list) or not 0 < len(results) <= MAX_CALLS_PER_FRAME:
             self._spoil(current)
             return
+        first = len(current.seen)
+        expected_ids = current.order[first:first + len(results)]
         passed: List[Dict[str, Any]] = []
-        parts: List[bytes] = []
-        offset, bad = 0, False
-        for entry in results:
-            expected = current.order[len(current.seen)] if len(current.seen) < len(current.order) else None
-            size = entry.get("bytes") if isinstance(entry, dict) else None
-            if (size is None or entry.get("call_id") != expected or type(size) is not int or size < 0
-                    or offset + size > len(blob)):
-                bad = True
+        kept: List[Tuple[int, int]] = []  # where the arrays of the ok results lie in `blob`
+        offset, end = 0, len(blob)
+        for entry, expected in zip(results, expected_ids):
+            size = entry.get("bytes") if type(entry) is dict else None
+            if type(size) is not int or entry.get("call_id") != expected or size < 0 or offset + size > end:
                 break
-            current.seen.add(expected)
-            result = _checked_result(entry)
+            result = _checked_result(entry, expected)
             if result["ok"]:
-                parts.append(blob[offset:offset + size])
-            passed.append({"call_id": expected, **result, "bytes": size if result["ok"] else 0})
+                kept.append((offset, size))
+            result["bytes"] = size if result["ok"] else 0
+            passed.append(result)
             offset += size
+        current.seen.update(expected_ids[:len(passed)])
         if passed:
-            self._answer({"kind": "calls", "problem": current.problem["id"], "results": passed}, b"".join(parts))
-        if bad or offset != len(blob):
+            # the arrays of results in a row are the blob's bytes in a row: passed on uncut unless some were dropped
+            uncut = sum(size for _, size in kept) == offset
+            data = blob[:offset] if uncut else b"".join(blob[start:start + size] for start, size in kept)
+            self._answer({"kind": "calls", "problem": current.problem["id"], "results": passed}, data)
+        if len(passed) < len(results) or offset != end:
             self._spoil(current)
 
     def _spoil(self, current: ProblemState) -> None:
@@ -438,13 +440,15 @@ class Supervisor:
         return Status.EXITED, f"exited with code {code} {when} (os._exit?)"
 
 
-def _checked_result(header: Dict[str, Any]) -> Dict[str, Any]:
-    """A call's result as the grader gets it: ok with a layout of 1 to MAX_OUTPUTS_PER_CALL arrays, or an error."""
+def _checked_result(header: Dict[str, Any], call_id: str) -> Dict[str, Any]:
+    """Call `call_id`'s result as the grader gets it: ok with a layout of 1 to MAX_OUTPUTS_PER_CALL arrays, or an
+    error. Made for every call of a class, so built in one go."""
     layout = header.get("arrays")
-    ok = header.get("ok") is True and isinstance(layout, list) and 0 < len(layout) <= MAX_OUTPUTS_PER_CALL
+    if header.get("ok") is True and type(layout) is list and 0 < len(layout) <= MAX_OUTPUTS_PER_CALL:
+        return {"call_id": call_id, "ok": True, "error": None, "arrays": layout}
     error = header.get("error")
-    return {"ok": ok, "error": None if ok else (clean_text(str(error), 1000) if error is not None else "no output"),
-            "arrays": layout if ok else []}
+    return {"call_id": call_id, "ok": False, "error": clean_text(str(error), 1000) if error is not None else "no output",
+            "arrays": []}
 
 
 def signal_text(signum: int) -> str:
