@@ -317,3 +317,16 @@ def test_a_result_after_the_problem_s_last_call_spoils_the_problem(call_id):
     frames = answered(run)
     passed = [r["call_id"] for header, _ in frames if header["kind"] == "calls" for r in header["results"]]
     assert passed == ["s1", "s2"] and run.sup.state.current.spoiled and run.kills == [(GRANDCHILD,)]
+
+
+@pytest.mark.parametrize("call_id", [None, "s1"])
+def test_a_single_call_frame_after_the_problem_s_last_call_spoils_the_problem(call_id):
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=["softmax_rows"], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    for c in PROBLEMS[0]["calls"]:
+        run.send(kind="begin", call_id=c["id"])
+        run.send(**call(c["id"], np.ones(2)))
+    run.send(**{**call("s1", np.ones(1)), "call_id": call_id})  # the problem has two calls: a third is forged
+    assert [f["call_id"] for f in run.frames if f["kind"] == "call"] == ["s1", "s2"]
+    assert run.sup.state.current.spoiled and run.kills == [(GRANDCHILD,)]

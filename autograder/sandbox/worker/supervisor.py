@@ -39,6 +39,8 @@ Verdict = Tuple[Status, str]
 
 
 MAX_PID = 1 << 22  # the kernel's largest pid_max: a bigger "pid" from the child is a lie
+# What a problem expects once its last call is in: equal to nothing decoded JSON can hold (null included)
+NO_CALL_EXPECTED = object()
 
 class Phase(Enum):
     LOAD = "load"
@@ -241,7 +243,7 @@ class Supervisor:
         current = self.state.current
         assert current is not None
         call_id = header.get("call_id")
-        expected = current.order[len(current.seen)] if len(current.seen) < len(current.order) else None
+        expected = current.order[len(current.seen)] if len(current.seen) < len(current.order) else NO_CALL_EXPECTED
         if kind == "begin" and call_id == expected:
             current.call = call_id
         elif kind in ("begin", "call") and call_id != expected:
