@@ -196,7 +196,7 @@ def build(name: str, out: Path | None) -> None:
 @click.argument("submissions", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="output folder (default: grades/NAME)")
 @click.option("--dist", type=click.Path(path_type=Path), help="the build of NAME (default: dist/NAME)")
-@click.option("--jobs", type=click.IntRange(1, 256), help="submissions graded at once (default: CPU cores)")
+@click.option("--jobs", type=click.IntRange(1, 256), help="submissions graded at once (default: CPU cores + 1)")
 @click.option("--timeout", type=click.FloatRange(0.1, 3600),
               help="wall seconds for loading a submission, and again for each problem (default: the assignment's)")
 @click.option("--regrade", is_flag=False, flag_value="*", default=None, metavar="[STUDENT,...]",

@@ -139,8 +139,8 @@ def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: di
                 cwd: Path | None = None, timings: bool = False) -> dict:
     """`qkv grade` as a user runs it, in a process of its own: wall time, and the peak memory of its tree; with
     `timings`, its own CPU time by stage (`--timings`), as `stages`."""
-    command = [*qkv, "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out),
-               "--jobs", str(os.cpu_count())]
+    # no --jobs: each version grades with the workers it chooses by itself, as a user's command does
+    command = [*qkv, "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out)]
     stages_file = out.with_name(f"{out.name}-timings.json")
     if timings:
         command += ["--timings", str(stages_file)]

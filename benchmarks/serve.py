@@ -2,8 +2,8 @@
 
 Everything runs as a user runs it: `qkv init` and `qkv build` make a course of attention-numpy (the 36 problems, its
 dates moved to the future), `qkv tokens` issues a token to each student of a generated roster, and `qkv serve` runs
-as a process of its own (its default jobs: one grading slot per core). Clients are threads of this process, each
-with its own httpx session, and take the browser's route: GET the personal link, POST the sign-in form, POST the
+as a process of its own (its default jobs: a grading slot per core and one more). Clients are threads of this process,
+each with its own httpx session, and take the browser's route: GET the personal link, POST the sign-in form, POST the
 upload form (multipart, with the session's CSRF token), follow the 303 to the attempt's page and read that page again
 every --poll seconds until it shows the score (a browser's script does the same every 3 s). The API route
 (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
@@ -56,6 +56,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from grade import graded_totals, mixed_samples  # noqa: E402
 from served_course import NAME, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
 from servers import ServerProcess  # noqa: E402
+
+from autograder.sandbox import default_slots  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "serve.json"
 P95_GOAL_S = 5.0
@@ -337,7 +339,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--attempts", type=int, default=3, help="each student's, one after the other")
     parser.add_argument("--clients", type=int, default=50, help="students handing in at the same time")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between a client's looks at its attempt")
-    parser.add_argument("--jobs", type=int, help="qkv serve --jobs (default: its own, one slot per core)")
+    parser.add_argument("--jobs", type=int, help="qkv serve --jobs (default: its own, a slot per core and one more)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the figures go (a trial run's "
                         "figures are no benchmark: write them elsewhere)")
     args = parser.parse_args(argv)
@@ -382,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         figures: dict = {"assignment": NAME, "problems": len(json.loads(
             (course / "dist" / NAME / "autograder" / "assignment.json").read_text())["problem_order"]),
             "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page polled",
-            "poll_s": args.poll, "server_jobs": args.jobs or os.cpu_count(), "samples": len(samples),
+            "poll_s": args.poll, "server_jobs": args.jobs or default_slots(), "samples": len(samples),
             "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S}
         for key, (who, attempts, clients, kill) in runs.items():
             figures[key] = run(course, root / key, roster, who, attempts, clients, args.poll, samples, expected,

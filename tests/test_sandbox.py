@@ -586,6 +586,13 @@ def _background_starts() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "qkv-sandbox-start"]
 
 
+def test_a_pool_left_to_choose_has_a_worker_more_than_the_cpus_it_may_use(monkeypatch) -> None:
+    # the grader's own process needs a share of the CPUs: as many workers as CPUs would leave them idle between jobs
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    assert SandboxPool("numpy", limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 4
+    assert SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 1
+
+
 def test_start_soon_starts_the_workers_while_the_caller_goes_on() -> None:
     pool = SandboxPool("numpy", jobs=2, limits=SANDBOX_LIMITS, isolation="rlimits")
     try:

@@ -11,7 +11,7 @@ sees; `protocol.py` encodes jobs and checks answers; `worker/` is what runs insi
 """
 
 from autograder.sandbox.isolation import SandboxError
-from autograder.sandbox.pool import SandboxPool, isolation_available
+from autograder.sandbox.pool import SandboxPool, default_slots, isolation_available
 from autograder.sandbox.protocol import (
     ArgValue,
     Call,
@@ -36,5 +36,6 @@ __all__ = [
     "SandboxError",
     "SandboxPool",
     "SubmissionRun",
+    "default_slots",
     "isolation_available",
 ]

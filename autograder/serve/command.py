@@ -47,7 +47,7 @@ def _roster(given: Optional[Path]):
 @click.option("--db", metavar="FOLDER|URL",
               help="a folder of SQLite gradebooks (default: grades/serve) or postgresql://USER@HOST/DATABASE")
 @click.option("--cluster", metavar="ADDRESS", help="grade on a Dask cluster, as qkv grade --cluster")
-@click.option("--jobs", type=click.IntRange(1, 256), help="attempts graded at once (default: CPU cores)")
+@click.option("--jobs", type=click.IntRange(1, 256), help="attempts graded at once (default: CPU cores + 1)")
 @click.option("--isolation", type=click.Choice(["require", "allow-rlimits", "bwrap", "rlimits"]),
               help="override the manifests' isolation policy (as qkv grade)")
 @click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (set it when a TLS proxy is in front)")
@@ -66,6 +66,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
 
     from autograder.course.find import find_course
     from autograder.grade.route import open_route
+    from autograder.sandbox import default_slots
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
     from autograder.serve.grader import Grader
     from autograder.serve.guard import HEADER_BYTES
@@ -98,7 +99,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         def route(a=a, limits=limits):
             return open_route(a.bundle, a.bundle_dir, jobs, limits, isolation or a.bundle.isolation, cluster,
                               protect=protect)
-        state.graders[name] = Grader(a, books[name], class_roster, route, jobs or os.cpu_count() or 1, report)
+        state.graders[name] = Grader(a, books[name], class_roster, route, jobs or default_slots(), report)
         state.graders[name].start()
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
