@@ -195,9 +195,9 @@ def read_exact(fd: int, n: int) -> Optional[bytes]:
 
 
 def pack_arrays(arrays: Sequence[np.ndarray]) -> Tuple[List[list], bytes]:
-    """Numeric arrays as ([[dtype, shape], ...], their bytes one after another)."""
+    """Numeric arrays as ([[dtype, shape], ...], their bytes one after another, each in C order)."""
     layout = [[array.dtype.str, list(array.shape)] for array in arrays]
-    return layout, b"".join(np.ascontiguousarray(array).tobytes() for array in arrays)
+    return layout, b"".join(array.tobytes() for array in arrays)
 
 
 # Checked layout entries, by (dtype, shape): a class's outputs have the same few shapes again and again, so each is

@@ -237,33 +237,42 @@ def run_calls(job: Job, namespace: Dict[str, Any], problem: Dict[str, Any], writ
     pending: List[bytes] = []
     results: List[Dict[str, Any]] = []  # a batch's results not yet framed, and their arrays
     blobs: List[bytes] = []
-    framed_bytes = [0]
+    framed_bytes = 0
 
     def frame_results() -> None:
+        nonlocal framed_bytes
         if results:
             pending.append(encode_frame({"kind": "calls", "results": list(results)}, b"".join(blobs)))
             results.clear()
             blobs.clear()
-            framed_bytes[0] = 0
+            framed_bytes = 0
 
     def emit(header: Dict[str, Any], blob: bytes = b"") -> None:
         if os.getpid() != me:
             os._exit(0)  # a copy the student forked: only the original reports
-        if batched and header.get("kind") == "call":
-            # A batch sends its results in "calls" frames, written with its ending: one write instead of one
-            # per call, which would wake three processes per call
-            if results and (len(results) >= MAX_CALLS_PER_FRAME or framed_bytes[0] + len(blob) > CALLS_FRAME_BYTES):
-                frame_results()
-            results.append({**{k: v for k, v in header.items() if k != "kind"}, "bytes": len(blob)})
-            blobs.append(blob)
-            framed_bytes[0] += len(blob)
-            return
         frame_results()
         pending.append(encode_frame(header, blob))
         # Endings (done, exit, memory) always flush.
         if not batched or header.get("kind") in ("done", "sysexit", "memory"):
             write_all(write_fd, b"".join(pending))
             pending.clear()
+
+    def result(entry: Dict[str, Any], blob: bytes = b"") -> None:
+        """A call's result: a frame of its own, or in a batch, an entry of the next "calls" frame. A batch's
+        frames are written with its ending: one write instead of one per call, which would wake three processes
+        per call."""
+        nonlocal framed_bytes
+        if not batched:
+            emit({"kind": "call", **entry}, blob)
+            return
+        if os.getpid() != me:
+            os._exit(0)
+        if results and (len(results) >= MAX_CALLS_PER_FRAME or framed_bytes + len(blob) > CALLS_FRAME_BYTES):
+            frame_results()
+        entry["bytes"] = len(blob)
+        results.append(entry)
+        blobs.append(blob)
+        framed_bytes += len(blob)
 
     # Every call starts with the float error handling and default dtype the module left after
     # loading: a function that changes them (np.seterr(all="raise")) must not change how the
@@ -272,34 +281,41 @@ def run_calls(job: Job, namespace: Dict[str, Any], problem: Dict[str, Any], writ
     torch = sys.modules.get("torch") if job.track == "torch" else None
     default_dtype = torch.get_default_dtype() if torch is not None else None
     for call in problem["calls"]:
+        call_id = call["id"]
         if not batched:  # it only names the call a crash interrupted; batched runs are rerun for that
-            emit({"kind": "begin", "call_id": call["id"]})
+            emit({"kind": "begin", "call_id": call_id})
         function = namespace.get(call["fn"])
         if not callable(function):
-            emit({"kind": "call", "call_id": call["id"], "ok": False, "error": f"{call['fn']} is not defined"})
+            result({"call_id": call_id, "ok": False, "error": f"{call['fn']} is not defined"})
             continue
         try:
             np.seterr(**float_errors)
             if torch is not None:
                 torch.set_default_dtype(default_dtype)
             args = [argument(a, job) for a in call["args"]]
-            kwargs = {k: argument(v, job) for k, v in call["kwargs"].items()}
+            kwargs = {k: argument(v, job) for k, v in call["kwargs"].items()} if call["kwargs"] else {}
             outputs = to_arrays(function(*args, **kwargs))
         except SystemExit as exc:
             flush_std()
             emit({"kind": "sysexit", "code": exit_code_text(exc.code)})
             os._exit(0)
         except BaseException as exc:  # noqa: BLE001 - the student's exception is this call's result
-            flush_std()
-            emit({"kind": "call", "call_id": call["id"], "ok": False, "error": exception_text(exc)})
+            if not batched:
+                flush_std()
+            result({"call_id": call_id, "ok": False, "error": exception_text(exc)})
             if is_out_of_memory(exc):
+                flush_std()
                 emit({"kind": "memory"})
                 os._exit(0)
             continue
-        flush_std()
+        # what a call printed goes out before its result when it has a process of its own, whose crash would
+        # lose the rest; a batch that fails is run again problem by problem, so it flushes once, at its end
+        if not batched:
+            flush_std()
         if isinstance(outputs, str):
-            emit({"kind": "call", "call_id": call["id"], "ok": False, "error": outputs})
+            result({"call_id": call_id, "ok": False, "error": outputs})
             continue
         layout, blob = pack_arrays(outputs)
-        emit({"kind": "call", "call_id": call["id"], "ok": True, "arrays": layout}, blob)
+        result({"call_id": call_id, "ok": True, "arrays": layout}, blob)
+    flush_std()
     emit({"kind": "done"})
