@@ -232,6 +232,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     from autograder.classroom.roster import load_roster
     from autograder.classroom.terminal import changes_table, intake_counts, intake_table, late_table
     from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
+    from autograder.grade.route import tune_for_grading
     from autograder.grade.timings import Timings
     from autograder.report.files import write_atomic
     from autograder.report.summary import gradebook_table, summary_table
@@ -255,6 +256,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     out = out or course.output("grades", name)
     only = None if regrade in (None, "*") else [s.strip() for s in regrade.split(",") if s.strip()]
     timings = Timings() if timings_file else None
+    tune_for_grading()
     with Progress(TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar, \
             warnings.catch_warnings():

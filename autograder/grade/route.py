@@ -7,6 +7,7 @@ process either way: this one, or the Dask worker's.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -55,6 +56,16 @@ class LocalRoute:
         finally:
             self.timings.add("send", self.pool.cpu.send - wire[0])
             self.timings.add("receive", self.pool.cpu.receive - wire[1])
+
+
+def tune_for_grading() -> None:
+    """Set this process's garbage collector for grading a class, once its modules are imported: what is alive now
+    is never collected (frozen), and a collection waits for 10,000 new objects, not 700. A class's grading
+    allocates thousands of small objects per submission and keeps every result, so the defaults ran a collection
+    every submission or so, and a full one over the whole heap every hundred (800 keys: 1,044 collections, 0.43 s
+    of the grader's CPU; tuned, 165 and 0.15 s). Cycles are still collected; refcounting frees the rest at once."""
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
 
 
 def make_pool(bundle: GradingBundle, jobs: int | None, limits: Limits, isolation: str,

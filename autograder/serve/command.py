@@ -65,7 +65,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     os.umask(0o077)  # the gradebooks hold every student's files: nothing the service makes is for other users
 
     from autograder.course.find import find_course
-    from autograder.grade.route import open_route
+    from autograder.grade.route import open_route, tune_for_grading
     from autograder.sandbox import default_slots
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
     from autograder.serve.grader import Grader
@@ -93,6 +93,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     def report(line: str) -> None:
         click.echo(f"qkv serve: {line}", err=True)
 
+    tune_for_grading()  # after the assignments are read: each bundle is frozen with the modules
     for name, a in assignments.items():
         limits = a.bundle.limits
 
