@@ -78,6 +78,33 @@ def test_a_function_that_breaks_the_batch_is_rerun_problem_by_problem(setting, b
     assert others and same(others, {pid: honest[pid] for pid in others})
 
 
+class RecordingPool:
+    """The real pool, with the order in which its map took each job: (key, whether it was the problem-by-problem
+    rerun)."""
+
+    def __init__(self, pool: SandboxPool, bundle: GradingBundle) -> None:
+        self.pool, self.isolated, self.taken = pool, isolated_calls(bundle), []
+
+    def map(self, jobs):
+        def recorded():
+            for key, source, calls in jobs:
+                self.taken.append((key, calls is self.isolated))
+                yield key, source, calls
+        return self.pool.map(recorded())
+
+
+def test_a_failed_fast_path_is_run_again_before_the_rest_of_a_stream_is_taken(setting):
+    # the service's graders hand run_many a stream that only runs dry when nobody is waiting: a rerun kept for
+    # its end would keep that student waiting while the rest of the class went first
+    bundle, pool, key = setting
+    broken = key + "\nimport sys\n\ndef causal_mask(n):\n    sys.exit(3)\n"
+    recording = RecordingPool(pool, bundle)
+    sources = [broken] + [key] * 11
+    runs = dict(run_many(recording, bundle, enumerate(sources)))
+    assert runs.keys() == set(range(12)) and runs[0].problems["causal-mask"].status == "exited"
+    assert recording.taken.index((0, True)) < recording.taken.index((11, False))
+
+
 # ------------------------------------------- the fast path against hostile code
 
 # The attacks that end the submission's own process, and so the batch: they are rerun problem by problem. What ends

@@ -30,7 +30,7 @@ import shutil
 import ssl
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -172,7 +172,7 @@ class ClusterRoute:
         self.bundle = bundle
         self.isolation = isolation  # the weakest seen so far, as workers may join with less
 
-    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+    def grade(self, submissions: Iterable[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
         waiting = iter(submissions)
         in_flight: dict[Future, Submission] = {}
         completed = as_completed(loop=self.client.loop)

@@ -10,6 +10,7 @@ its own problem's points.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import Hashable, Iterable, Iterator, TypeVar
 
@@ -71,22 +72,39 @@ def run_submission(pool: SandboxPool, bundle: GradingBundle, program: Program) -
 
 def run_many(pool: SandboxPool, bundle: GradingBundle,
              programs: Iterable[tuple[K, Program]]) -> Iterator[tuple[K, SubmissionRun]]:
-    """Runs as they complete: all fast-path successes first, then the isolated reruns."""
+    """Runs as they complete. `programs` is read lazily, as workers come free, so it may be a stream that grows
+    while this runs (the service's claims); a submission whose fast path fails is run again problem by problem
+    before the next new one is taken, so a stream that never runs dry keeps no rerun waiting."""
     pending: dict[K, Program] = {}
-    combined = combined_calls(bundle)
+    reruns: deque[K] = deque()  # fast paths that failed, not yet sent again
+    rerunning: set[K] = set()
+    combined, isolated = combined_calls(bundle), isolated_calls(bundle)
 
     def jobs() -> Iterator[tuple[K, Program, list[ProblemCalls]]]:
         for key, program in programs:
             pending[key] = program
             yield key, program, combined
+            while reruns:
+                again = reruns.popleft()
+                rerunning.add(again)
+                yield again, pending[again], isolated
 
-    rerun: list[K] = []
-    for key, run in pool.map(jobs()):
+    def finished(key: K, run: SubmissionRun) -> Iterator[tuple[K, SubmissionRun]]:
+        if key in rerunning:
+            rerunning.discard(key)
+            pending.pop(key)
+            yield key, run
+            return
         split = split_combined(run, bundle)
         if split is None:
-            rerun.append(key)
+            reruns.append(key)
         else:
             pending.pop(key)
             yield key, split
-    isolated = isolated_calls(bundle)
-    yield from pool.map((key, pending.pop(key), isolated) for key in rerun)
+
+    for key, run in pool.map(jobs()):
+        yield from finished(key, run)
+    # the fast paths that failed once nothing new was left to take
+    rerunning.update(reruns)
+    for key, run in pool.map((key, pending[key], isolated) for key in list(reruns)):
+        yield from finished(key, run)

@@ -8,7 +8,7 @@ process either way: this one, or the Dask worker's.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
@@ -22,14 +22,16 @@ from autograder.grade.intake import Submission
 from autograder.grade.score import grade_submission
 from autograder.grade.timings import Timings
 from autograder.results import SubmissionResult
-from autograder.sandbox import Limits, SandboxError, SandboxPool
+from autograder.sandbox import Limits, Program, SandboxError, SandboxPool
 
 
 class Route(Protocol):
     isolation: str  # how student code is isolated (the weakest, if sandboxes differ)
 
-    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
-        """Yield (submission, result, the isolation it ran under) as each one completes."""
+    def grade(self, submissions: Iterable[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        """Yield (submission, result, the isolation it ran under) as each one completes; `submissions` is read
+        as the route has room for more, so it may be a stream that grows meanwhile, holding at most one
+        submission of a student at a time (a cluster names its tasks by student and file)."""
         ...
 
 
@@ -42,13 +44,19 @@ class LocalRoute:
         self.isolation = pool.isolation
         self.timings = timings or Timings()
 
-    def grade(self, submissions: Sequence[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
-        by_student = {s.student: s for s in submissions}
-        programs = ((s.student, s.program) for s in submissions if s.program is not None)
+    def grade(self, submissions: Iterable[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        taken: dict[int, Submission] = {}  # by the order taken: what a stream held is let go once graded
+
+        def programs() -> Iterator[tuple[int, Program]]:
+            for number, submission in enumerate(submissions):
+                if submission.program is not None:
+                    taken[number] = submission
+                    yield number, submission.program
+
         wire = (self.pool.cpu.send, self.pool.cpu.receive)
         try:
-            for student, run in run_many(self.pool, self.bundle, programs):
-                submission = by_student[student]
+            for number, run in run_many(self.pool, self.bundle, programs()):
+                submission = taken.pop(number)
                 self.timings.job(run.cpu)
                 with self.timings.stage("score"):
                     result = grade_submission(self.bundle, submission, run)

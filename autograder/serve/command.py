@@ -66,7 +66,6 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
 
     from autograder.course.find import find_course
     from autograder.grade.route import open_route, tune_for_grading
-    from autograder.sandbox import default_slots
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
     from autograder.serve.grader import Grader
     from autograder.serve.guard import HEADER_BYTES
@@ -100,7 +99,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         def route(a=a, limits=limits):
             return open_route(a.bundle, a.bundle_dir, jobs, limits, isolation or a.bundle.isolation, cluster,
                               protect=protect)
-        state.graders[name] = Grader(a, books[name], class_roster, route, jobs or default_slots(), report)
+        state.graders[name] = Grader(a, books[name], class_roster, route, report)
         state.graders[name].start()
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster

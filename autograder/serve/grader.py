@@ -1,9 +1,9 @@
 """Background graders: each assignment's accepted attempts, claimed from its gradebook and graded on the
 route `qkv grade` uses (a warm sandbox pool here, or the Dask cluster), each recorded exactly once.
 
-A grader takes as many attempts as its route runs at once, grades them, and takes more; a woken
-grader (a new attempt) starts at once, an idle one looks again every second (another web process may
-have accepted one). While it grades it renews its claims, so a grader of another process takes over
+A grader claims an attempt whenever its route has room for one (a slot came free), so the route's
+workers never wait for the slowest attempt of a batch; a woken grader (a new attempt) starts at once,
+an idle one looks again every second (another web process may have accepted one). While it grades it renews its claims, so a grader of another process takes over
 only the attempts of a grader that died. The late policy is `qkv grade`'s: the time is when the
 server received the attempt.
 """
@@ -14,12 +14,12 @@ import threading
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from autograder.classroom.roster import Roster
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.gradebook.records import Attempt, GradingContext
-from autograder.grade.intake import submission_from_bytes
+from autograder.grade.intake import Submission, submission_from_bytes
 from autograder.grade.route import Route
 from autograder.grade.score import grade_submission
 from autograder.results import SubmissionResult
@@ -35,13 +35,12 @@ class Grader:
     """Grades one assignment's attempts in a thread of its own until `stop`."""
 
     def __init__(self, assignment: ServedAssignment, book: Gradebook, roster: Optional[Roster],
-                 open_route: Callable[[], AbstractContextManager[Route]], slots: int,
+                 open_route: Callable[[], AbstractContextManager[Route]],
                  report: Callable[[str], None] = lambda line: None):
         self.assignment = assignment
         self.book = book
         self.roster = roster
         self._open_route = open_route
-        self.slots = max(1, slots)
         self._report = report
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -67,16 +66,12 @@ class Grader:
 
     # ------------------------------------------------------------------ the loop
 
-    def _claim_batch(self) -> list[Attempt]:
-        batch = []
-        while len(batch) < self.slots and not self._stop.is_set():
-            attempt = self.book.claim(time.time(), STALE_SECONDS)
-            if attempt is None:
-                break
-            batch.append(attempt)
-        with self._held_lock:
-            self._held.update(a.id for a in batch)
-        return batch
+    def _claim(self) -> Optional[Attempt]:
+        attempt = self.book.claim(time.time(), STALE_SECONDS)
+        if attempt is not None:
+            with self._held_lock:
+                self._held.add(attempt.id)
+        return attempt
 
     def _run(self) -> None:
         # a failure (a database that went away, a sandbox that cannot start) gives the claims back at once and is
@@ -85,12 +80,10 @@ class Grader:
             try:
                 with self._open_route() as route:
                     while not self._stop.is_set():
-                        batch = self._claim_batch()
-                        if not batch:
+                        if not self._grade(route):
                             self._wake.wait(1.0)
                             self._wake.clear()
                             continue
-                        self._grade(route, batch)
                         self.failure = None
             except Exception as err:
                 self.failure = f"{type(err).__name__}: {err}"
@@ -104,29 +97,42 @@ class Grader:
                     pass
                 self._stop.wait(RETRY_SECONDS)
 
-    def _grade(self, route: Route, batch: list[Attempt]) -> None:
+    def _grade(self, route: Route) -> bool:
+        """Grade attempts on `route` while any are waiting, each claimed only when the route has room for it (so
+        its workers never wait for the slowest of a batch); whether any attempt was claimed."""
         bundle = self.assignment.bundle
-        runnable = []
-        for attempt in batch:
-            submission = submission_from_bytes(attempt.student, Path(attempt.filename),
-                                               self.book.attempt_body(attempt.id))
-            if submission.program is None:
-                self._record(attempt, grade_submission(bundle, submission, None), route.isolation)
-            else:
-                runnable.append((attempt, submission))
-        # a route grades by student; a batch holds at most one attempt of each student
-        students: dict[str, Attempt] = {}
-        first: list = []
-        later: list[Attempt] = []
-        for attempt, submission in runnable:
-            if attempt.student in students:
-                later.append(attempt)
-            else:
-                students[attempt.student] = attempt
-                first.append(submission)
-        for submission, result, isolation in route.grade(first):
-            self._record(students[submission.student], result, isolation)
-        self._release([a.id for a in later])
+        graded: dict[str, Attempt] = {}  # by student: the attempt the route holds (one of each student at a time)
+        later: list[Attempt] = []  # claimed while the same student's attempt was on the route
+        claimed = False
+
+        def stream() -> Iterator[Submission]:
+            nonlocal claimed
+            while not self._stop.is_set():
+                attempt = next((a for a in later if a.student not in graded), None)
+                if attempt is not None:
+                    later.remove(attempt)
+                else:
+                    attempt = self._claim()
+                    if attempt is None:
+                        return
+                    claimed = True
+                    if attempt.student in graded:
+                        later.append(attempt)
+                        continue
+                submission = submission_from_bytes(attempt.student, Path(attempt.filename),
+                                                   self.book.attempt_body(attempt.id))
+                if submission.program is None:
+                    self._record(attempt, grade_submission(bundle, submission, None), route.isolation)
+                    continue
+                graded[attempt.student] = attempt
+                yield submission
+
+        try:
+            for submission, result, isolation in route.grade(stream()):
+                self._record(graded.pop(submission.student), result, isolation)
+        finally:
+            self._release([a.id for a in later])
+        return claimed
 
     def _record(self, attempt: Attempt, result: SubmissionResult, isolation: str) -> None:
         late = attempt_late(self.assignment, self.roster, result, attempt)
