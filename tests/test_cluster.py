@@ -8,12 +8,16 @@ import signal
 import sqlite3
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import dask
 import pytest
 from distributed import Client, LocalCluster, WorkerPlugin
 
+from autograder.bundle import read_bundle
+from autograder.grade.intake import submission_from_bytes
+from autograder.grade.route import open_route
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from autograder.references import misconceptions
 from conftest import QKV, gradebook_rows, graded_so_far, key_module, key_notebook, replace_function, said
@@ -107,6 +111,30 @@ def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_onc
     assert all(r["status"] == "graded" and float(r["total"]) == float(r["max"]) for r in table.values())
     client.wait_for_workers(2)
     assert victim_pid not in client.run(os.getpid).values(), "the killed worker was restarted, not reused"
+
+
+def test_a_stream_that_has_nothing_yet_is_asked_again_while_the_cluster_grades(built_numpy, dask_cluster):
+    # qkv serve --cluster hands the route a stream of what students hand in, where None is "nothing yet": what is
+    # handed in while a slow submission is graded goes to a free worker, not after the slow one
+    cluster, client = dask_cluster
+    client.wait_for_workers(2)
+    key = key_module(built_numpy.assignment)
+    bundle_dir = built_numpy.out / "autograder"
+    bundle = read_bundle(bundle_dir)
+    slow = submission_from_bytes("slow", Path("slow.py"), f"import time\ntime.sleep(4)\n{key}".encode())
+    quick = submission_from_bytes("quick", Path("quick.py"), key.encode())
+
+    def stream():
+        yield slow
+        began = time.monotonic()
+        while time.monotonic() - began < 0.5:
+            yield None
+        yield quick
+
+    limits = replace(bundle.limits, load_seconds=20.0)
+    with open_route(bundle, bundle_dir, None, limits, "allow-rlimits", cluster.scheduler_address) as route:
+        graded = [(submission.student, result.status) for submission, result, _ in route.grade(stream())]
+    assert graded == [("quick", "graded"), ("slow", "graded")]
 
 
 class DieWhenGrading(WorkerPlugin):

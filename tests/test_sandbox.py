@@ -10,6 +10,7 @@ for the real ones: softmax_rows(S) and double(x).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -591,6 +592,27 @@ def test_a_pool_left_to_choose_has_a_worker_more_than_the_cpus_it_may_use(monkey
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
     assert SandboxPool("numpy", limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 4
     assert SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 1
+
+
+@pytest.mark.slow
+def test_a_stream_that_has_nothing_yet_is_asked_again_while_its_jobs_run() -> None:
+    # qkv serve's graders hand the pool a stream of what students hand in, where None is "nothing yet": what is
+    # handed in while a slow submission runs goes on through a free worker, not after the slow one
+    slow = "import time\ntime.sleep(4)\n" + source("good.py")
+
+    def stream():
+        yield "slow", slow, CORE
+        began = time.monotonic()
+        while time.monotonic() - began < 0.3:
+            yield None
+        yield "quick", source("good.py"), CORE
+
+    limits = dataclasses.replace(SANDBOX_LIMITS, load_seconds=20.0)
+    with SandboxPool("numpy", jobs=2, limits=limits, isolation="rlimits") as pool:
+        done = list(pool.map(stream()))
+    for _, run in done:
+        assert_good(run)
+    assert [key for key, _ in done] == ["quick", "slow"]
 
 
 def test_start_soon_starts_the_workers_while_the_caller_goes_on() -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from autograder.grade.gradebook import Gradebook
-from autograder.grade.gradebook.records import NewAttempt
+from autograder.grade.gradebook.records import AttemptState, NewAttempt
 from autograder.grade.route import open_route
 from autograder.routes.class_grading import bundle_fingerprint
 from autograder.serve.course import served_assignment
@@ -19,43 +20,77 @@ from conftest import key_module
 
 pytestmark = pytest.mark.slow
 
-SLOW_SECONDS = 5.0  # the quick attempts take 0.3 s of it, or a few seconds beside a busy loop per core
+# The slow attempt's first causal_mask call sleeps this long; a quick one takes 0.1-0.3 s here, a second or two
+# beside a busy loop per core
+SLOW_SECONDS = 6.0
 
 
-def hand_in(book: Gradebook, student: str, source: str, received_at: float) -> str:
+def slow_key(assignment, student: str) -> str:
+    """The key, written answers and all, with a causal_mask that sleeps at its first call and is right."""
+    return key_module(assignment, student) + (
+        f"\n\n_slept = []\n\n\ndef causal_mask(n):\n    import time\n    if not _slept:\n"
+        f"        _slept.append(1)\n        time.sleep({SLOW_SECONDS})\n    return np.tril(np.ones((n, n), dtype=bool))\n")
+
+
+def hand_in(book: Gradebook, student: str, source: str) -> str:
     body = source.encode()
     attempt = f"attempt-{student}"
-    refused = book.accept(NewAttempt(attempt, student, received_at, "attention_numpy.py",
+    refused = book.accept(NewAttempt(attempt, student, time.time(), "attention_numpy.py",
                                      hashlib.sha256(body).hexdigest(), body), most=10, most_per_hour=10)
     assert refused is None
     return attempt
 
 
-def test_a_slow_attempt_keeps_no_other_waiting_behind_it(built_numpy, tmp_path: Path) -> None:
-    # the grader used to claim a batch as large as the pool, and the next only once the whole batch was graded:
-    # one slow attempt kept every worker but its own idle, and every student handing in after it waiting
+def until(condition, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "waited too long"
+        time.sleep(0.05)
+
+
+@contextmanager
+def grading(built_numpy, folder: Path):
+    """A gradebook of attention-numpy, its full marks, and a grader on a pool of two workers (stopped at the end)."""
     assignment = served_assignment("attention-numpy", built_numpy.out)
-    # the key, written answers and all, with a causal_mask that sleeps at its first call and is right
-    slow = key_module(built_numpy.assignment, "slow") + (
-        f"\n\n_slept = []\n\n\ndef causal_mask(n):\n    import time\n    if not _slept:\n"
-        f"        _slept.append(1)\n        time.sleep({SLOW_SECONDS})\n    return np.tril(np.ones((n, n), dtype=bool))\n")
-    with Gradebook(tmp_path / "gradebook.sqlite", assignment=assignment.name) as book:
+    with Gradebook(folder / "gradebook.sqlite", assignment=assignment.name) as book:
         book.check_assignment(assignment.name, bundle_fingerprint(assignment.bundle_dir))
-        now = time.time()
-        attempts = [hand_in(book, "slow", slow, now)]
-        attempts += [hand_in(book, f"quick{i}", key_module(built_numpy.assignment, f"quick{i}"), now + 1 + i)
-                     for i in range(6)]
         grader = Grader(assignment, book, None, lambda: open_route(assignment.bundle, assignment.bundle_dir, 2,
                                                                    assignment.bundle.limits, "allow-rlimits", None))
-        grader.start()
         try:
-            deadline = time.monotonic() + 120
-            while any(book.attempt(a).state.value != "graded" for a in attempts) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            yield book, assignment.bundle.max_points, grader
         finally:
             grader.stop()
-        graded = {a: book.attempt(a) for a in attempts}
-    assert all(a.state.value == "graded" for a in graded.values()), grader.failure
-    assert {a.score for a in graded.values()} == {assignment.bundle.max_points}
-    # the slow one is recorded last: the quick ones went on through the other worker meanwhile
-    assert graded[attempts[0]].grading > max(graded[a].grading for a in attempts[1:])
+
+
+def state(book: Gradebook, attempt: str) -> AttemptState:
+    return book.attempt(attempt).state
+
+
+def test_an_attempt_handed_in_while_a_slow_one_is_graded_is_graded_meanwhile(built_numpy, tmp_path: Path) -> None:
+    # the grader used to take a batch of what was waiting and the next only once the whole batch was graded:
+    # one attempt alone that was slow kept every one handed in after it waiting, with a worker free
+    with grading(built_numpy, tmp_path) as (book, full_marks, grader):
+        slow = hand_in(book, "slow", slow_key(built_numpy.assignment, "slow"))
+        grader.start()
+        until(lambda: state(book, slow) is AttemptState.GRADING)
+        quick = hand_in(book, "quick", key_module(built_numpy.assignment, "quick"))
+        grader.wake()
+        until(lambda: state(book, quick) is AttemptState.GRADED or state(book, slow) is AttemptState.GRADED)
+        assert state(book, quick) is AttemptState.GRADED and state(book, slow) is AttemptState.GRADING
+        until(lambda: state(book, slow) is AttemptState.GRADED)
+        scores = {book.attempt(a).score for a in (slow, quick)}
+    assert scores == {full_marks}, grader.failure
+
+
+def test_a_slow_attempt_keeps_no_attempt_waiting_behind_it(built_numpy, tmp_path: Path) -> None:
+    # a class handing in at once: the grader used to claim as many as the pool had workers, and the next batch
+    # only once the slow one was graded, so one quick attempt at most went by it
+    with grading(built_numpy, tmp_path) as (book, full_marks, grader):
+        slow = hand_in(book, "slow", slow_key(built_numpy.assignment, "slow"))
+        quick = [hand_in(book, f"quick{i}", key_module(built_numpy.assignment, f"quick{i}")) for i in range(6)]
+        grader.start()
+        until(lambda: all(state(book, a) is AttemptState.GRADED for a in [slow, *quick]))
+        graded = {a: book.attempt(a) for a in [slow, *quick]}
+    assert {a.score for a in graded.values()} == {full_marks}, grader.failure
+    assert sum(graded[a].grading < graded[slow].grading for a in quick) >= 2
+

@@ -29,13 +29,14 @@ import re
 import shutil
 import ssl
 import tempfile
+import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from itertools import islice
 from pathlib import Path
+from typing import Optional
 
 import dask
 from distributed import Client, Future, KilledWorker, LocalCluster, Worker, WorkerPlugin, as_completed, get_worker
@@ -50,6 +51,7 @@ from autograder.grade.execute import run_submission
 from autograder.grade.score import grade_submission
 from autograder.results import SubmissionResult
 from autograder.sandbox import Limits, SandboxPool
+from autograder.sandbox.pool import IDLE_SECONDS
 
 WORKER_WAIT_SECONDS = 60.0
 # Tasks in flight per worker thread: enough to keep every thread busy between round
@@ -57,6 +59,7 @@ WORKER_WAIT_SECONDS = 60.0
 # sources of a large class never pile up in the scheduler's memory.
 TASKS_PER_THREAD = 4
 MIN_TASKS_IN_FLIGHT = 16
+_ENDED = object()  # what a stream of submissions gives once it has ended
 MAX_LOCAL_WORKERS = 256
 WORKER_LOST_STATUS = "worker_lost"
 
@@ -172,39 +175,62 @@ class ClusterRoute:
         self.bundle = bundle
         self.isolation = isolation  # the weakest seen so far, as workers may join with less
 
-    def grade(self, submissions: Iterable[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+    def grade(self, submissions: Iterable[Optional[Submission]]
+              ) -> Iterator[tuple[Submission, SubmissionResult, str]]:
         waiting = iter(submissions)
+        ended = False
         in_flight: dict[Future, Submission] = {}
         completed = as_completed(loop=self.client.loop)
+        room = max(MIN_TASKS_IN_FLIGHT, TASKS_PER_THREAD * sum(self.client.nthreads().values()))
 
-        def send(count: int) -> None:
-            batch = list(islice(waiting, count))
-            if not batch:
-                return
-            # One task group per run (the key's first part), larger than twice the cluster's
-            # threads: Dask then queues it on the scheduler and hands each worker only what it
-            # can start, so a worker that dies takes few innocent tasks with it. The key names
-            # the student, so the dashboard shows who is being graded.
-            futures = self.client.map(grade_on_worker, [self.grader] * len(batch), batch,
-                                      key=[(self.grader, s.student, s.digest) for s in batch])
-            in_flight.update(zip(futures, batch))
-            completed.update(futures)
+        def send() -> bool:
+            """Send what `submissions` has, up to `room` in flight; whether it had nothing yet (a stream's None)."""
+            nonlocal ended
+            batch: list[Submission] = []
+            idle = False
+            while not ended and len(in_flight) + len(batch) < room:
+                item = next(waiting, _ENDED)
+                if item is _ENDED:
+                    ended = True
+                elif item is None:
+                    idle = True
+                    break
+                else:
+                    batch.append(item)
+            if batch:
+                # One task group per run (the key's first part), larger than twice the cluster's
+                # threads: Dask then queues it on the scheduler and hands each worker only what it
+                # can start, so a worker that dies takes few innocent tasks with it. The key names
+                # the student, so the dashboard shows who is being graded.
+                futures = self.client.map(grade_on_worker, [self.grader] * len(batch), batch,
+                                          key=[(self.grader, s.student, s.digest) for s in batch])
+                in_flight.update(zip(futures, batch))
+                completed.update(futures)
+            return idle
 
-        send(max(MIN_TASKS_IN_FLIGHT, TASKS_PER_THREAD * sum(self.client.nthreads().values())))
-        for future in completed:
-            submission = in_flight.pop(future)
-            send(1)
-            # result() also waits for a result Dask recomputes because the worker holding it died
-            try:
-                result, isolation = future.result()
-            except KilledWorker as error:
-                yield submission, self._worker_lost(submission, error), self.isolation
+        while True:
+            idle = send()
+            if not in_flight:
+                if ended:
+                    return
+                time.sleep(IDLE_SECONDS)
                 continue
-            except CancelledError:
-                raise QkvError(str(self.client.scheduler.address), "the cluster cancelled the run "
-                               "(scheduler lost?); run the same command again to resume") from None
-            self.isolation = weakest_isolation([self.isolation, isolation])
-            yield submission, SubmissionResult.from_json(result), isolation
+            done = completed.next_batch(block=not idle)
+            if not done:
+                time.sleep(IDLE_SECONDS)  # the stream had nothing and nothing finished: ask it again
+            for future in done:
+                submission = in_flight.pop(future)
+                # result() also waits for a result Dask recomputes because the worker holding it died
+                try:
+                    result, isolation = future.result()
+                except KilledWorker as error:
+                    yield submission, self._worker_lost(submission, error), self.isolation
+                    continue
+                except CancelledError:
+                    raise QkvError(str(self.client.scheduler.address), "the cluster cancelled the run "
+                                   "(scheduler lost?); run the same command again to resume") from None
+                self.isolation = weakest_isolation([self.isolation, isolation])
+                yield submission, SubmissionResult.from_json(result), isolation
 
     def _worker_lost(self, submission: Submission, error: KilledWorker) -> SubmissionResult:
         lost = replace(submission, status=WORKER_LOST_STATUS,

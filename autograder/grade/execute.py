@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
-from typing import Hashable, Iterable, Iterator, TypeVar
+from typing import Hashable, Iterable, Iterator, Optional, TypeVar
 
 from autograder.bundle import GradingBundle
 from autograder.memo import Memo
@@ -71,23 +71,33 @@ def run_submission(pool: SandboxPool, bundle: GradingBundle, program: Program) -
 
 
 def run_many(pool: SandboxPool, bundle: GradingBundle,
-             programs: Iterable[tuple[K, Program]]) -> Iterator[tuple[K, SubmissionRun]]:
+             programs: Iterable[Optional[tuple[K, Program]]]) -> Iterator[tuple[K, SubmissionRun]]:
     """Runs as they complete. `programs` is read lazily, as workers come free, so it may be a stream that grows
-    while this runs (the service's claims); a submission whose fast path fails is run again problem by problem
-    before the next new one is taken, so a stream that never runs dry keeps no rerun waiting."""
+    while this runs (the service's claims; None there: nothing yet, SandboxPool.map asks again soon); a
+    submission whose fast path fails is run again problem by problem before the next new one is taken, so a
+    stream that does not end keeps no rerun waiting. Keys are unique among the programs still running."""
     pending: dict[K, Program] = {}
     reruns: deque[K] = deque()  # fast paths that failed, not yet sent again
     rerunning: set[K] = set()
     combined, isolated = combined_calls(bundle), isolated_calls(bundle)
 
-    def jobs() -> Iterator[tuple[K, Program, list[ProblemCalls]]]:
-        for key, program in programs:
+    def sent_again() -> Iterator[tuple[K, Program, list[ProblemCalls]]]:
+        while reruns:
+            again = reruns.popleft()
+            rerunning.add(again)
+            yield again, pending[again], isolated
+
+    def jobs() -> Iterator[Optional[tuple[K, Program, list[ProblemCalls]]]]:
+        for item in programs:
+            yield from sent_again()
+            if item is None:
+                yield None
+                continue
+            key, program = item
+            assert key not in pending, f"key {key!r} is still running"
             pending[key] = program
             yield key, program, combined
-            while reruns:
-                again = reruns.popleft()
-                rerunning.add(again)
-                yield again, pending[again], isolated
+            yield from sent_again()
 
     def finished(key: K, run: SubmissionRun) -> Iterator[tuple[K, SubmissionRun]]:
         if key in rerunning:

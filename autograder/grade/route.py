@@ -11,7 +11,7 @@ import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Optional, Protocol
 
 from autograder import extras
 from autograder.bundle import GradingBundle
@@ -28,10 +28,13 @@ from autograder.sandbox import Limits, Program, SandboxError, SandboxPool
 class Route(Protocol):
     isolation: str  # how student code is isolated (the weakest, if sandboxes differ)
 
-    def grade(self, submissions: Iterable[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
-        """Yield (submission, result, the isolation it ran under) as each one completes; `submissions` is read
-        as the route has room for more, so it may be a stream that grows meanwhile, holding at most one
-        submission of a student at a time (a cluster names its tasks by student and file)."""
+    def grade(self, submissions: Iterable[Optional[Submission]]
+              ) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+        """Yield (submission, result, the isolation it ran under) as each one completes. `submissions` is read
+        as the route has room for more, so it may be a stream of what arrives meanwhile: None there means
+        "nothing yet" (the route asks again when a submission is graded or IDLE_SECONDS later), its end "no
+        more"; it holds at most one submission of a student at a time (a cluster names its tasks by student
+        and file)."""
         ...
 
 
@@ -44,12 +47,15 @@ class LocalRoute:
         self.isolation = pool.isolation
         self.timings = timings or Timings()
 
-    def grade(self, submissions: Iterable[Submission]) -> Iterator[tuple[Submission, SubmissionResult, str]]:
+    def grade(self, submissions: Iterable[Optional[Submission]]
+              ) -> Iterator[tuple[Submission, SubmissionResult, str]]:
         taken: dict[int, Submission] = {}  # by the order taken: what a stream held is let go once graded
 
-        def programs() -> Iterator[tuple[int, Program]]:
+        def programs() -> Iterator[Optional[tuple[int, Program]]]:
             for number, submission in enumerate(submissions):
-                if submission.program is not None:
+                if submission is None:
+                    yield None  # a stream with nothing yet
+                elif submission.program is not None:
                     taken[number] = submission
                     yield number, submission.program
 

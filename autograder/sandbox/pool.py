@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar, Union
+from typing import Literal, Optional, TypeVar, Union
 
 import qkv_runtime
 
@@ -64,6 +64,9 @@ READY_SECONDS = 120.0
 PROBLEM_SLACK_SECONDS = 7.0
 JOB_SLACK_SECONDS = 30.0
 UID_BASE = 1_000_000
+# how soon a stream of jobs that had nothing yet is asked again while others run (SandboxPool.map)
+IDLE_SECONDS = 0.2
+_ENDED = object()
 _slot_numbers = itertools.count()
 
 
@@ -435,18 +438,36 @@ class SandboxPool:
         finally:
             self._idle.put(worker)
 
-    def map(self, jobs: Iterable[tuple[K, str, Sequence[ProblemCalls]]]) -> Iterator[tuple[K, SubmissionRun]]:
-        """Run many submissions, `jobs` at a time; yields (key, run) as each completes."""
+    def map(self, jobs: Iterable[Optional[tuple[K, Union[Program, str], Sequence[ProblemCalls]]]]
+            ) -> Iterator[tuple[K, SubmissionRun]]:
+        """Run many submissions, `jobs` at a time; yields (key, run) as each completes. `jobs` is read as workers
+        come free (up to twice their number ahead), so it may be a stream of work that arrives meanwhile: there
+        None means "nothing yet", and it is asked again when a job completes or IDLE_SECONDS later; its end means
+        nothing more will come."""
         self.start()
         pending: dict[concurrent.futures.Future, K] = {}
-        source_iter = iter(jobs)
+        source = iter(jobs)
+        ended = False
         with concurrent.futures.ThreadPoolExecutor(self.jobs, thread_name_prefix="qkv-sandbox") as executor:
             while True:
-                for key, source, problems in itertools.islice(source_iter, 2 * self.jobs - len(pending)):
-                    pending[executor.submit(self.run, source, problems)] = key
+                idle = False
+                while not ended and len(pending) < 2 * self.jobs:
+                    job = next(source, _ENDED)
+                    if job is _ENDED:
+                        ended = True
+                    elif job is None:
+                        idle = True
+                        break
+                    else:
+                        key, program, problems = job
+                        pending[executor.submit(self.run, program, problems)] = key
                 if not pending:
-                    return
-                done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                    if ended:
+                        return
+                    time.sleep(IDLE_SECONDS)
+                    continue
+                done, _ = concurrent.futures.wait(pending, timeout=IDLE_SECONDS if idle else None,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     yield pending.pop(future), future.result()
 

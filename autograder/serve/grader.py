@@ -44,6 +44,7 @@ class Grader:
         self._report = report
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._finished = threading.Event()  # the grading thread has ended
         self._held: set[str] = set()
         self._held_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -74,6 +75,12 @@ class Grader:
         return attempt
 
     def _run(self) -> None:
+        try:
+            self._grade_until_stopped()
+        finally:
+            self._finished.set()
+
+    def _grade_until_stopped(self) -> None:
         # a failure (a database that went away, a sandbox that cannot start) gives the claims back at once and is
         # tried again after a pause: attempts wait, none is lost, and the class page says why meanwhile
         while not self._stop.is_set():
@@ -98,14 +105,15 @@ class Grader:
                 self._stop.wait(RETRY_SECONDS)
 
     def _grade(self, route: Route) -> bool:
-        """Grade attempts on `route` while any are waiting, each claimed only when the route has room for it (so
-        its workers never wait for the slowest of a batch); whether any attempt was claimed."""
+        """Grade attempts on `route` until none is waiting or being graded, each claimed as soon as the route has
+        room for it (so its workers never wait for the slowest of a batch, and an attempt handed in while others
+        are graded goes on at once); whether any attempt was claimed."""
         bundle = self.assignment.bundle
         graded: dict[str, Attempt] = {}  # by student: the attempt the route holds (one of each student at a time)
         later: list[Attempt] = []  # claimed while the same student's attempt was on the route
         claimed = False
 
-        def stream() -> Iterator[Submission]:
+        def stream() -> Iterator[Optional[Submission]]:
             nonlocal claimed
             while not self._stop.is_set():
                 attempt = next((a for a in later if a.student not in graded), None)
@@ -114,7 +122,10 @@ class Grader:
                 else:
                     attempt = self._claim()
                     if attempt is None:
-                        return
+                        if not graded:
+                            return  # nothing waits and nothing is on the route: this round is over
+                        yield None  # nothing waits yet: the route asks again soon, or once one is graded
+                        continue
                     claimed = True
                     if attempt.student in graded:
                         later.append(attempt)
@@ -127,11 +138,10 @@ class Grader:
                 graded[attempt.student] = attempt
                 yield submission
 
-        try:
-            for submission, result, isolation in route.grade(stream()):
-                self._record(graded.pop(submission.student), result, isolation)
-        finally:
-            self._release([a.id for a in later])
+        for submission, result, isolation in route.grade(stream()):
+            self._record(graded.pop(submission.student), result, isolation)
+        # claimed while stopping: given back at once (after a failure, `_run` gives back everything held)
+        self._release([a.id for a in later])
         return claimed
 
     def _record(self, attempt: Attempt, result: SubmissionResult, isolation: str) -> None:
@@ -144,17 +154,18 @@ class Grader:
         self._release([attempt.id])
 
     def _release(self, attempt_ids: list[str]) -> None:
-        # an attempt given back unrecorded (a second of the same student's in one batch) is claimed again
-        # once its claim goes stale; giving it back at once keeps it from waiting
-        with self._held_lock:
-            self._held.difference_update(attempt_ids)
+        # an attempt given back unrecorded is claimed again once its claim goes stale; giving it back at once keeps
+        # it from waiting. They stay held until then, so a failure here leaves them to `_run`'s giving back
         unrecorded = [a for a in attempt_ids if (found := self.book.attempt(a)) and found.state.value != "graded"]
         if unrecorded:
             self.book.renew_claims(unrecorded, time.time() - STALE_SECONDS - 1)
             self._wake.set()
+        with self._held_lock:
+            self._held.difference_update(attempt_ids)
 
     def _renew(self) -> None:
-        while not self._stop.wait(RENEW_SECONDS):
+        # until the grading thread has ended, not merely been asked to stop: what it grades meanwhile stays claimed
+        while not self._finished.wait(RENEW_SECONDS):
             with self._held_lock:
                 held = sorted(self._held)
             if held:
