@@ -215,10 +215,11 @@ class ClusterRoute:
                     return
                 time.sleep(IDLE_SECONDS)
                 continue
-            done = completed.next_batch(block=not idle)
-            if not done:
-                time.sleep(IDLE_SECONDS)  # the stream had nothing and nothing finished: ask it again
-            for future in done:
+            if idle:  # the stream had nothing: ask it again once one is graded, or IDLE_SECONDS later
+                deadline = time.monotonic() + IDLE_SECONDS
+                while not completed.has_ready() and time.monotonic() < deadline:
+                    time.sleep(IDLE_SECONDS / 10)
+            for future in completed.next_batch(block=not idle):
                 submission = in_flight.pop(future)
                 # result() also waits for a result Dask recomputes because the worker holding it died
                 try:

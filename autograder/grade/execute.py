@@ -94,7 +94,8 @@ def run_many(pool: SandboxPool, bundle: GradingBundle,
                 yield None
                 continue
             key, program = item
-            assert key not in pending, f"key {key!r} is still running"
+            if key in pending:
+                raise ValueError(f"key {key!r} is still running")
             pending[key] = program
             yield key, program, combined
             yield from sent_again()

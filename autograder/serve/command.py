@@ -124,6 +124,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
                     proxy_headers=proxy, forwarded_allow_ips="127.0.0.1" if proxy else "")
     finally:
         for grader in state.graders.values():
+            grader.ask_to_stop()  # all at once: each then finishes what it claimed beside the others
+        for grader in state.graders.values():
             grader.stop()
         if state.lti is not None:
             poster.stop()

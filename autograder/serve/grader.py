@@ -1,11 +1,13 @@
 """Background graders: each assignment's accepted attempts, claimed from its gradebook and graded on the
 route `qkv grade` uses (a warm sandbox pool here, or the Dask cluster), each recorded exactly once.
 
-A grader claims an attempt whenever its route has room for one (a slot came free), so the route's
-workers never wait for the slowest attempt of a batch; a woken grader (a new attempt) starts at once,
-an idle one looks again every second (another web process may have accepted one). While it grades it renews its claims, so a grader of another process takes over
-only the attempts of a grader that died. The late policy is `qkv grade`'s: the time is when the
-server received the attempt.
+A grader hands its route a stream of attempts, each claimed when the route has room for it (the
+pool's workers and as many again ready; None while nothing waits but some are graded, so the route asks
+again within a moment), so the route's workers never wait for the slowest attempt of a batch, and one
+handed in meanwhile goes on at once. A woken grader (a new attempt) starts at once, an idle one looks
+again every second (another web process may have accepted one). While it grades it renews its claims,
+so a grader of another process takes over only the attempts of a grader that died. The late policy is
+`qkv grade`'s: the time is when the server received the attempt.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from autograder.serve.instructor import TIME_SOURCE, attempt_late, settle_studen
 STALE_SECONDS = 30.0  # a claim not renewed for this long belongs to a grader that died
 RENEW_SECONDS = 5.0
 RETRY_SECONDS = 10.0
+STOP_SECONDS = 30.0  # for what a stopping grader has claimed to be graded; a claim left lapses after STALE_SECONDS
 
 
 class Grader:
@@ -59,11 +62,16 @@ class Grader:
     def wake(self) -> None:
         self._wake.set()
 
-    def stop(self) -> None:
+    def ask_to_stop(self) -> None:
+        """Claim nothing more; what is claimed is graded first (`stop` waits for it)."""
         self._stop.set()
         self._wake.set()
+
+    def stop(self, seconds: float = STOP_SECONDS) -> None:
+        self.ask_to_stop()
+        deadline = time.monotonic() + seconds
         for thread in self._threads:
-            thread.join(timeout=30)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------ the loop
 
@@ -156,20 +164,19 @@ class Grader:
     def _release(self, attempt_ids: list[str]) -> None:
         # an attempt given back unrecorded is claimed again once its claim goes stale; giving it back at once keeps
         # it from waiting. They stay held until then, so a failure here leaves them to `_run`'s giving back
-        unrecorded = [a for a in attempt_ids if (found := self.book.attempt(a)) and found.state.value != "graded"]
-        if unrecorded:
-            self.book.renew_claims(unrecorded, time.time() - STALE_SECONDS - 1)
-            self._wake.set()
+        # (under the lock, so that no renewal copied before it writes a fresh claim over the one given back)
         with self._held_lock:
+            unrecorded = [a for a in attempt_ids if (found := self.book.attempt(a)) and found.state.value != "graded"]
+            if unrecorded:
+                self.book.renew_claims(unrecorded, time.time() - STALE_SECONDS - 1)
+                self._wake.set()
             self._held.difference_update(attempt_ids)
 
     def _renew(self) -> None:
         # until the grading thread has ended, not merely been asked to stop: what it grades meanwhile stays claimed
         while not self._finished.wait(RENEW_SECONDS):
             with self._held_lock:
-                held = sorted(self._held)
-            if held:
                 try:
-                    self.book.renew_claims(held, time.time())
+                    self.book.renew_claims(sorted(self._held), time.time())
                 except Exception as err:  # a database that went away: the claims lapse and another grader takes them
                     self._report(f"grader of {self.assignment.name}: could not renew claims: {err}")
