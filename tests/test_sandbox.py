@@ -594,6 +594,14 @@ def test_a_pool_left_to_choose_has_a_worker_more_than_the_cpus_it_may_use(monkey
     assert SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 1
 
 
+def test_take_gives_what_a_stream_has_and_says_whether_it_had_nothing_yet_or_ended() -> None:
+    stream = iter([1, 2, None, 3])
+    assert pool_module.take(stream, 5) == ([1, 2], True, False)
+    assert pool_module.take(stream, 0) == ([], False, False)
+    assert pool_module.take(stream, 5) == ([3], False, True)
+    assert pool_module.take(stream, 5) == ([], False, True)
+
+
 @pytest.mark.slow
 def test_a_stream_that_has_nothing_yet_is_asked_again_while_its_jobs_run() -> None:
     # qkv serve's graders hand the pool a stream of what students hand in, where None is "nothing yet": what is

@@ -51,7 +51,7 @@ from autograder.grade.execute import run_submission
 from autograder.grade.score import grade_submission
 from autograder.results import SubmissionResult
 from autograder.sandbox import Limits, SandboxPool
-from autograder.sandbox.pool import IDLE_SECONDS
+from autograder.sandbox.pool import IDLE_SECONDS, take
 
 WORKER_WAIT_SECONDS = 60.0
 # Tasks in flight per worker thread: enough to keep every thread busy between round
@@ -59,7 +59,6 @@ WORKER_WAIT_SECONDS = 60.0
 # sources of a large class never pile up in the scheduler's memory.
 TASKS_PER_THREAD = 4
 MIN_TASKS_IN_FLIGHT = 16
-_ENDED = object()  # what a stream of submissions gives once it has ended
 MAX_LOCAL_WORKERS = 256
 WORKER_LOST_STATUS = "worker_lost"
 
@@ -178,25 +177,13 @@ class ClusterRoute:
     def grade(self, submissions: Iterable[Optional[Submission]]
               ) -> Iterator[tuple[Submission, SubmissionResult, str]]:
         waiting = iter(submissions)
-        ended = False
         in_flight: dict[Future, Submission] = {}
         completed = as_completed(loop=self.client.loop)
         room = max(MIN_TASKS_IN_FLIGHT, TASKS_PER_THREAD * sum(self.client.nthreads().values()))
 
-        def send() -> bool:
-            """Send what `submissions` has, up to `room` in flight; whether it had nothing yet (a stream's None)."""
-            nonlocal ended
-            batch: list[Submission] = []
-            idle = False
-            while not ended and len(in_flight) + len(batch) < room:
-                item = next(waiting, _ENDED)
-                if item is _ENDED:
-                    ended = True
-                elif item is None:
-                    idle = True
-                    break
-                else:
-                    batch.append(item)
+        def send() -> tuple[bool, bool]:
+            """Send what `submissions` has, up to `room` in flight; whether it had nothing yet, and has ended."""
+            batch, idle, ended = take(waiting, room - len(in_flight))
             if batch:
                 # One task group per run (the key's first part), larger than twice the cluster's
                 # threads: Dask then queues it on the scheduler and hands each worker only what it
@@ -206,10 +193,10 @@ class ClusterRoute:
                                           key=[(self.grader, s.student, s.digest) for s in batch])
                 in_flight.update(zip(futures, batch))
                 completed.update(futures)
-            return idle
+            return idle, ended
 
         while True:
-            idle = send()
+            idle, ended = send()
             if not in_flight:
                 if ended:
                     return

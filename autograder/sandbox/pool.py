@@ -50,6 +50,7 @@ from autograder.sandbox.worker.zygote import EXIT_HANDLER_LOST
 from qkv_runtime.wire import MAX_RESULT_BLOB, FrameReader
 
 K = TypeVar("K")
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 WORKER_DIR = Path(__file__).with_name("worker")
@@ -94,6 +95,21 @@ def _bwrap_problem() -> str | None:
     except (OSError, RuntimeError) as exc:
         return str(exc)
     return isolation_module.probe_bwrap(tuple(command))
+
+
+def take(stream: Iterator[Optional[T]], most: int) -> tuple[list[T], bool, bool]:
+    """Up to `most` items of a stream of work that arrives while earlier work runs (the service's claims): the
+    items, whether it had nothing yet (it gave None: ask again once some work is done, or IDLE_SECONDS later),
+    and whether it has ended (nothing more will come; an ended stream stays ended)."""
+    items: list[T] = []
+    while len(items) < most:
+        item = next(stream, _ENDED)
+        if item is _ENDED:
+            return items, False, True
+        if item is None:
+            return items, True, False
+        items.append(item)
+    return items, False, False
 
 
 def default_slots() -> int:
@@ -441,26 +457,16 @@ class SandboxPool:
     def map(self, jobs: Iterable[Optional[tuple[K, Union[Program, str], Sequence[ProblemCalls]]]]
             ) -> Iterator[tuple[K, SubmissionRun]]:
         """Run many submissions, `jobs` at a time; yields (key, run) as each completes. `jobs` is read as workers
-        come free (up to twice their number ahead), so it may be a stream of work that arrives meanwhile: there
-        None means "nothing yet", and it is asked again when a job completes or IDLE_SECONDS later; its end means
-        nothing more will come."""
+        come free (up to twice their number ahead), so it may be a stream of work that arrives meanwhile (see
+        `take`)."""
         self.start()
         pending: dict[concurrent.futures.Future, K] = {}
         source = iter(jobs)
-        ended = False
         with concurrent.futures.ThreadPoolExecutor(self.jobs, thread_name_prefix="qkv-sandbox") as executor:
             while True:
-                idle = False
-                while not ended and len(pending) < 2 * self.jobs:
-                    job = next(source, _ENDED)
-                    if job is _ENDED:
-                        ended = True
-                    elif job is None:
-                        idle = True
-                        break
-                    else:
-                        key, program, problems = job
-                        pending[executor.submit(self.run, program, problems)] = key
+                batch, idle, ended = take(source, 2 * self.jobs - len(pending))
+                for key, program, problems in batch:
+                    pending[executor.submit(self.run, program, problems)] = key
                 if not pending:
                     if ended:
                         return
