@@ -594,6 +594,25 @@ def test_a_pool_left_to_choose_has_a_worker_more_than_the_cpus_it_may_use(monkey
     assert SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 1
 
 
+def test_a_cgroup_cpu_quota_caps_the_workers_a_pool_chooses(tmp_path: Path, monkeypatch) -> None:
+    # a container given 2 CPUs of a 64-core host (docker --cpus 2) sees 64 in its affinity
+    v2 = tmp_path / "v2"
+    (v2 / "box" / "inner").mkdir(parents=True)
+    (v2 / "box" / "cpu.max").write_text("150000 100000\n")
+    (v2 / "box" / "inner" / "cpu.max").write_text("max 100000\n")
+    assert pool_module.cgroup_cpus("0::/box/inner\n", v2) == 1.5  # the limit of a cgroup above counts
+    v1 = tmp_path / "v1"
+    (v1 / "cpu" / "job").mkdir(parents=True)
+    for folder, quota in ((v1 / "cpu", "-1"), (v1 / "cpu" / "job", "200000")):
+        (folder / "cpu.cfs_quota_us").write_text(quota)
+        (folder / "cpu.cfs_period_us").write_text("100000")
+    assert pool_module.cgroup_cpus("5:memory:/elsewhere\n4:cpu,cpuacct:/job\n0::/\n", v1) == 2.0
+    assert pool_module.cgroup_cpus("0::/\n4:cpu,cpuacct:/\n", tmp_path / "no-cgroup-files") is None
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    monkeypatch.setattr(pool_module, "cgroup_cpus", lambda membership: 1.5)
+    assert SandboxPool("numpy", limits=SANDBOX_LIMITS, isolation="rlimits").jobs == 3
+
+
 def test_take_gives_what_a_stream_has_and_says_whether_it_had_nothing_yet_or_ended() -> None:
     stream = iter([1, 2, None, 3])
     assert pool_module.take(stream, 5) == ([1, 2], True, False)

@@ -16,6 +16,7 @@ import concurrent.futures
 import itertools
 import json
 import logging
+import math
 import os
 import queue
 import select
@@ -112,14 +113,60 @@ def take(stream: Iterator[Optional[T]], most: int) -> tuple[list[T], bool, bool]
     return items, False, False
 
 
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _quota(folder: Path, version: int) -> float | None:
+    """The CPUs one cgroup folder allows (cgroup v2's cpu.max "QUOTA PERIOD", v1's CFS quota), None if no limit."""
+    try:
+        if version == 2:
+            quota, period = (folder / "cpu.max").read_text().split()[:2]
+            return None if quota == "max" else int(quota) / int(period)
+        quota_us = int((folder / "cpu.cfs_quota_us").read_text())
+        return None if quota_us < 0 else quota_us / int((folder / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def cgroup_cpus(membership: str, root: Path = CGROUP_ROOT) -> float | None:
+    """The CPUs this process's control groups allow it, by `membership` (/proc/self/cgroup's text): the lowest
+    quota of its cgroup and every one above it, in cgroup v2 or v1's cpu controller; None if none sets one."""
+    found = []
+    for line in membership.splitlines():
+        number, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if number == "0" and controllers == "":
+            bases = [(root, 2), (root / "unified", 2)]
+        elif "cpu" in controllers.split(","):
+            bases = [(root / "cpu", 1), (root / controllers, 1)]
+        else:
+            continue
+        for base, version in bases:
+            folder = base / path.strip("/")
+            while True:
+                found.append(_quota(folder, version))
+                if folder == base or base not in folder.parents:
+                    break
+                folder = folder.parent
+    limits = [q for q in found if q is not None and q > 0]
+    return min(limits) if limits else None
+
+
 def default_slots() -> int:
     """Workers when the caller names no number: one per CPU this process may run on, and one more. The grader's
     own process takes a share of the CPUs too (reading results, scoring, writing pages), and a worker waits on it
-    between jobs; with a worker per CPU those waits leave CPUs idle (2 cores: 89% busy with 2 workers, 98% with 3)."""
+    between jobs; with a worker per CPU those waits leave CPUs idle (2 cores: 89% busy with 2 workers, 98% with 3).
+    The CPUs are those of its affinity, fewer when its control group has a CPU quota (a container's --cpus)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
+    try:
+        quota = cgroup_cpus(Path("/proc/self/cgroup").read_text())
+    except OSError:
+        quota = None
+    if quota is not None:
+        cpus = min(cpus, max(1, math.ceil(quota)))
     return cpus + 1
 
 
