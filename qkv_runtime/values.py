@@ -78,8 +78,8 @@ def to_arrays(value: Any) -> Union[List[np.ndarray], str]:
         return f"returned a {type(value).__name__} of {len(items)} items; expected 1 to {MAX_OUTPUTS_PER_CALL} arrays"
     arrays: List[np.ndarray] = []
     total = 0
-    for position, item in enumerate(items):
-        what = f"item {position} of the returned {type(value).__name__}" if several else "returned value"
+    for index, item in enumerate(items):
+        what = f"item {index} of the returned {type(value).__name__}" if several else "returned value"
         prefix = "returned" if not several else f"{what} is"
         if _torch_tensor(item):
             item = _tensor_to_numpy(item)

@@ -11,7 +11,7 @@ Read by feedback.py and results_json.py; knows nothing of HTML.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 from autograder.bundle import GradingBundle
 from autograder.kinds import KINDS
