@@ -279,7 +279,8 @@ def run_steps(steps: Sequence[Step], namespace: Dict[str, Any],
             if step.action == "writefile":
                 _write_file(step)
             else:
-                exec(compile(step.text, cell_file(step.cell), "exec"), namespace)
+                # a cell as Jupyter compiles it, not under this module's `from __future__ import annotations`
+                exec(compile(step.text, cell_file(step.cell), "exec", dont_inherit=True), namespace)
         except reraise:
             raise
         except SystemExit as exc:

@@ -205,6 +205,15 @@ def run_notebook(*sources: str) -> tuple[dict, list[str]]:
     return namespace, errors
 
 
+def test_a_cell_is_compiled_as_jupyter_compiles_it_not_under_the_runtime_s_future_imports() -> None:
+    """notebook.py has `from __future__ import annotations`; a cell must not inherit it: its annotations are
+    evaluated when its function is defined, so a name they use must exist, as in Jupyter."""
+    namespace, errors = run_notebook("def f(x: int) -> int:\n    return x\nkind = type(f.__annotations__['x']).__name__",
+                                     "def g(x: Undefined):\n    return x")
+    assert namespace["kind"] == "type"
+    assert len(errors) == 1 and "NameError" in errors[0] and "Undefined" in errors[0], errors
+
+
 def test_cell_magics_are_treated_as_jupyter_treats_them(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace, errors = run_notebook(

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.sandbox import Call, ProblemCalls, SandboxError, SandboxPool, SubmissionRun
+from autograder.sandbox import Call, ProblemCalls, Program, SandboxError, SandboxPool, SubmissionRun
 from autograder.sandbox import pool as pool_module
 from conftest import CORE, HOSTILE, MEMORY_TEST_LIMITS, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
 
@@ -398,6 +398,25 @@ def test_source_with_nul_bytes_is_a_load_error() -> None:
         run = pool.run("def double(x):\n    return 2 * x\n\x00\n", CORE)
     assert run.status == "load_error"
     assert "null bytes" in run.message
+
+
+# A module as Python compiles it: an annotation is evaluated when its function is defined (a name it uses must
+# exist, as in the student's own Python), not kept as text as under the sandbox's own `from __future__ import
+# annotations`
+ANNOTATED = "def double(x: int) -> int:\n    return 2 * x\nANSWERS = {'kind': type(double.__annotations__['x']).__name__}\n"
+
+
+@needs_bwrap
+def test_a_submission_is_compiled_without_the_sandbox_s_future_imports() -> None:
+    from qkv_runtime.notebook import Step
+
+    with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
+        module = pool.run(ANNOTATED, CORE)
+        cell = pool.run(Program(steps=(Step(1, "python", ANNOTATED),)), CORE)
+        undefined = pool.run("def double(x: Undefined):\n    return 2 * x\n", CORE)
+    assert module.status == "ok" and module.answers == {"kind": "type"}, module.message
+    assert cell.status == "ok" and cell.answers == {"kind": "type"}, cell.message
+    assert undefined.status == "load_error" and "NameError" in undefined.message, undefined.message
 
 
 @needs_bwrap

@@ -1171,6 +1171,21 @@ def test_command_line_usage_errors_exit_2_with_one_line(numpy_release, tmp_path)
 # ------------------------------------------------------------ broken work
 
 
+def test_a_file_and_a_notebook_load_as_python_compiles_them(tmp_path):
+    """The checker's own `from __future__ import annotations` must not reach student code: annotations are
+    evaluated when a function is defined, so a name they use must exist, as in the student's Python."""
+    code = "def f(x: int) -> int:\n    return x\nKIND = type(f.__annotations__['x']).__name__\n"
+    (tmp_path / "typed.py").write_text(code)
+    (tmp_path / "typed.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(code), nbformat.v4.new_code_cell("def g(x: Undefined):\n    return x")])))
+    (tmp_path / "undefined.py").write_text("def g(x: Undefined):\n    return x\n")
+    assert qkv_check.load_submission(tmp_path / "typed.py").namespace["KIND"] == "type"
+    notebook = qkv_check.load_submission(tmp_path / "typed.ipynb")
+    assert notebook.namespace["KIND"] == "type" and len(notebook.cell_errors) == 1
+    assert "NameError" in notebook.cell_errors[0], notebook.cell_errors
+    assert "NameError" in (qkv_check.load_submission(tmp_path / "undefined.py").load_error or "")
+
+
 def test_broken_notebooks_and_files_are_reported_not_fatal(numpy_release, tmp_path, monkeypatch):
     data = _data(numpy_release)
     problem = numpy_release.assignment.implement[0].problem

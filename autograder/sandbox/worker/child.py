@@ -127,7 +127,8 @@ def run_child(job: Job, main_w: int, out_w: int, guard: Guard) -> None:
         if job.program.steps:
             cell_errors = run_steps(job.program.steps, namespace)
         else:
-            exec(compile(job.program.source or "", SUBMISSION_FILE, "exec"), namespace)
+            # dont_inherit: compiled as Python compiles it, not under this module's own `from __future__` imports
+            exec(compile(job.program.source or "", SUBMISSION_FILE, "exec", dont_inherit=True), namespace)
     except BaseException as exc:  # noqa: BLE001 - the submission failed to load
         failure = load_failure(exc)
         flush_std()

@@ -137,7 +137,8 @@ def _load_py(path: Path, seconds: float) -> Submission:
     with _loading_submission(path.parent), captured() as printed:
         try:
             with time_limit(seconds):
-                exec(compile(source, str(path), "exec"), namespace)
+                # as Python compiles the file, not under this module's `from __future__ import annotations`
+                exec(compile(source, str(path), "exec", dont_inherit=True), namespace)
         except TimeLimit as exc:
             error = load_message(seconds, "py", where_text(tb_frames(exc), str(path)))
         except SystemExit as exc:
