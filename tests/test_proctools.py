@@ -1,13 +1,17 @@
-"""autograder/sandbox/worker/proctools.py: reading a process's CPU time as the handler does when loading ends."""
+"""autograder/sandbox/worker/proctools.py: reading a process's CPU time as the handler does when loading ends, and /proc's
+processes, parents and threads as the zygote and a child read them per job."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import threading
 import time
 
 import pytest
 
-from autograder.sandbox.worker.proctools import process_cpu_seconds
+from autograder.sandbox.worker.proctools import parent_of, process_cpu_seconds, processes, threads_of
 
 
 def has_schedstat() -> bool:
@@ -51,3 +55,67 @@ def test_a_process_that_is_gone_has_used_nothing() -> None:
         os._exit(0)
     os.waitpid(child, 0)
     assert process_cpu_seconds(child) == 0.0
+
+
+THREADED = "import sys, threading; [threading.Thread(target=sys.stdin.read, daemon=True).start() for _ in range(4)]; " \
+           "print('up', flush=True); sys.stdin.read()"
+UNUSED_UID = 1_900_000_007  # no process has it but the one the test starts
+
+
+def started(**options) -> subprocess.Popen:
+    """A Python with five threads (four waiting on its stdin), once they are all running; ends when stdin closes."""
+    process = subprocess.Popen([sys.executable, "-c", THREADED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, **options)
+    assert process.stdout.readline() == "up\n"
+    return process
+
+
+def test_a_process_is_read_from_its_stat_and_status_files() -> None:
+    process = started(start_new_session=True)
+    try:
+        found = {p.pid: p for p in processes()}[process.pid]
+        assert (found.uid, found.group, found.threads) == (os.getuid(), process.pid, 5)
+        assert found.state in ("S", "R")
+        assert parent_of(process.pid) == os.getpid()
+    finally:
+        process.stdin.close()
+        process.wait()
+    assert process.pid not in {p.pid for p in processes()} and parent_of(process.pid) is None
+
+
+def test_threads_of_counts_every_thread_of_a_real_uid() -> None:
+    """What RLIMIT_NPROC counts for a uid: the threads of its processes (a child run as a user of its own's, without
+    a uid of its own, sets its limit from this count). As root, exactly those of a process of a uid of its own; as
+    a user, at least this process's and a child's of the same uid (other processes of theirs may come and go)."""
+    uid = UNUSED_UID if os.geteuid() == 0 else os.getuid()
+    if uid == UNUSED_UID:
+        assert threads_of(uid) == 0
+    up_r, up_w = os.pipe()
+    end_r, end_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(end_w)
+            if uid == UNUSED_UID:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+            for _ in range(4):
+                threading.Thread(target=os.read, args=(end_r, 1), daemon=True).start()
+            os.write(up_w, b"up")
+            os.read(end_r, 1)
+        finally:
+            os._exit(0)
+    os.close(up_w)
+    os.close(end_r)
+    try:
+        assert os.read(up_r, 2) == b"up"
+        if uid == UNUSED_UID:
+            assert threads_of(uid) == 5
+        else:
+            assert threads_of(uid) >= 5 + len(os.listdir("/proc/self/task"))
+    finally:
+        os.close(end_w)
+        os.close(up_r)
+        os.waitpid(child, 0)
+    assert threads_of(UNUSED_UID) == 0

@@ -25,7 +25,7 @@ from typing import Tuple
 
 from . import seccomp
 from .job import Job
-from .proctools import processes
+from .proctools import threads_of
 
 MAIN_FD = 3
 PR_SET_PDEATHSIG = 1
@@ -101,7 +101,7 @@ def confine(job: Job, main_w: int, out_w: int, guard: Guard) -> str:
         # counts threads, with everything else running as this user, and that
         # goes on starting threads while the job runs (a browser, other graders).
         uid = os.getuid()
-        nproc += sum(p.threads for p in processes() if p.uid == uid) + SHARED_UID_MARGIN
+        nproc += threads_of(uid) + SHARED_UID_MARGIN
     for which, soft, hard in (
         (resource.RLIMIT_AS, vm_size() + limits.memory_bytes, None),
         (resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1),
