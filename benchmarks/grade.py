@@ -9,11 +9,13 @@ key's ANSWERS), 1,000 notebooks of the key, 1,000 .py files of a mixed class (th
 perfect, classic mistakes, a syntax error, the untouched stub; not the hostile
 one, whose endless loop would make this a benchmark of the time limit), and,
 in the same run, the same 100 notebooks graded by `nbgrader autograde` and by
-`qkv grade`, as a ratio. No two submissions of a class are the same file: each starts with
-`# submission N` (a notebook, in its first work cell).
+`qkv grade`, as a ratio; run as root, the class of keys once more as the unprivileged user of the tests
+(benchmarks/as_user.py), as most instructors run it. No two submissions of a class are the same file: each
+starts with `# submission N` (a notebook, in its first work cell).
 
 The results file's keys: one figure per class, `qkv_py` (the key), `qkv_py_loops`, `qkv_py_mixed`,
-`qkv_notebooks`, `qkv_same_notebooks` (nbgrader's notebooks) and `nbgrader_autograde`, each with
+`qkv_notebooks`, `qkv_py_as_user` (the key as the user; where this run could not, `{"not_measured": why}`),
+`qkv_same_notebooks` (nbgrader's notebooks) and `nbgrader_autograde`, each with
 `submissions`, `wall_s`, `ms_per_submission` (wall / submissions * 1000) and `per_second`; qkv's also
 `peak_memory_mb`, `isolation`, `grader_cpu_s` (the trusted process's CPU seconds), and, when the nbgrader
 comparison ran, `nbgrader_ratio_per_submission` (nbgrader's ms per notebook over this class's ms per
@@ -64,12 +66,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # as_user, when this file is loaded as a module
 
 from autograder.bank.load import load_bank_strict  # noqa: E402
 from autograder.assemble.manifest import find_manifest, resolve_assignment  # noqa: E402
 from autograder.course.bank import load_course_bank_strict  # noqa: E402
 from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
+
+import as_user  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -136,14 +141,16 @@ def ms_per(wall: float, count: int) -> float:
 
 
 def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: dict | None = None,
-                cwd: Path | None = None, timings: bool = False) -> dict:
+                cwd: Path | None = None, timings: bool = False,
+                wrap: Callable[[list[str]], list[str]] = lambda command: command) -> dict:
     """`qkv grade` as a user runs it, in a process of its own: wall time, and the peak memory of its tree; with
-    `timings`, its own CPU time by stage (`--timings`), as `stages`."""
+    `timings`, its own CPU time by stage (`--timings`), as `stages`; `wrap` makes the command another's (as_user)."""
     # no --jobs: each version grades with the workers it chooses by itself, as a user's command does
     command = [*qkv, "grade", "attention-numpy", str(subs), "--dist", str(dist), "--out", str(out)]
     stages_file = out.with_name(f"{out.name}-timings.json")
     if timings:
         command += ["--timings", str(stages_file)]
+    command = wrap(command)
     with PeakMemory() as memory:
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
@@ -386,6 +393,7 @@ def nbgrader_figures(dist: Path, count: int, work: Path, timings: bool = False) 
 QKV_CLASSES = (("qkv_py", "qkv grade, .py files, answer key", ".py keys"),
                ("qkv_py_loops", "qkv grade, .py files, loop solution", ".py loops"),
                ("qkv_py_mixed", "qkv grade, .py files, mixed class", "mixed class"),
+               ("qkv_py_as_user", "qkv grade, .py files, answer key, as a normal user", ".py keys as a user"),
                ("qkv_notebooks", "qkv grade, notebooks", "notebooks"),
                ("qkv_same_notebooks", "qkv grade, nbgrader notebooks", "nbgrader's notebooks"))
 
@@ -397,7 +405,7 @@ def with_nbgrader_ratios(figures: dict) -> dict:
         return figures
     rated = dict(figures)
     for key, _, _ in QKV_CLASSES:
-        if key in figures:
+        if "ms_per_submission" in figures.get(key, {}):  # not a class this run could not measure
             ratio = nbgrader["ms_per_submission"] / figures[key]["ms_per_submission"]
             rated[key] = {**figures[key], "nbgrader_ratio_per_submission": round(ratio, 1)}
     return rated
@@ -427,7 +435,9 @@ def report(figures: dict) -> str:
     lines = ["| what | submissions | wall s | ms per submission | per second | peak memory MB | "
              "nbgrader's ms over qkv's |", "|---|---|---|---|---|---|---|"]
     for key, label in rows:
-        if key in figures:
+        if "not_measured" in figures.get(key, {}):
+            lines.append(f"| {label} | not measured: {figures[key]['not_measured']} | | | | | |")
+        elif key in figures:
             f = figures[key]
             lines.append(f"| {label} | {f['submissions']} | {f['wall_s']} | {f.get('ms_per_submission', '-')} | "
                          f"{f['per_second']} | {f.get('peak_memory_mb', '-')} | "
@@ -468,8 +478,29 @@ def class_figures(args: argparse.Namespace, work: Path) -> dict:
     for name, texts, suffix in classes:
         files = write_class(work / name, texts, args.class_size, suffix)
         figures[name] = timed_grade(dist, files, work / f"out-{name}", timings=timings)
+    figures.update(key_as_user(dist, key, args.class_size, work, timings))
     figures.update(nbgrader_figures(dist, args.nbgrader, work, timings))
     return with_nbgrader_ratios(figures)
+
+
+def key_as_user(dist: Path, key: str, count: int, work: Path, timings: bool) -> dict:
+    """The class of keys graded as the unprivileged user (benchmarks/as_user.py), in a folder of theirs: where
+    this run cannot, `qkv_py_as_user` says why instead of giving figures."""
+    why = as_user.why_not()
+    if why:
+        return {"qkv_py_as_user": {"not_measured": why}}
+    theirs = Path(tempfile.mkdtemp(prefix="qkv-bench-user-", dir="/tmp"))
+    try:
+        shutil.copytree(dist, theirs / "dist")
+        files = write_class(theirs / "class", [key], count)
+        (theirs / "home").mkdir()
+        as_user.hand_over(theirs)
+        stage = work / "as-user-stage"
+        stage.mkdir()
+        return {"qkv_py_as_user": timed_grade(theirs / "dist", files, theirs / "out", timings=timings,
+                                              wrap=lambda command: as_user.as_user(command, theirs / "home", stage))}
+    finally:
+        shutil.rmtree(theirs, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -54,6 +55,37 @@ def test_nbgrader_0_leaves_the_comparison_out_and_the_report_says_only_what_ran(
                                        "nbgrader_autograde": NBGRADER})
     assert "| nbgrader autograde, same notebooks | 3 | 11.2 | 3733.33 | 0.27 | - | - |" in compared
     assert compared.endswith("nbgrader autograde takes 7.5x as long as qkv grade on the same notebooks.")
+
+
+def test_a_class_this_run_could_not_measure_is_a_row_that_says_why(grade_benchmark):
+    figures = {"qkv_py": FIGURE, "qkv_py_as_user": {"not_measured": "no user qkv-tester"},
+               "qkv_same_notebooks": FIGURE, "nbgrader_autograde": NBGRADER}
+    rated = grade_benchmark.with_nbgrader_ratios(figures)
+    assert rated["qkv_py_as_user"] == {"not_measured": "no user qkv-tester"}
+    assert rated["qkv_py"]["nbgrader_ratio_per_submission"] == 7.5
+    assert ("| qkv grade, .py files, answer key, as a normal user | not measured: no user qkv-tester | | | | | |"
+            in grade_benchmark.report(rated).splitlines())
+
+
+@pytest.mark.slow  # `qkv grade` on two submissions, as the unprivileged user
+def test_the_key_class_is_graded_by_the_unprivileged_user_in_a_folder_of_theirs(grade_benchmark, built_numpy,
+                                                                                tmp_path):
+    as_user = sys.modules["as_user"]
+    key = key_module(built_numpy.assignment)
+    why = as_user.why_not()
+    if why is not None:  # a run as a user (or without the user) says so instead of measuring
+        assert grade_benchmark.key_as_user(built_numpy.out, key, 2, tmp_path, True) == {
+            "qkv_py_as_user": {"not_measured": why}}
+        return
+    (tmp_path / "stage").mkdir()
+    who = subprocess.run(as_user.as_user(["id", "-un"], tmp_path, tmp_path / "stage"), capture_output=True,
+                         text=True)
+    assert who.stdout.strip() == as_user.USER, who.stderr
+    before = set(Path("/tmp").glob("qkv-bench-user-*"))
+    figure = grade_benchmark.key_as_user(built_numpy.out, key, 2, tmp_path, True)["qkv_py_as_user"]
+    assert figure["submissions"] == 2 and figure["isolation"] == "bwrap", figure
+    assert figure["stages"]["sandbox"]["load"] > 0 and figure["stages"]["grader"]["score"] > 0
+    assert set(Path("/tmp").glob("qkv-bench-user-*")) == before, "the user's folder is removed after"
 
 
 def test_each_class_gets_nbgrader_s_time_per_notebook_over_its_own_per_submission(grade_benchmark):
