@@ -13,6 +13,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -69,7 +70,7 @@ def test_a_class_this_run_could_not_measure_is_a_row_that_says_why(grade_benchma
 
 @pytest.mark.slow  # `qkv grade` on two submissions, as the unprivileged user
 def test_the_key_class_is_graded_by_the_unprivileged_user_in_a_folder_of_theirs(grade_benchmark, built_numpy,
-                                                                                tmp_path):
+                                                                                tmp_path, monkeypatch):
     as_user = sys.modules["as_user"]
     key = key_module(built_numpy.assignment)
     why = as_user.why_not()
@@ -81,11 +82,17 @@ def test_the_key_class_is_graded_by_the_unprivileged_user_in_a_folder_of_theirs(
     who = subprocess.run(as_user.as_user(["id", "-un"], tmp_path, tmp_path / "stage"), capture_output=True,
                          text=True)
     assert who.stdout.strip() == as_user.USER, who.stderr
-    before = set(Path("/tmp").glob("qkv-bench-user-*"))
+    made, original = [], tempfile.mkdtemp
+
+    def mkdtemp(**options):
+        made.append(Path(original(**options)))
+        return str(made[-1])
+
+    monkeypatch.setattr(grade_benchmark.tempfile, "mkdtemp", mkdtemp)
     figure = grade_benchmark.key_as_user(built_numpy.out, key, 2, tmp_path, True)["qkv_py_as_user"]
     assert figure["submissions"] == 2 and figure["isolation"] == "bwrap", figure
     assert figure["stages"]["sandbox"]["load"] > 0 and figure["stages"]["grader"]["score"] > 0
-    assert set(Path("/tmp").glob("qkv-bench-user-*")) == before, "the user's folder is removed after"
+    assert len(made) == 1 and not made[0].exists(), "the user's folder is removed after"
 
 
 def test_each_class_gets_nbgrader_s_time_per_notebook_over_its_own_per_submission(grade_benchmark):

@@ -111,7 +111,8 @@ def test_a_failed_fast_path_is_run_again_before_the_rest_of_a_stream_is_taken(se
 # memory_bomb.py is the memory limit, or on a busy machine the time limit first (filling 512 MiB costs seconds of
 # CPU there): either is honest, and either ends the process, so no time limit here needs an idle machine.
 BREAK_THE_BATCH = {"exit_in_function.py", "fd_garbage.py", "forged_layout.py", "fork_bomb.py", "fork_exit.py",
-                   "ignore_sigterm.py", "loop_in_function.py", "memory_bomb.py", "segfault.py", "stdout_flood.py"}
+                   "ignore_sigterm.py", "loop_in_function.py", "memory_bomb.py", "segfault.py", "stdout_flood.py",
+                   "undecodable_name.py"}
 
 
 def toy_bundle() -> GradingBundle:

@@ -8,10 +8,12 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from autograder.sandbox.worker.proctools import parent_of, process_cpu_seconds, processes, threads_of
+from autograder.sandbox.worker.proctools import (children, group_cpu_seconds, parent_of, process_cpu_seconds,
+                                                  processes, threads_of)
 
 
 def has_schedstat() -> bool:
@@ -59,14 +61,22 @@ def test_a_process_that_is_gone_has_used_nothing() -> None:
 
 THREADED = "import sys, threading; [threading.Thread(target=sys.stdin.read, daemon=True).start() for _ in range(4)]; " \
            "print('up', flush=True); sys.stdin.read()"
+ODD_NAME = b"\xff) S 1 1 \xfe"  # not UTF-8, with the ')' and spaces that end and split a stat line
 UNUSED_UID = 1_900_000_007  # no process has it but the one the test starts
 
 
-def started(**options) -> subprocess.Popen:
-    """A Python with five threads (four waiting on its stdin), once they are all running; ends when stdin closes."""
-    process = subprocess.Popen([sys.executable, "-c", THREADED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, **options)
-    assert process.stdout.readline() == "up\n"
+def started(name: bytes = b"", **options) -> subprocess.Popen:
+    """A Python with five threads (four waiting on its stdin), once they are all running, that has renamed itself
+    `name` (a process may only rename itself); ends when stdin closes."""
+    rename = f"open('/proc/self/comm', 'wb').write({name!r}); " if name else ""
+    process = subprocess.Popen([sys.executable, "-c", rename + THREADED], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, **options)
+    try:
+        assert process.stdout.readline() == "up\n"
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
     return process
 
 
@@ -81,6 +91,42 @@ def test_a_process_is_read_from_its_stat_and_status_files() -> None:
         process.stdin.close()
         process.wait()
     assert process.pid not in {p.pid for p in processes()} and parent_of(process.pid) is None
+
+
+def test_a_process_whose_name_is_not_text_is_read_and_counted_like_any_other() -> None:
+    """A process names itself: any 15 bytes, ')' and spaces included (a student's process can). Each reader parses
+    past it; read as text, it raised in the handler's starved check and lost the worker."""
+    process = started(ODD_NAME, start_new_session=True)
+    try:
+        assert b" (" + ODD_NAME + b") " in Path(f"/proc/{process.pid}/stat").read_bytes()
+        found = {p.pid: p for p in processes()}[process.pid]
+        assert (found.uid, found.group, found.threads) == (os.getuid(), process.pid, 5)
+        assert parent_of(process.pid) == os.getpid()
+        assert group_cpu_seconds(process.pid) >= 0.0 and process_cpu_seconds(process.pid) > 0.0
+    finally:
+        process.stdin.close()
+        process.wait()
+
+
+def test_children_are_all_listed_however_long_the_kernel_s_list() -> None:
+    """/proc's list of children comes one page a read: 900 children take more than one."""
+    release_r, release_w = os.pipe()
+    forked = []
+    try:
+        for _ in range(900):
+            pid = os.fork()
+            if pid == 0:
+                os.close(release_w)
+                os.read(release_r, 1)
+                os._exit(0)
+            forked.append(pid)
+        assert len(" ".join(map(str, forked))) > 4096
+        assert set(forked) <= children(spare=-1)
+    finally:
+        os.close(release_w)
+        os.close(release_r)
+        for pid in forked:
+            os.waitpid(pid, 0)
 
 
 def test_threads_of_counts_every_thread_of_a_real_uid() -> None:

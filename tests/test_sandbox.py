@@ -170,6 +170,13 @@ def test_hostile_answers_are_tamed(batch: dict) -> None:
     assert_double_ok(run)
 
 
+def test_a_process_name_that_is_not_text_times_out_alone_and_the_supervisor_reads_past_it(batch: dict) -> None:
+    run = batch["runs"]["undecodable_name.py"]
+    assert run.status == "ok", run.message
+    assert run.problems["softmax"].status == "timeout", run.problems["softmax"].message
+    assert_double_ok(run)
+
+
 def test_infinite_loop_in_a_function_times_out_alone(batch: dict) -> None:
     run = batch["runs"]["loop_in_function.py"]
     assert run.status == "ok"
@@ -485,11 +492,11 @@ def only_worker_process() -> int:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
+                stat = Path(f"/proc/{entry}/stat").read_bytes()  # a name need not be text
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"qkv_worker.zygote" in cmdline:
+            if int(stat.rsplit(b")", 1)[1].split()[1]) == os.getpid() and b"qkv_worker.zygote" in cmdline:
                 mine.append(int(entry))
     assert len(mine) == 1, mine
     return mine[0]

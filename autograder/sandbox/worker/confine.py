@@ -25,7 +25,7 @@ from typing import Tuple
 
 from . import seccomp
 from .job import Job
-from .proctools import threads_of
+from .proctools import read_proc, status_field, threads_of
 
 MAIN_FD = 3
 PR_SET_PDEATHSIG = 1
@@ -44,8 +44,7 @@ def prctl(option: int, value: int) -> None:
 
 
 def vm_size() -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    return status_field(read_proc("self/status"), b"VmSize") * 1024
 
 
 def join_new_session_keyring() -> None:

@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple, Optional, Set
 
 REAP_SECONDS = 2.0
 PROC_CHUNK = 16384  # a status or stat file is a few kB
-MAX_PROC_CHUNKS = 64  # a list of children: up to 7 bytes a child
+MAX_PROC_CHUNKS = 512  # a list of children comes 4 kB a read: 512 reads hold 250,000 children
 MAX_REMOVED_ENTRIES = 200_000  # a scratch folder with more is dropped with its worker, not walked
 
 
@@ -30,21 +30,27 @@ class Process(NamedTuple):
     threads: int
 
 
-def _proc_file(path: str) -> bytes:
+def read_proc(path: str) -> bytes:
     """/proc/PATH, read without file objects: these scans run per job, in the zygote between forks and in a
     fresh child, where every object made writes a page it must first copy. Raises OSError."""
     fd = os.open(f"/proc/{path}", os.O_RDONLY | os.O_CLOEXEC)
     try:
         chunks = [os.read(fd, PROC_CHUNK)]
-        # a read shorter than asked for ends the file: a status or stat file is one read
-        while len(chunks[-1]) == PROC_CHUNK and len(chunks) < MAX_PROC_CHUNKS:
+        # to the end: a list of children comes a page a read, whatever was asked for
+        while chunks[-1] and len(chunks) < MAX_PROC_CHUNKS:
             chunks.append(os.read(fd, PROC_CHUNK))
         return b"".join(chunks)
     finally:
         os.close(fd)
 
 
-def _status_field(status: bytes, name: bytes) -> int:
+def stat_fields(pid: str) -> list[bytes]:
+    """/proc/PID/stat's fields after the process's name: that name is the process's to choose (any bytes, ')' and
+    spaces included), so it is cut off at the last ')' and never decoded."""
+    return read_proc(f"{pid}/stat").rsplit(b")", 1)[1].split()
+
+
+def status_field(status: bytes, name: bytes) -> int:
     """The first number of /proc/PID/status's line `name`; raises ValueError when it has none."""
     at = status.find(b"\n" + name + b":")
     if at < 0:
@@ -58,9 +64,9 @@ def processes() -> Iterator[Process]:
         if not entry.isdigit():
             continue
         try:
-            fields = _proc_file(f"{entry}/stat").rsplit(b")", 1)[1].split()
-            status = _proc_file(f"{entry}/status")
-            uid, threads = _status_field(status, b"Uid"), _status_field(status, b"Threads")
+            fields = stat_fields(entry)
+            status = read_proc(f"{entry}/status")
+            uid, threads = status_field(status, b"Uid"), status_field(status, b"Threads")
         except (OSError, ValueError, IndexError):
             continue
         yield Process(int(entry), uid, int(fields[2]), fields[0].decode("ascii", "replace"), threads)
@@ -73,9 +79,9 @@ def threads_of(uid: int) -> int:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                status = _proc_file(f"{entry}/status")
-                if _status_field(status, b"Uid") == uid:
-                    total += _status_field(status, b"Threads")
+                status = read_proc(f"{entry}/status")
+                if status_field(status, b"Uid") == uid:
+                    total += status_field(status, b"Threads")
             except (OSError, ValueError, IndexError):
                 continue
     return total
@@ -83,7 +89,7 @@ def threads_of(uid: int) -> int:
 
 def parent_of(pid: int) -> Optional[int]:
     try:
-        return int(_proc_file(f"{pid}/stat").rsplit(b")", 1)[1].split()[1])
+        return int(stat_fields(str(pid))[1])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -97,13 +103,11 @@ def process_cpu_seconds(pid: int) -> float:
     hold threads that have ended, are taken where they say more (or where the kernel keeps no schedstat)."""
     ticks = 0.0
     try:
-        with open(f"/proc/{pid}/stat") as stat_file:
-            fields = stat_file.read().rsplit(")", 1)[1].split()
+        fields = stat_fields(str(pid))
         ticks = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         nanoseconds = 0
         for thread in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{thread}/schedstat") as schedstat:
-                nanoseconds += int(schedstat.read().split()[0])
+            nanoseconds += int(read_proc(f"{pid}/task/{thread}/schedstat").split()[0])
         return max(ticks, nanoseconds / 1e9)
     except (OSError, ValueError, IndexError):
         return ticks
@@ -115,12 +119,11 @@ def group_cpu_seconds(group: int) -> float:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                with open(f"/proc/{entry}/stat") as stat_file:
-                    fields = stat_file.read().rsplit(")", 1)[1].split()
-            except OSError:
+                fields = stat_fields(entry)
+                if int(fields[2]) == group:
+                    ticks += sum(int(f) for f in fields[11:15])
+            except (OSError, ValueError, IndexError):
                 continue
-            if int(fields[2]) == group:
-                ticks += sum(int(f) for f in fields[11:15])
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
@@ -161,7 +164,7 @@ def children(spare: int) -> Set[int]:
     """
     me = os.getpid()
     try:
-        found = {int(p) for p in _proc_file(f"{me}/task/{me}/children").split()}
+        found = {int(p) for p in read_proc(f"{me}/task/{me}/children").split()}
     except OSError:
         found = set()
     found.discard(spare)
