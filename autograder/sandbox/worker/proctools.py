@@ -18,6 +18,7 @@ from typing import Iterator, NamedTuple, Optional, Set
 
 REAP_SECONDS = 2.0
 PROC_CHUNK = 16384  # a status or stat file is a few kB
+PAGE_BYTES = 4096  # the smallest page a kernel reads /proc's lists in
 MAX_PROC_CHUNKS = 512  # a list of children comes 4 kB a read: 512 reads hold 250,000 children
 MAX_REMOVED_ENTRIES = 200_000  # a scratch folder with more is dropped with its worker, not walked
 
@@ -36,8 +37,10 @@ def read_proc(path: str) -> bytes:
     fd = os.open(f"/proc/{path}", os.O_RDONLY | os.O_CLOEXEC)
     try:
         chunks = [os.read(fd, PROC_CHUNK)]
-        # to the end: a list of children comes a page a read, whatever was asked for
-        while chunks[-1] and len(chunks) < MAX_PROC_CHUNKS:
+        # A list of children comes a page a read, whatever was asked for, so a read that filled most of a page may
+        # have more after it; one that did not is the end (its next entry, 8 bytes at most, would have fitted).
+        # A stat or status file is one read, and a job reads one per process: no read more to find its end.
+        while len(chunks[-1]) > PAGE_BYTES - 64 and len(chunks) < MAX_PROC_CHUNKS:
             chunks.append(os.read(fd, PROC_CHUNK))
         return b"".join(chunks)
     finally:
