@@ -14,6 +14,7 @@ import pprint
 import sqlite3
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -155,6 +156,16 @@ def gradebook_rows(out: Path) -> dict[str, dict[str, str]]:
     """gradebook.csv of a grading output folder, by student."""
     with open(out / "gradebook.csv", newline="") as handle:
         return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def wait_for(done: Callable[[], object], what: str, shown: Callable[[], object] = lambda: "",
+             seconds: float = 300.0, every: float = 0.3) -> None:
+    """Poll `done` until it holds; `seconds` bounds a loaded 2-core machine's wait, it is not an expected time."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {seconds:g} s: {shown()}", pytrace=False)
+        time.sleep(every)
 
 
 def require_bwrap() -> None:

@@ -10,22 +10,18 @@ import secrets
 import select
 import socket
 import subprocess
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Optional
 
 import httpx
-import pytest
 
 from autograder.grade.gradebook import GRADEBOOK_FILE
 from autograder.grade.gradebook.database import is_postgres, open_postgres, open_sqlite, schema_name
-from conftest import QKV
+from conftest import QKV, wait_for
 from servers import ServerProcess
 
-WAIT_S = 300.0  # a bound on waiting for gradings on a loaded 2-core machine, not an expected time
 
 
 # ------------------------------------------------------------------ reading pages
@@ -144,14 +140,6 @@ class Browser:
         return pages[-1]
 
 
-def wait_for(done: Callable[[], object], what: str, shown: Callable[[], object] = lambda: "") -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not done():
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {WAIT_S:g} s: {shown()}", pytrace=False)
-        time.sleep(0.3)
-
-
 def stored(store: str, name: str) -> tuple[dict[str, tuple[str, str]], dict[str, list[float]]]:
     """Read from the gradebook itself, not through the service: each attempt's (student, state), and the score of
     each grading of each attempt, in the order they were made."""
@@ -265,4 +253,4 @@ def serving(service: Service) -> bool:
     return httpx.get(f"{service.url}/signin", timeout=60).status_code == 200
 
 
-__all__ = ["Browser", "Page", "Service", "WAIT_S", "attempts_of", "raw_request", "serving", "stored", "wait_for"]
+__all__ = ["Browser", "Page", "Service", "attempts_of", "raw_request", "serving", "stored", "wait_for"]

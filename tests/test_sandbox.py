@@ -27,7 +27,7 @@ import pytest
 
 from autograder.sandbox import Call, ProblemCalls, Program, SandboxError, SandboxPool, SubmissionRun
 from autograder.sandbox import pool as pool_module
-from conftest import CORE, HOSTILE, MEMORY_TEST_LIMITS, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap
+from conftest import CORE, HOSTILE, MEMORY_TEST_LIMITS, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap, wait_for
 
 SECRET_VARIABLE = "QKV_TEST_GRADER_SECRET"
 # The batch's attacks whose tests check what the memory and size limits say: they run under MEMORY_TEST_LIMITS.
@@ -430,15 +430,17 @@ def test_a_submission_is_compiled_without_the_sandbox_s_future_imports() -> None
 def test_killed_worker_is_restarted() -> None:
     with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="bwrap") as pool:
         assert_good(pool.run(source("good.py"), CORE))
-        os.kill(only_worker_process(), signal.SIGKILL)
-        time.sleep(0.2)
+        kill_worker(only_worker_process())
         assert_good(pool.run(source("good.py"), CORE))
 
         outcome: dict[str, SubmissionRun] = {}
         thread = threading.Thread(target=lambda: outcome.update(run=pool.run(source("loop_in_function.py"), CORE)))
         thread.start()
-        time.sleep(0.7)
-        os.kill(only_worker_process(), signal.SIGKILL)
+        worker = only_worker_process()
+        # killed once the job is inside (a fixed sleep lost the race on a busy machine: killed before the job was
+        # written, the worker was restarted and ran it)
+        wait_for(lambda: len(descendants(worker)) > 2, "the job's processes", every=0.01)
+        kill_worker(worker)
         thread.join(timeout=30)
         run = outcome["run"]
         assert run.status == "crashed"
@@ -470,8 +472,7 @@ def test_a_worker_is_sent_the_class_problem_set_once_and_again_only_when_it_chan
         np.testing.assert_array_equal(run.problems["double"].results["d1"].outputs[0], 6 * X)
         assert_good(pool.run(source("good.py"), CORE))
         assert len(sets_sent) == 3
-        os.kill(only_worker_process(), signal.SIGKILL)  # a fresh worker holds nothing yet
-        time.sleep(0.2)
+        kill_worker(only_worker_process())  # a fresh worker holds nothing yet
         assert_good(pool.run(source("good.py"), CORE))
         assert len(sets_sent) == 4
 
@@ -500,6 +501,46 @@ def only_worker_process() -> int:
                 mine.append(int(entry))
     assert len(mine) == 1, mine
     return mine[0]
+
+
+def kill_worker(pid: int) -> None:
+    """SIGKILL a worker and wait until it is dead (or a zombie its pool has not reaped yet), so that the next job
+    finds it dead rather than racing its death."""
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: dead(pid), f"worker {pid} to die", every=0.01)
+
+
+def dead(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True  # already reaped
+
+
+def process_limit(pid: int) -> bytes | None:
+    """A process's RLIMIT_NPROC line as /proc shows it (None once it is gone)."""
+    try:
+        return next(line for line in Path(f"/proc/{pid}/limits").read_bytes().splitlines()
+                    if line.startswith(b"Max processes"))
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (bwrap's init, the zygote, and during a job its handler and child)."""
+    parent_of = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parent_of[int(entry)] = int(Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, front = [], [pid]
+    while front:
+        below = [child for child, parent in parent_of.items() if parent in front]
+        found += below
+        front = below
+    return found
 
 
 @pytest.fixture
@@ -896,10 +937,13 @@ def test_threads_the_user_starts_during_a_job_leave_its_problems_room(shared_fol
     with SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits", protect=[exposed]) as pool:
         assert pool.isolation == "rlimits-only"
         assert_good(pool.run(source("good.py"), CORE))  # the worker is up: the next job starts at once
+        worker = only_worker_process()
         outcome: dict[str, SubmissionRun] = {}
         job = threading.Thread(target=lambda: outcome.update(run=pool.run(source("slow_first_problem.py"), CORE)))
         job.start()
-        time.sleep(0.5)  # the job has counted the user's threads and is inside softmax_rows
+        # the threads start once the job has counted the user's own (started before, they would be counted)
+        wait_for(lambda: any(process_limit(p) not in (None, process_limit(os.getpid())) for p in descendants(worker)),
+                 "the job's child to set its process limit", every=0.01)
         others = [threading.Thread(target=release.wait) for _ in range(40)]
         for thread in others:
             thread.start()
