@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from conftest import ROOT
+from autograder.serve.pages import next_look_s
+from autograder.serve.web import REFRESH_SCRIPT
+from conftest import ROOT, wait_for
 from served_course import NAME, ROSTER, SAMPLES, issue_tokens, make_course, serve_command
 from servers import ServerProcess
 
@@ -182,9 +184,13 @@ def test_a_student_hands_in_sees_the_score_and_the_feedback_and_is_refused_past_
     assert_accessible(page, axe)
 
     occupy_the_grader(server, tokens[BEN]["token"])
+    handing_in = time.monotonic()
     hand_in(page, SAMPLES / "ada.py")
     first = attempt_path(page)
     assert page.query_selector("#score") is None, "the attempt was graded before its page showed"
+    # a page shown this soon after its upload looks again soon: half the time the attempt has waited, not every 3 s
+    again = float(page.get_attribute("#result", "data-refresh"))
+    assert 0.25 <= again <= next_look_s(time.monotonic() - handing_in) + 0.005, again
     assert_accessible(page, axe)  # a page that reloads itself on a timer would not be
     assert page.inner_text("#status") == "Being graded: the score appears here by itself when it is ready."
     page.evaluate("window.qkvSameDocument = true")
@@ -277,3 +283,46 @@ def test_the_accessibility_check_finds_a_timed_refresh(context, axe):
     page.set_content('<!doctype html><html lang="en"><head><meta http-equiv="refresh" content="600"><title>t</title>'
                      '</head><body><main><h1>t</h1></main></body></html>')
     assert [v["id"] for v in axe_serious(page, axe)] == ["meta-refresh"]
+
+
+# The attempt page as the service writes it, pending (with the data-refresh it says) or graded.
+PENDING = ('<!doctype html><html lang="en"><head><title>t</title></head><body><main><div id="result" role="status" '
+           'data-refresh="{}"><p id="status">Being graded</p></div><script src="/refresh.js"></script></main></body>'
+           '</html>')
+GRADED = ('<!doctype html><html lang="en"><head><title>t</title></head><body><main><div id="result" role="status">'
+          '<p id="status">Score <strong id="score">7 / 7</strong></p></div></main></body></html>')
+# what the script asks of the page's timers: each wait it sets, in ms, and each fetch
+RECORDER = """window.qkvWaits = []; window.qkvLooks = 0;
+const setTimer = window.setTimeout; const fetchPage = window.fetch;
+window.setTimeout = (work, ms, ...rest) => { window.qkvWaits.push(ms); return setTimer(work, ms, ...rest); };
+window.fetch = (...args) => { window.qkvLooks += 1; return fetchPage(...args); };"""
+
+
+def test_the_script_looks_again_when_each_fresh_page_says(context):
+    """refresh.js waits what the page says, then what each page it fetches says (the server's next_look_s: half the
+    attempt's wait, so a quick grading shows in a quarter second), and fills the score in once grading has ended.
+    Timers run on Playwright's clock, so the test waits on nothing but the browser's own work."""
+    pages = iter([PENDING.format("60"), PENDING.format("0.25"), PENDING.format("2"), GRADED])
+    page = context.new_page()
+    page.clock.install()
+    page.add_init_script(RECORDER)
+    page.route("http://qkv.test/refresh.js", lambda route: route.fulfill(
+        body=REFRESH_SCRIPT, content_type="text/javascript; charset=utf-8"))
+    page.route("http://qkv.test/a/attempt", lambda route: route.fulfill(body=next(pages), content_type="text/html"))
+    page.goto("http://qkv.test/a/attempt")
+
+    def waits(count: int) -> list[int]:
+        wait_for(lambda: page.evaluate("window.qkvWaits.length") >= count, f"the script's wait number {count}",
+                 seconds=60, every=0.01)
+        return page.evaluate("window.qkvWaits")
+
+    assert waits(1) == [60_000]
+    page.clock.run_for(59_000)
+    assert page.evaluate("window.qkvLooks") == 0  # not before the page said
+    page.clock.run_for(1_500)
+    assert waits(2) == [60_000, 250]  # the fresh page's 0.25 s, not the first page's 60
+    page.clock.run_for(300)
+    assert waits(3) == [60_000, 250, 2_000]
+    page.clock.run_for(2_100)
+    page.wait_for_selector("#score", timeout=60_000)
+    assert page.inner_text("#score") == "7 / 7" and page.evaluate("window.qkvLooks") == 3

@@ -28,6 +28,18 @@ _ENV.filters["when"] = when
 _ENV.filters["points"] = points
 
 
+FIRST_LOOK_S = 0.25  # an attempt graded at once (one alone takes some 0.05 s) shows a quarter second after its upload
+LONGEST_LOOK_S = 3.0  # a queue's attempts are looked at no more often than this
+
+
+def next_look_s(waited_s: float) -> float:
+    """Seconds until a pending attempt's page looks again (its `data-refresh`, which templates/refresh.js and the
+    service's benchmark obey), given how long the attempt has waited: half that, so a score stays unseen for at most
+    half the time it took to grade, between FIRST_LOOK_S and LONGEST_LOOK_S, so a queue at a deadline costs the
+    server one page every 3 s per waiting student."""
+    return min(LONGEST_LOOK_S, max(FIRST_LOOK_S, waited_s / 2))
+
+
 def page(template: str, **context: Any) -> str:
     return _ENV.get_template(template).render(**context)
 

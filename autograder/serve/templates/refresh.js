@@ -1,14 +1,21 @@
-// The one script of the service: a pending attempt's page fills in by itself. It fetches the page again every few
-// seconds and, once grading has ended, puts the new result into the status region in place: a timed reload of the
-// whole page (a <meta> refresh) would move the reader's place and focus, which is why accessibility checks refuse
-// it. Without JavaScript the page says to reload it, and everything else works the same.
+// The one script of the service: a pending attempt's page fills in by itself. It fetches the page again when the
+// page's data-refresh says (seconds; the server makes it half the time the attempt has waited, from a quarter second
+// up to 3 s: serve/pages.py's next_look_s) and, once grading has ended, puts the new result into the status region
+// in place: a timed reload of the whole page (a <meta> refresh) would move the reader's place and focus, which is
+// why accessibility checks refuse it. Without JavaScript the page says to reload it, and everything else works the
+// same.
 (function () {
   "use strict";
   var result = document.getElementById("result");
   if (!result || !result.hasAttribute("data-refresh")) {
     return;
   }
-  var every = Math.max(1, Number(result.getAttribute("data-refresh")) || 3) * 1000;
+  function after(region) {
+    // bounded here as well, so that a page that says nothing sensible is not fetched in a tight loop
+    var seconds = Number(region.getAttribute("data-refresh"));
+    return Math.min(60, Math.max(0.25, isFinite(seconds) ? seconds : 3)) * 1000;
+  }
+  var wait = after(result);
   function look() {
     fetch(window.location.href, {credentials: "same-origin", cache: "no-store"}).then(function (answer) {
       if (!answer.ok) {
@@ -21,11 +28,12 @@
         result.innerHTML = fresh.innerHTML;
         result.removeAttribute("data-refresh");
       } else {
-        window.setTimeout(look, every);
+        wait = fresh ? after(fresh) : wait;
+        window.setTimeout(look, wait);
       }
     }).catch(function () {
-      window.setTimeout(look, every * 2);  // the server restarting, say: look again, less often
+      window.setTimeout(look, Math.max(wait, 3000) * 2);  // the server restarting, say: look again, less often
     });
   }
-  window.setTimeout(look, every);
+  window.setTimeout(look, wait);
 }());
