@@ -137,6 +137,17 @@ def test_a_handed_in_file_gets_the_score_qkv_grade_gives_it(handed_in, reference
     assert "this is the attempt that counts" in done.page.text
 
 
+def test_an_attempt_that_does_not_load_shows_why_in_one_line(numpy_service):
+    """A grading that failed (a syntax error here) shows its score and the one line qkv grade gives for it; the page
+    reads the whole result for that line alone."""
+    browser = numpy_service.signed_in("s2026006")
+    answer = browser.hand_in(NAME, "broken.py", b"import numpy as np\n\ndef softmax_rows(S:\n    return S\n")
+    assert answer.status_code == 303, answer.text[:500]
+    page = browser.graded(answer.headers["location"])
+    assert page.by_id["score"].startswith("0 / ")
+    assert "SyntaxError" in page.refusal() and "line 3" in page.refusal(), page.refusal()
+
+
 def test_the_link_signs_a_student_in_to_their_own_due_date_and_attempts(numpy_service):
     """Cho's link (extension +48 h on the roster): the form it opens carries the token, signing in sets an HttpOnly
     SameSite cookie and goes on to the assignment, which shows Cho's own due date and the attempts left."""

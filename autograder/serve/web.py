@@ -224,7 +224,10 @@ def make_app(state: ServiceState) -> Guard:
     def attempt_page(request: Request, session: Session, form: Any) -> Response:
         a = assignment_of(request.path_params["name"])
         attempt = own_attempt(session, a, request.path_params["attempt"])
-        graded = state.books[a.name].grading_result(attempt.grading) if attempt.grading else None
+        # the whole result (tens of kB of JSON) is read only for the one line a grading that failed shows: the
+        # page is looked at again and again while an attempt waits, and once more when it is graded
+        failed = attempt.grading is not None and attempt.status != "graded"
+        graded = state.books[a.name].grading_result(attempt.grading) if failed else None
         return html("attempt.html.j2", a=a, attempt=attempt, session=session, staff=session.account.role.sees_class,
                     message=graded[0].message if graded else "",
                     refresh=next_look_s(time.time() - attempt.received_at) if attempt.grading is None else None)
