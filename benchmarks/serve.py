@@ -4,9 +4,9 @@ Everything runs as a user runs it: `qkv init` and `qkv build` make a course of a
 dates moved to the future), `qkv tokens` issues a token to each student of a generated roster, and `qkv serve` runs
 as a process of its own (its default jobs: a grading slot per core and one more). Clients are threads of this process,
 each with its own httpx session, and take the browser's route: GET the personal link, POST the sign-in form, POST the
-upload form (multipart, with the session's CSRF token), follow the 303 to the attempt's page and read that page again
-every --poll seconds until it shows the score (a browser's script does the same every 3 s). The API route
-(`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
+upload form (multipart, with the session's CSRF token), follow the 303 to the attempt's page and read that page
+again when the page says (its `data-refresh`, what the browser's script obeys) until it shows the score. The API
+route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
 
 Each student makes --attempts attempts, one after the other (each waits for its score, as a student reads it before
 handing in again), each file one of the bundled samples (all the .py ones but the hostile one, whose loop would
@@ -22,7 +22,8 @@ in again only if it was not. Checked in each run, against the gradebook once the
 - wrong student: a score that is not the sample's (graded once by `qkv grade` as the reference), a page that lists
   another's attempt or misses one of the student's own, another student's attempt id answering anything but 404,
   and a stored attempt whose student is not the one its comment names.
-Figures: time from upload to score (the client's, to the poll that saw it; and the server's, received to graded)
+Figures: time from upload to score (the client's, to the look that saw it, as a student sees it; and the server's,
+received to graded)
 p50, p95 and max, and throughput. Goal: p95 under 5 s. Written to benchmarks/results/serve.json; a Markdown table
 on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results /tmp/serve.json.
 
@@ -67,6 +68,7 @@ TIMEOUT_S = 120.0
 ALONE = (2, 3)  # students and attempts of the run with nothing waiting
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 SCORE = re.compile(r'<strong id="score">([^<]*)</strong>')
+LOOK_AGAIN = re.compile(r'id="result"[^>]* data-refresh="([0-9.]+)"')
 LISTED = re.compile(rf'href="/a/{NAME}/attempts/([A-Za-z0-9_-]+)"')
 SIGNED_IN = re.compile(r"signed in as <strong>([^<]+)</strong>")
 NAMED = re.compile(rb"# student (\S+), attempt \d+\s*$")
@@ -147,19 +149,24 @@ def upload(web: httpx.Client, csrf: str, body: bytes, known: list[str]) -> tuple
     raise Failure(f"no upload got through in {RETRY_S:g} s")
 
 
-def wait_for_score(web: httpx.Client, attempt: str, poll: float) -> str:
+def wait_for_score(web: httpx.Client, attempt: str, page: httpx.Response) -> str:
+    """The score, looking at the attempt's page again when `page` (its last look) says, as the browser's script
+    does."""
     while True:
-        page = request(web, "GET", f"/a/{NAME}/attempts/{attempt}")
         if page.status_code != 200:
             raise Failure(f"the student's own attempt answered {page.status_code}")
         score = SCORE.search(page.text)
         if score:
             return score.group(1)
-        time.sleep(poll)
+        again = LOOK_AGAIN.search(page.text)
+        if again is None:
+            raise Failure(f"attempt {attempt}'s page shows neither a score nor when to look again")
+        time.sleep(float(again.group(1)))
+        page = request(web, "GET", f"/a/{NAME}/attempts/{attempt}")
 
 
 def one_student(base: str, row: dict, index: int, attempts: int, samples: list[str], expected: list[float],
-                poll: float, ledger: Ledger, done: dict[str, str]) -> None:
+                ledger: Ledger, done: dict[str, str]) -> None:
     """One student's session: sign in, hand in `attempts` times reading each score, read the attempts back, and try
     another student's attempt."""
     student = row["id"]
@@ -174,7 +181,8 @@ def one_student(base: str, row: dict, index: int, attempts: int, samples: list[s
             with ledger.lock:
                 (ledger.adopted if adopted else ledger.acknowledged)[attempt] = student
             known.append(attempt)
-            score = wait_for_score(web, attempt, poll)
+            # the 303's page, as the browser follows it: the first look
+            score = wait_for_score(web, attempt, request(web, "GET", f"/a/{NAME}/attempts/{attempt}"))
             with ledger.lock:
                 ledger.upload_to_score.append(time.perf_counter() - started)
             if float(score.split("/")[0]) != expected[sample]:
@@ -255,7 +263,7 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
     return figures
 
 
-def run(course: Path, store: Path, roster: Path, students: list[str], attempts: int, clients: int, poll: float,
+def run(course: Path, store: Path, roster: Path, students: list[str], attempts: int, clients: int,
         samples: list[str], expected: list[float], jobs: list[str], kill: bool, everyone: bool) -> dict:
     """One run on a store of its own: `qkv serve` started, `qkv tokens` for the roster (`everyone`) or for
     `students`, the clients, and, with `kill`, kill -9 of the server once half the attempts are in and a restart."""
@@ -277,7 +285,7 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
                 except queue.Empty:
                     return
                 try:
-                    one_student(server.url, row, index, attempts, samples, expected, poll, ledger, done)
+                    one_student(server.url, row, index, attempts, samples, expected, ledger, done)
                 except (Failure, httpx.HTTPError) as err:
                     with ledger.lock:
                         ledger.failures.append(f"{row['id']}: {type(err).__name__}: {err}")
@@ -338,7 +346,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--students", type=int, default=200)
     parser.add_argument("--attempts", type=int, default=3, help="each student's, one after the other")
     parser.add_argument("--clients", type=int, default=50, help="students handing in at the same time")
-    parser.add_argument("--poll", type=float, default=0.5, help="seconds between a client's looks at its attempt")
     parser.add_argument("--jobs", type=int, help="qkv serve --jobs (default: its own, a slot per core and one more)")
     parser.add_argument("--results", type=Path, default=RESULTS, help="where the figures go (a trial run's "
                         "figures are no benchmark: write them elsewhere)")
@@ -346,8 +353,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("students", "attempts", "clients", "jobs"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
-    if args.poll <= 0:
-        parser.error("--poll must be more than 0")
     return args
 
 
@@ -383,11 +388,12 @@ def main(argv: list[str] | None = None) -> int:
                 "kill9": (students, args.attempts, args.clients, True)}
         figures: dict = {"assignment": NAME, "problems": len(json.loads(
             (course / "dist" / NAME / "autograder" / "assignment.json").read_text())["problem_order"]),
-            "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page polled",
-            "poll_s": args.poll, "server_jobs": args.jobs or default_slots(), "samples": len(samples),
+            "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page looked at again when "
+                     "it says (data-refresh)",
+            "server_jobs": args.jobs or default_slots(), "samples": len(samples),
             "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S}
         for key, (who, attempts, clients, kill) in runs.items():
-            figures[key] = run(course, root / key, roster, who, attempts, clients, args.poll, samples, expected,
+            figures[key] = run(course, root / key, roster, who, attempts, clients, samples, expected,
                                jobs, kill, everyone=who == students)
             print(f"{key}: {json.dumps({k: v for k, v in figures[key].items() if k != 'examples'})}", flush=True)
     figures["p95_within_goal"] = figures["class"]["upload_to_score_s"].get("p95", float("inf")) <= P95_GOAL_S
