@@ -27,6 +27,7 @@ import pytest
 
 from autograder.sandbox import Call, ProblemCalls, Program, SandboxError, SandboxPool, SubmissionRun
 from autograder.sandbox import pool as pool_module
+from autograder.sandbox.worker import proctools
 from conftest import CORE, HOSTILE, MEMORY_TEST_LIMITS, ROOT, SANDBOX_LIMITS, S, X, needs_bwrap, require_bwrap, wait_for
 
 SECRET_VARIABLE = "QKV_TEST_GRADER_SECRET"
@@ -439,7 +440,7 @@ def test_killed_worker_is_restarted() -> None:
         worker = only_worker_process()
         # killed once the job is inside (a fixed sleep lost the race on a busy machine: killed before the job was
         # written, the worker was restarted and ran it)
-        wait_for(lambda: len(descendants(worker)) > 2, "the job's processes", every=0.01)
+        wait_for(lambda: len(descendants(worker)) > 2, "the job's processes", every=0.05)
         kill_worker(worker)
         thread.join(timeout=30)
         run = outcome["run"]
@@ -507,13 +508,13 @@ def kill_worker(pid: int) -> None:
     """SIGKILL a worker and wait until it is dead (or a zombie its pool has not reaped yet), so that the next job
     finds it dead rather than racing its death."""
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: dead(pid), f"worker {pid} to die", every=0.01)
+    wait_for(lambda: dead(pid), f"worker {pid} to die", every=0.05)
 
 
 def dead(pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except FileNotFoundError:
+        return proctools.stat_fields(str(pid))[0] == b"Z"
+    except OSError:
         return True  # already reaped
 
 
@@ -528,18 +529,11 @@ def process_limit(pid: int) -> bytes | None:
 
 def descendants(pid: int) -> list[int]:
     """Every process below `pid` (bwrap's init, the zygote, and during a job its handler and child)."""
-    parent_of = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                parent_of[int(entry)] = int(Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
-            except OSError:
-                continue
-    found, front = [], [pid]
+    parent = {process: proctools.parent_of(process) for process in map(int, filter(str.isdigit, os.listdir("/proc")))}
+    found, front = [], {pid}
     while front:
-        below = [child for child, parent in parent_of.items() if parent in front]
-        found += below
-        front = below
+        front = {child for child, above in parent.items() if above in front}
+        found += front
     return found
 
 
@@ -943,7 +937,7 @@ def test_threads_the_user_starts_during_a_job_leave_its_problems_room(shared_fol
         job.start()
         # the threads start once the job has counted the user's own (started before, they would be counted)
         wait_for(lambda: any(process_limit(p) not in (None, process_limit(os.getpid())) for p in descendants(worker)),
-                 "the job's child to set its process limit", every=0.01)
+                 "the job's child to set its process limit", every=0.05)
         others = [threading.Thread(target=release.wait) for _ in range(40)]
         for thread in others:
             thread.start()
