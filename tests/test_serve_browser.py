@@ -304,7 +304,8 @@ def test_the_script_looks_again_when_each_fresh_page_says(context):
     Timers run on Playwright's clock, so the test waits on nothing but the browser's own work."""
     pages = iter([PENDING.format("60"), PENDING.format("0.25"), PENDING.format("2"), GRADED])
     page = context.new_page()
-    page.clock.install()
+    page.clock.install(time=1_000_000)
+    page.clock.pause_at(1_001_000)  # else the page's clock goes on with the wall's, and a slow machine fires timers
     page.add_init_script(RECORDER)
     page.route("http://qkv.test/refresh.js", lambda route: route.fulfill(
         body=REFRESH_SCRIPT, content_type="text/javascript; charset=utf-8"))
@@ -326,3 +327,27 @@ def test_the_script_looks_again_when_each_fresh_page_says(context):
     page.clock.run_for(2_100)
     page.wait_for_selector("#score", timeout=60_000)
     assert page.inner_text("#score") == "7 / 7" and page.evaluate("window.qkvLooks") == 3
+
+
+def test_the_script_stops_looking_when_sent_elsewhere(context):
+    """A session that ends while the page waits sends the next look to the sign-in page: the script stops there,
+    instead of fetching two pages every quarter second for as long as the tab stays open."""
+    page = context.new_page()
+    page.clock.install(time=1_000_000)
+    page.clock.pause_at(1_001_000)
+    page.add_init_script(RECORDER)
+    page.route("http://qkv.test/refresh.js", lambda route: route.fulfill(
+        body=REFRESH_SCRIPT, content_type="text/javascript; charset=utf-8"))
+    # the attempt page, then what the browser ends on once it has followed the service's 303 to /signin
+    signin = ('<!doctype html><html lang="en"><head><title>Sign in</title></head><body><main><form method="post" '
+              'action="/signin"></form></main></body></html>')
+    pages = iter([PENDING.format("0.25")])
+    page.route("http://qkv.test/a/attempt", lambda route: route.fulfill(body=next(pages, signin),
+                                                                        content_type="text/html"))
+    page.goto("http://qkv.test/a/attempt")
+    wait_for(lambda: page.evaluate("window.qkvWaits.length") >= 1, "the script's first wait", seconds=60, every=0.01)
+    page.clock.run_for(300)
+    wait_for(lambda: page.evaluate("window.qkvLooks") == 1, "the look", seconds=60, every=0.01)
+    page.clock.run_for(10_000)
+    assert page.evaluate("window.qkvLooks") == 1 and page.evaluate("window.qkvWaits") == [250]
+    assert page.inner_text("#status") == "Being graded"

@@ -35,7 +35,7 @@ from autograder.serve.grader import Grader
 from autograder.serve.guard import (FAILURE_WINDOW, FAILURES_ALLOWED, SESSION_COOKIE, SESSION_SECONDS, SIGNIN_COOKIE,
                                     Guard, client_address, same_token, upload_limit)
 from autograder.serve.handin import Accepted, hand_in
-from autograder.serve.pages import Refusal, next_look_s, page
+from autograder.serve.pages import Refusal, attempt_view, page
 
 RELEASE_BYTES = 50_000_000  # a release zipped for download: far above any built release
 # the only script the pages load (the CSP allows the service's own files alone): a pending result fills in by itself
@@ -224,13 +224,12 @@ def make_app(state: ServiceState) -> Guard:
     def attempt_page(request: Request, session: Session, form: Any) -> Response:
         a = assignment_of(request.path_params["name"])
         attempt = own_attempt(session, a, request.path_params["attempt"])
+        view = attempt_view(attempt, time.time())
         # the whole result (tens of kB of JSON) is read only for the one line a grading that failed shows: the
         # page is looked at again and again while an attempt waits, and once more when it is graded
-        failed = attempt.grading is not None and attempt.status != "graded"
-        graded = state.books[a.name].grading_result(attempt.grading) if failed else None
+        graded = state.books[a.name].grading_result(attempt.grading) if view.shows_failure else None
         return html("attempt.html.j2", a=a, attempt=attempt, session=session, staff=session.account.role.sees_class,
-                    message=graded[0].message if graded else "",
-                    refresh=next_look_s(time.time() - attempt.received_at) if attempt.grading is None else None)
+                    message=graded[0].message if graded else "", refresh=view.refresh)
 
     def feedback(request: Request, session: Session, form: Any) -> Response:
         a = assignment_of(request.path_params["name"])

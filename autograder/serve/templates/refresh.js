@@ -12,7 +12,8 @@
   }
   function after(region) {
     // bounded here as well, so that a page that says nothing sensible is not fetched in a tight loop
-    var seconds = Number(region.getAttribute("data-refresh"));
+    var said = region.getAttribute("data-refresh");
+    var seconds = said ? Number(said) : NaN;
     return Math.min(60, Math.max(0.25, isFinite(seconds) ? seconds : 3)) * 1000;
   }
   var wait = after(result);
@@ -24,11 +25,14 @@
       return answer.text();
     }).then(function (text) {
       var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("result");
-      if (fresh && !fresh.hasAttribute("data-refresh")) {
+      if (!fresh) {
+        return;  // no attempt page (a session that ended is sent to the sign-in page): stop looking
+      }
+      if (!fresh.hasAttribute("data-refresh")) {
         result.innerHTML = fresh.innerHTML;
         result.removeAttribute("data-refresh");
       } else {
-        wait = fresh ? after(fresh) : wait;
+        wait = after(fresh);
         window.setTimeout(look, wait);
       }
     }).catch(function () {
