@@ -24,6 +24,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import summary
+
 import distributed
 
 from autograder.assemble import build
@@ -118,6 +120,7 @@ def main() -> None:
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(figures, indent=1) + "\n")
+    summary.write()
     print(f"| {args.submissions:,} submissions, {args.workers} workers | local {local.wall_s:.1f} s "
           f"({local.per_s:.2f}/s) | local:{args.workers} {cluster.wall_s:.1f} s ({cluster.per_s:.2f}/s, "
           f"first result at {cluster.first_result_s:.1f} s) | {ratio:.2f}x (target <= {TARGET_RATIO:g}x) "

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import summary
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
@@ -86,6 +88,7 @@ def main() -> None:
                           "copier": [(f.student, f.other, f.fits_other, f.fits_own) for f in flags]}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "copying.json").write_text(json.dumps(figures, indent=1) + "\n")
+    summary.write()
     print(json.dumps(figures, indent=1))
 
 

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import summary
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SAMPLES = ROOT / "examples" / "submissions" / "attention-numpy"
@@ -96,6 +98,7 @@ def main() -> None:
             }
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "feedback.json").write_text(json.dumps(report, indent=1) + "\n")
+    summary.write()
     print(json.dumps(report, indent=1))
 
 

@@ -76,6 +76,7 @@ from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
 
 import as_user  # noqa: E402
+import summary  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -528,6 +529,7 @@ def main(argv: list[str] | None = None) -> None:
     figures.update(kept_baselines(previous, figures))
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(figures, indent=1) + "\n")
+    summary.write_for(args.results)
     print(report(figures))
 
 

@@ -1,6 +1,6 @@
 """Installed size of qkv's core and of each extra, from the wheel, each in a fresh venv.
 
-Writes benchmarks/results/install.json and prints a Markdown table for the README.
+Writes benchmarks/results/install.json (and docs/benchmarks.md from it) and prints a Markdown table.
 Sizes are of the venv's site-packages (what `pip install` added), in MB; an extra's
 row is the core plus that extra. Run: `.venv/bin/python benchmarks/install_size.py`.
 """
@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import summary
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -28,6 +30,13 @@ def site_packages_bytes(venv: Path) -> int:
             if not os.path.islink(path):
                 total += os.lstat(path).st_size
     return total
+
+
+def report(figures: dict) -> str:
+    lines = ["| install | MB in site-packages |", "|---|---|",
+             f"| `pip install qkv` (core) | {figures['installed_mb']['core']} |"]
+    lines += [f"| `qkv[{label}]` | + {mb} |" for label, mb in figures["extra_mb"].items()]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -51,11 +60,8 @@ def main() -> None:
                "extra_mb": {k: round(v - sizes["core"], 1) for k, v in sizes.items() if k != "core"}}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "install.json").write_text(json.dumps(figures, indent=1) + "\n")
-    print("| install | MB |\n|---|---|")
-    print(f"| `pip install qkv` (core) | {sizes['core']} |")
-    for label in ("torch", "cluster", "nbgrader"):
-        print(f"| `qkv[{label}]` | + {figures['extra_mb'][label]} |")
-
+    summary.write()
+    print(report(figures))
 
 if __name__ == "__main__":
     main()

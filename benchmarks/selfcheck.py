@@ -40,6 +40,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import summary
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "selfcheck.json"
 BEFORE = "1e0577d"  # the last commit with format-1 self-check data (sha256 of grid points)
@@ -271,6 +273,22 @@ def new_cell_search(release: Path, student: str, problem: str, part: str, low: f
 # ------------------------------------------------------------------ main
 
 
+def report(figures: dict) -> str:
+    rates, builds, c = figures["attacker"], figures["build"], figures["one_student_check"]
+    b, a = builds["before"], builds["after"]
+    return "\n".join([
+        "| figure | before (sha256 of grid points) | after (scrypt keys) |", "|---|---|---|",
+        f"| candidates/s, 1 process | {rates['old_sha256_digests_per_s_1_process']:,} | "
+        f"{rates['keys_per_s_1_process']:,} |",
+        f"| candidates/s, 2 processes | - | {rates['keys_per_s_2_processes']:,} |",
+        f"| 10^6 candidates, 1 process | {rates['old_seconds_for_1e6_candidates']} s | "
+        f"{rates['hours_for_1e6_candidates_1_process']} h ({rates['cpu_hours_for_1e6_candidates']} CPU-hours) |",
+        f"| build, {figures['students']} students (wall / CPU) | {b['wall_s']} s / {b['cpu_s']} s | "
+        f"{a['wall_s']} s / {a['cpu_s']} s |",
+        f"| one student's check | {c['before']['wall_s_median_of_3']} s | {c['after']['wall_s_median_of_3']} s "
+        f"({c['after']['keys']} keys) |"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=400)
@@ -340,18 +358,8 @@ def main() -> None:
     RESULTS.write_text(json.dumps(figures, indent=1) + "\n")
     shutil.rmtree(work, ignore_errors=True)
 
-    b, a, c = builds["before"], builds["after"], figures["one_student_check"]
-    print("\n| figure | before (sha256 of grid points) | after (scrypt keys) |\n|---|---|---|")
-    print(f"| candidates/s, 1 process | {rates['old_sha256_digests_per_s_1_process']:,} | "
-          f"{rates['keys_per_s_1_process']:,} |")
-    print(f"| candidates/s, 2 processes | - | {rates['keys_per_s_2_processes']:,} |")
-    print(f"| 10^6 candidates, 1 process | {rates['old_seconds_for_1e6_candidates']} s | "
-          f"{rates['hours_for_1e6_candidates_1_process']} h ({rates['cpu_hours_for_1e6_candidates']} CPU-hours) |")
-    print(f"| build, {args.students} students (wall / CPU) | {b['wall_s']} s / {b['cpu_s']} s | "
-          f"{a['wall_s']} s / {a['cpu_s']} s |")
-    print(f"| one student's check | {c['before']['wall_s_median_of_3']} s | {c['after']['wall_s_median_of_3']} s "
-          f"({c['after']['keys']} keys) |")
-
+    summary.write()
+    print(report(figures))
 
 if __name__ == "__main__":
     main()

@@ -54,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import summary  # noqa: E402
 from grade import graded_totals, mixed_samples  # noqa: E402
 from served_course import NAME, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
 from servers import ServerProcess  # noqa: E402
@@ -400,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     figures["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(figures, indent=1) + "\n")
+    summary.write_for(args.results)
     print(report(figures))
     clean = all(figures[k][c] == 0 for k in ("alone", "class", "kill9")
                 for c in ("lost", "duplicated", "wrong_student", "client_failures"))

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import summary
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 VENV_BIN = Path(sys.executable).parent
@@ -131,6 +133,7 @@ def main() -> None:
         }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "stats.json").write_text(json.dumps(figures, indent=1) + "\n")
+    summary.write()
     print(json.dumps(figures, indent=1))
 
 

@@ -349,3 +349,52 @@ def test_the_service_benchmark_in_small_grades_every_attempt_once_for_its_own_st
     assert kill["graded_exactly_once"] and 10 <= kill["killed_after_accepted"] <= 15, kill
     assert figures["sample_scores"][0] == 137  # ada.py, the first sample: the reference is qkv grade's own
     assert "| the class, kill -9 midway and a restart | 20 of 20 | 0 | 0 | 0 |" in done.stdout
+
+
+# --- benchmarks/summary.py: docs/benchmarks.md, made from the results files, never by hand ---------------------------
+
+@pytest.fixture(scope="module")
+def summary():
+    spec = importlib.util.spec_from_file_location("summary", ROOT / "benchmarks" / "summary.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmarks_page_is_what_the_committed_results_give(summary):
+    """A figure edited by hand, or results written without the page made again, fails here."""
+    assert (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8") == summary.render()
+
+
+def test_every_results_file_has_a_section_and_a_benchmark_that_writes_it(summary):
+    stems = {entry.results for entry in summary.SECTIONS}
+    assert stems == {path.stem for path in (ROOT / "benchmarks" / "results").glob("*.json")}
+    for entry in summary.SECTIONS:
+        source = (ROOT / "benchmarks" / entry.script).read_text(encoding="utf-8")
+        assert "summary.write" in source, f"{entry.script} writes {entry.results}.json but not the page"
+        assert ("def report(" in source) == entry.own_report, entry.script
+
+
+def test_a_results_file_without_its_own_report_is_shown_whole_in_a_table(summary, tmp_path):
+    (tmp_path / "stats.json").write_text(json.dumps({"machine": "m", "load_s": 0.5, "runs": [{"a": 1}],
+                                                     "nested": {"x": [1, 2]}, "name": "a|b"}))
+    page = summary.render(tmp_path)
+    assert "| load_s | 0.5 |" in page and "| nested / x | 1, 2 |" in page and "| name | a/b |" in page
+    assert "| runs | 1 entries: see the results file |" in page and "Machine: m" in page
+    assert "## `qkv grade`" not in page  # no results file, no section
+
+
+def test_a_trial_run_s_results_elsewhere_leave_the_page_alone(summary, tmp_path, monkeypatch):
+    written = []
+    monkeypatch.setattr(summary, "write", lambda *a, **k: written.append(1))
+    summary.write_for(tmp_path / "serve.json")
+    assert written == []
+    summary.write_for(summary.RESULTS / "serve.json")
+    assert written == [1]
+
+
+def test_the_readme_is_a_front_door_that_links_the_figures():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    assert "docs/benchmarks.md" in readme and "make demo" in readme and "make test" in readme
