@@ -19,7 +19,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.errors import QkvError
+from autograder.isolation_modes import IsolationMode, IsolationRequest
+from autograder.exam_formats import PAPER_FORMATS, QUIZ_FORMATS
 from autograder.report.summary import terminal_safe
 from autograder.serve.command import serve, tokens
 from autograder.serve.lti.command import lti
@@ -204,7 +207,7 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
               help="roster CSV (id,name,email,lms_id,section,extension): every hand-in is matched to its ids")
 @click.option("--strict", is_flag=True, help="grade nothing while intake has conflicts, off-roster or unmatched hand-ins")
-@click.option("--isolation", type=click.Choice(["require", "allow-rlimits", "bwrap", "rlimits"]),
+@click.option("--isolation", type=click.Choice(list(IsolationRequest)),
               help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
                    "resource limits only (student code can read your files); default: the assignment's policy")
 @click.option("--cluster", metavar="ADDRESS",
@@ -285,10 +288,10 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
         for item in run.intake:
             err_console.print(f"[yellow]intake:[/] {escape(terminal_safe(item.where))}: {escape(terminal_safe(item.what))}",
                               highlight=False, soft_wrap=True)
-    if run.isolation == "rlimits-only":
+    if run.isolation == IsolationMode.RLIMITS_ONLY:
         err_console.print("[bold red]WARNING: student code ran under resource limits ONLY, without namespaces or a "
                           "uid of its own: it could read your files. Install bubblewrap (apt-get install bubblewrap).[/]")
-    elif run.isolation == "uid":
+    elif run.isolation == IsolationMode.UID:
         err_console.print("[yellow]note:[/] bubblewrap is not usable here: student code ran as a uid of its own, "
                           "with the grader's files checked unreadable to it, but without namespaces.")
     console.print(gradebook_table(run.results))
@@ -334,7 +337,7 @@ def check(name: str, file: Path, student: str, dist: Path | None) -> None:
 @click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="number of problems")
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True, help="picks the problems and their numbers")
 @click.option("--student", metavar="ID", help="numbers of this student's own (the problems stay those of the seed)")
-@click.option("--format", "fmt", type=click.Choice(["md", "html", "pdf"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(PAPER_FORMATS)), default="md", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), help="output folder (default: dist/exam-seedS[-ID])")
 def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: str | None, fmt: str,
          out: Path | None) -> None:
@@ -386,8 +389,8 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
 
 @main.command()
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["qti", "moodle", "gift"]), required=True,
-              help="qti: Canvas quiz zip (QTI 1.2); moodle: Moodle XML; gift: Moodle GIFT text")
+@click.option("--format", "fmt", type=click.Choice(list(QUIZ_FORMATS)), required=True,
+              help="; ".join(f"{f.name}: {f.label}" for f in QUIZ_FORMATS.values()))
 @click.option("--variants", type=click.IntRange(1, 50), default=5, show_default=True,
               help="variants of each parameterised problem; each student draws one")
 @click.option("--seed", type=click.IntRange(0), help="numbers of the variants (default: the assignment's seed, or 0)")
@@ -431,8 +434,8 @@ def history(name: str, student: str, grades: Path | None) -> None:
 
 @main.command("export-grades")
 @click.argument("name")
-@click.option("--format", "fmt", required=True, metavar="canvas|moodle|csv",
-              help="canvas: gradebook import CSV; moodle: grade import CSV (match by email or ID number); csv: every figure")
+@click.option("--format", "fmt", required=True, type=click.Choice(list(GRADE_FORMATS)),
+              help="; ".join(f"{f.name}: {f.label}" for f in GRADE_FORMATS.values()))
 @click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
               help="the grading folder (qkv grade's --out; default: grades/NAME)")
 @click.option("--out", type=click.Path(path_type=Path), metavar="FILE", help="default: DIR/NAME-FORMAT.csv")
@@ -446,12 +449,10 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     """Write NAME's final grades (after late penalties) as an LMS import file, and a file of feedback comments."""
     from autograder.assemble.manifest import lms_links
     from autograder.classroom.classbook import open_gradebook, stored_title
-    from autograder.classroom.grades_export import FORMATS, comments_path, export_files, export_notes, grade_column
+    from autograder.classroom.grades_export import comments_path, export_files, export_notes, grade_column
     from autograder.classroom.roster import load_roster
     from autograder.report.files import write_atomic
 
-    if fmt not in FORMATS:
-        raise QkvError("--format", f"unknown format {fmt!r}: choose {', '.join(FORMATS)}")
     folder = _grades_folder(name, grades)
     class_roster = load_roster(roster) if roster else None
     out = out or folder / f"{name}-{fmt}.csv"

@@ -226,6 +226,19 @@ def test_the_canvas_export_has_each_students_final_score(numpy_service, handed_i
     assert rows["s2026002"] == f"{reference.scores['ben.py']:g}"
 
 
+def test_the_class_page_links_every_registered_export_and_each_link_gives_its_file(numpy_service, handed_in):
+    """The links come from the registry (grade_formats.GRADE_FORMATS): the page once linked /export/plain, a 404."""
+    from autograder.classroom.grade_formats import GRADE_FORMATS
+
+    prof = numpy_service.signed_in("prof")
+    page = prof.get(f"/a/{NAME}/class").text
+    links = re.findall(rf'href="(/a/{NAME}/export/[^"]+)"', page)
+    assert links == [f"/a/{NAME}/export/{name}" for name in GRADE_FORMATS]
+    for link in links:
+        answer = prof.get(link)
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/csv"), link
+
+
 def test_an_instructor_regrades_one_students_attempts(numpy_service, handed_in, reference):
     ben = handed_in["ben.py"].path.rsplit("/", 1)[1]
     ada = handed_in["ada.py"].path.rsplit("/", 1)[1]

@@ -210,3 +210,44 @@ def test_a_qkv_process_reads_and_checks_notebooks_without_compiling_the_iri_gram
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["None", "False"]
+
+
+# ------------------------------------------------------------------ registries per axis
+
+# Each axis other than kinds is one registry: grade exports (classroom/grade_formats.py), quiz exports and exam papers
+# (exam_formats.py), isolation (isolation_modes.py). A decision on a format's or a mode's name written out anywhere
+# else (`if fmt == "canvas":`, `isolation != "bwrap"`) is a second place to keep in step; this finds one.
+REGISTRIES = ("autograder/classroom/grade_formats.py", "autograder/exam_formats.py", "autograder/isolation_modes.py")
+_DECIDED = re.compile(r"""\b(fmt|format|isolation)\b\s*(==|!=)\s*["']|["']\s*(==|!=)\s*[\w.]*\b(fmt|format|isolation)\b"""
+                      r"""|\b(fmt|format|isolation)\s+(not\s+)?in\s+[(\[{]\s*["']""")
+
+
+def _decisions_on_names(root: Path) -> list[str]:
+    hits = []
+    for folder in ENGINE:
+        for path in sorted((root / folder).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            if relative in REGISTRIES or "/references/" in relative:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if _DECIDED.search(line.split("#", 1)[0]):
+                    hits.append(f"{relative}:{number}: {line.strip()}")
+    return hits
+
+
+def test_formats_and_isolation_modes_are_decided_through_their_registries():
+    assert _decisions_on_names(ROOT) == []
+
+
+def test_the_registry_rule_finds_each_form_of_a_decision_on_a_name(tmp_path):
+    caught = ['if fmt == "canvas":', "elif fmt != 'moodle':", 'if run.isolation == "rlimits-only":',
+              'if "bwrap" == pool.isolation:', 'if isolation in ("require", "bwrap"):']
+    passed = ["if fmt not in GRADE_FORMATS:", "if pool.isolation == IsolationMode.BWRAP:",
+              'layout = "moodle"  # fmt == "canvas" in a comment']
+    for folder in ENGINE:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "sample.py").write_text("\n".join(caught + passed) + "\n")
+    hits = _decisions_on_names(tmp_path)
+    assert [hit.split(":")[:2] for hit in hits] == [[f"{folder}/sample.py", str(n)] for folder in ENGINE
+                                                   for n in range(1, len(caught) + 1)]
+

@@ -17,11 +17,10 @@ choice questions whose right choice is clearly the longest.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from autograder import extras
-from autograder.bank.load import Bank, LoadReport, load_bank
+from autograder.bank.load import Bank, LoadReport
 from autograder.kinds.resolve import UnresolvedReference, resolve
 from autograder.kinds import Problem, kind_of
 from autograder.kinds.implement.power import power_findings
@@ -115,7 +114,3 @@ def validate_report(report: LoadReport) -> list[Finding]:
     """Every loading error and every finding of the problems that loaded."""
     return [Finding(e.where, e.what) for e in report.errors] + validate_bank(report.bank)
 
-
-def validate_path(path: Path | None) -> tuple[Bank, list[Finding]]:
-    report = load_bank(path)
-    return report.bank, validate_report(report)

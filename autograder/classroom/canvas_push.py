@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from autograder.classroom.grades_export import GradeLine
+from autograder.classroom.grade_formats import GradeLine
 from autograder.errors import QkvError
 
 

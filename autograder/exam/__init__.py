@@ -20,9 +20,9 @@ from autograder.bank.load import Bank
 from autograder.course.bank import load_course_bank_strict
 from autograder.course.find import find_course
 from autograder.errors import QkvError
+from autograder.exam_formats import PAPER_FORMATS
 from autograder.exam.select import Exam, ExamSpec, draw_exam
 
-FORMATS = ("md", "html", "pdf")
 KEY = "answer-key"
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -39,26 +39,17 @@ def default_out(spec: ExamSpec) -> Path:
 
 
 def exam_files(exam: Exam, fmt: str) -> dict[str, bytes]:
-    """{file name: bytes} of the exam and its answer key in one format."""
-    from autograder.exam.paper import exam_paper, key_paper, paper_html, paper_markdown
+    """{file name: bytes} of the exam and its answer key in one format (exam_formats.PAPER_FORMATS)."""
+    from autograder.exam.paper import exam_paper, key_paper
 
-    papers = {"exam": exam_paper(exam), KEY: key_paper(exam)}
-    if fmt == "md":
-        return {f"{name}.md": paper_markdown(paper).encode() for name, paper in papers.items()}
-    from autograder.exam.katex import load_katex
-
-    katex = load_katex(f"--format {fmt}")
-    pages = {name: paper_html(paper, katex) for name, paper in papers.items()}
-    if fmt == "html":
-        return {f"{name}.html": page.encode() for name, page in pages.items()}
-    from autograder.exam.pdf import print_pdf
-
-    return {f"{name}.pdf": print_pdf(page) for name, page in pages.items()}
+    paper_format = PAPER_FORMATS[fmt]
+    written = paper_format.write({"exam": exam_paper(exam), KEY: key_paper(exam)})
+    return {f"{name}{paper_format.suffix}": data for name, data in written.items()}
 
 
 def write_exam(spec: ExamSpec, fmt: str = "md", out: Path | None = None, bank: Bank | None = None) -> ExamResult:
-    if fmt not in FORMATS:
-        raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
+    if fmt not in PAPER_FORMATS:
+        raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(PAPER_FORMATS)})")
     if spec.student is not None and not _STUDENT_ID.fullmatch(spec.student):
         raise QkvError("--student", "a student id is letters, digits, '.', '_' and '-' (at most 64)")
     exam = draw_exam(bank or load_course_bank_strict(find_course()), spec)

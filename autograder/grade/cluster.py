@@ -41,6 +41,7 @@ from typing import Optional
 import dask
 from distributed import Client, Future, KilledWorker, LocalCluster, Worker, WorkerPlugin, as_completed, get_worker
 
+from autograder.isolation_modes import IsolationMode
 from autograder.bundle import GradingBundle, read_bundle
 from autograder.errors import QkvError
 from autograder.grade.cluster_security import (PlaintextClusterWarning, TlsFiles, UnsafeFolder, client_security,
@@ -117,7 +118,7 @@ def grader_name(files: dict[str, bytes], limits: Limits, isolation: str) -> str:
     return f"qkv-grader-{digest.hexdigest()[:16]}"
 
 
-ISOLATION_ORDER = ("bwrap", "uid", "rlimits-only")  # strongest first
+ISOLATION_ORDER = tuple(IsolationMode)  # strongest first
 
 
 def weakest_isolation(isolations: Sequence[str]) -> str:

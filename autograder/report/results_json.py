@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from autograder.isolation_modes import IsolationMode
 from autograder.kinds import KINDS
 from autograder.memo import Memo
 from autograder.results import ProblemResult, SubmissionResult, TestResult, all_passed
@@ -53,11 +54,6 @@ def _test_output(test: TestResult, summary: Summary, code: bool) -> str:
     return "\n".join(lines)
 
 
-ISOLATION_TEXT = {
-    "bwrap": "isolated (bubblewrap namespaces)",
-    "uid": "isolated by user id only (no namespaces; the grader's files unreadable)",
-    "rlimits-only": "NOT isolated: resource limits only",
-}
 
 
 def _points(value: float) -> str:
@@ -105,7 +101,7 @@ def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
 
 def _document(result: SubmissionResult, isolation: str, summary: Summary, tests: list[dict] | None) -> dict:
     output = f"status: {result.status}" + (f" ({result.message})" if result.message else "")
-    output += f"\nsandbox: {ISOLATION_TEXT.get(isolation, isolation)}"
+    output += f"\nsandbox: {IsolationMode(isolation).text if isolation in set(IsolationMode) else isolation}"
     for note in result.notes:
         output += f"\n{note}"
     for line in fix_first(summary):

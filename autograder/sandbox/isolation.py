@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-REQUESTS = ("require", "allow-rlimits", "bwrap", "rlimits")
+from autograder.isolation_modes import IsolationMode, IsolationRequest
+
 PROBE_UID = 999_999  # an unused uid with no groups: what "others" may read
 ENGINE_PACKAGES = ("autograder",)  # the references are autograder.references
 
@@ -35,7 +36,7 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Isolation:
-    mode: str  # "bwrap" | "uid" | "rlimits-only"
+    mode: IsolationMode
     warning: Optional[str] = None  # for the terminal, the gradebook and every feedback page
 
 
@@ -98,29 +99,29 @@ def readable_by_others(paths: Sequence[Path]) -> Optional[Path]:
 
 def choose(request: str, bwrap_problem: Callable[[], Optional[str]], protect: Sequence[Path] = ()) -> Isolation:
     """The isolation to grade with, or SandboxError saying why the request cannot be met here."""
-    if request not in REQUESTS:
+    if request not in set(IsolationRequest):
         raise ValueError(f"unknown isolation request {request!r}")
     problem = None
-    if request != "rlimits":
+    if request != IsolationRequest.RLIMITS:
         problem = bwrap_problem()
         if problem is None:
-            return Isolation("bwrap")
-        if request == "bwrap":
+            return Isolation(IsolationMode.BWRAP)
+        if request == IsolationRequest.BWRAP:
             raise SandboxError(f"bwrap isolation was requested but is not usable here: {problem}")
     why = f"bubblewrap is not usable ({problem})" if problem else "bubblewrap was not asked for"
     if os.geteuid() == 0:
         exposed = readable_by_others([*engine_paths(), *protect])
         if exposed is None:
-            return Isolation("uid")
+            return Isolation(IsolationMode.UID)
         unsafe = (f"{why}, and {exposed} is readable by other users, so student code could read it: "
                   "install bubblewrap, or make the grader's files readable by their owner only (chmod -R go-rwx)")
     else:
         unsafe = (f"{why}, and qkv runs as a normal user: student code would run as you and could read "
                   "your files (solutions included) and use the network")
-    if request == "require":
+    if request == IsolationRequest.REQUIRE:
         raise SandboxError(f"{unsafe}; this assignment's grading policy requires isolation "
                            "(to grade anyway: --isolation allow-rlimits)")
-    return Isolation("rlimits-only", f"student code runs with resource limits ONLY: {unsafe}")
+    return Isolation(IsolationMode.RLIMITS_ONLY, f"student code runs with resource limits ONLY: {unsafe}")
 
 
 @functools.lru_cache(maxsize=4)

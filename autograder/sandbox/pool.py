@@ -32,6 +32,7 @@ from typing import Literal, Optional, TypeVar, Union
 
 import qkv_runtime
 
+from autograder.isolation_modes import IsolationMode, IsolationRequest
 from autograder.sandbox import isolation as isolation_module
 from autograder.sandbox import policy
 from autograder.sandbox.isolation import SandboxError
@@ -170,9 +171,9 @@ def default_slots() -> int:
     return cpus + 1
 
 
-def isolation_available() -> str:
-    """Return "bwrap" when bubblewrap sandboxes work on this machine, else "rlimits-only"."""
-    return "bwrap" if _bwrap_problem() is None else "rlimits-only"
+def isolation_available() -> IsolationMode:
+    """bwrap when bubblewrap sandboxes work on this machine, else rlimits-only."""
+    return IsolationMode.BWRAP if _bwrap_problem() is None else IsolationMode.RLIMITS_ONLY
 
 
 class _Spawner:
@@ -241,7 +242,7 @@ class _Worker:
         # left, and without bwrap's namespace a survivor would otherwise share the next worker's uid.
         number = next(_slot_numbers) % 256
         self.uid = UID_BASE + (os.getpid() % 10_000_000) * 256 + number if os.geteuid() == 0 else None
-        if pool.isolation == "bwrap":
+        if pool.isolation == IsolationMode.BWRAP:
             scratch, lib = policy.SCRATCH_INSIDE, [policy.WORKER_LIB]
         else:
             # a fresh folder per start: one a submission left unremovable retires with its worker
@@ -252,7 +253,7 @@ class _Worker:
         config = {"track": pool.track, "site": list(policy.site_dirs()), "scratch": scratch, "uid": self.uid,
                   "lib": lib}
         command = [policy.python_executable(), "-I", "-S", "-B", "-c", LAUNCH, json.dumps(config)]
-        if pool.isolation == "bwrap":
+        if pool.isolation == IsolationMode.BWRAP:
             command = _bwrap_command(pool._scratch_bytes) + command
         self.process = pool._spawner.call(
             lambda: subprocess.Popen(
@@ -395,7 +396,7 @@ class SandboxPool:
         track: Literal["numpy", "torch"],
         jobs: int | None = None,
         limits: Limits = Limits(),
-        isolation: str = "require",
+        isolation: str = IsolationRequest.REQUIRE,
         protect: Sequence[Path] = (),
     ) -> None:
         """`isolation`: what to insist on (sandbox/isolation.py: require, allow-rlimits, bwrap, rlimits);
@@ -439,7 +440,7 @@ class SandboxPool:
             if failed is not None:
                 raise failed  # once, and not paid for twice: the start after it tries afresh
             self._spawner = _Spawner()
-            if self.isolation != "bwrap":
+            if self.isolation != IsolationMode.BWRAP:
                 self._scratch_base = tempfile.mkdtemp(prefix="qkv-sandbox-")
                 os.chmod(self._scratch_base, 0o711)
                 # the worker imports its package and the runtime by these names, as inside bwrap

@@ -13,7 +13,8 @@ from typing import Any, Optional
 
 from autograder.classroom import classbook
 from autograder.classroom.deadlines import LateOutcome
-from autograder.classroom.grades_export import FORMATS, export_files, grade_column, grade_lines
+from autograder.classroom.grade_formats import GRADE_FORMATS
+from autograder.classroom.grades_export import export_files, grade_column, grade_lines
 from autograder.classroom.roster import Roster
 from autograder.classroom.stats_page import class_report
 from autograder.grade.gradebook import Gradebook
@@ -141,8 +142,8 @@ def export(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], fmt: 
     from autograder.assemble.manifest import lms_links
     from autograder.course.find import find_course
 
-    if fmt not in FORMATS:
-        raise Refusal(404, f"no export format {fmt!r}: choose {', '.join(FORMATS)}", "Not found")
+    if fmt not in GRADE_FORMATS:
+        raise Refusal(404, f"no export format {fmt!r}: choose {', '.join(GRADE_FORMATS)}", "Not found")
     column = grade_column(fmt, classbook.stored_title(book) or a.name,
                           lms_links(a.name, find_course().assignments).canvas_assignment_id)
     out = Path(f"{a.name}-{fmt}.csv")

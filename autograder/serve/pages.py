@@ -9,10 +9,12 @@ from typing import Any, Optional
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.grade.gradebook.records import Attempt, AttemptState
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                    autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+_ENV.globals["export_formats"] = tuple(GRADE_FORMATS.values())  # the class page links each registered export
 
 
 def when(moment: Optional[dt.datetime | float]) -> str:

@@ -15,10 +15,11 @@ from autograder.bank.load import Bank
 from autograder.course.bank import load_course_bank_strict
 from autograder.course.find import find_course
 from autograder.errors import QkvError
+from autograder.exam_formats import QUIZ_FORMATS
 from autograder.exam.lms.quiz import Quiz, build_quiz
 from autograder.kinds import Problem, kind_of
 
-FORMATS = {"qti": ".zip", "moodle": ".xml", "gift": ".gift.txt"}
+
 TOPIC_PREFIX = "topic:"
 
 
@@ -51,27 +52,16 @@ def export_problems(name: str, bank: Bank, seed: int | None) -> tuple[str, str, 
 
 
 def export(name: str, fmt: str, variants: int = 5, seed: int | None = None, bank: Bank | None = None) -> Export:
-    if fmt not in FORMATS:
-        raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})")
+    if fmt not in QUIZ_FORMATS:
+        raise QkvError("--format", f"unknown format '{fmt}' (formats: {', '.join(QUIZ_FORMATS)})")
     ident, title, problems, seed = export_problems(name, bank or load_course_bank_strict(find_course()), seed)
     code = sum(kind_of(p).code for p, _ in problems)
     if code == len(problems):
         raise QkvError("NAME", f"'{name}' has only code problems, which learning platforms cannot grade: use `qkv build`")
     quiz = build_quiz(ident, title, problems, seed, variants)
     summary = f"{len(quiz.groups)} question groups, {sum(len(g.questions) for g in quiz.groups)} questions"
-    if fmt == "qti":
-        from autograder.exam.lms.qti import qti_summary, qti_zip
-
-        data, summary = qti_zip(quiz), qti_summary(quiz)
-    elif fmt == "moodle":
-        from autograder.exam.lms.moodle import moodle_xml
-
-        data = moodle_xml(quiz)
-    else:
-        from autograder.exam.lms.gift import gift_text
-
-        data = gift_text(quiz).encode()
-    return Export(quiz, data, f"{ident}-{fmt}{FORMATS[fmt]}", code, summary)
+    data, said = QUIZ_FORMATS[fmt].write(quiz)
+    return Export(quiz, data, f"{ident}-{fmt}{QUIZ_FORMATS[fmt].suffix}", code, said or summary)
 
 
 def write_export(result: Export, out: Path | None) -> Path:

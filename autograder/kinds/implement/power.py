@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.isolation_modes import IsolationRequest
 from autograder.kinds.implement import runnable_references
 from autograder.kinds.implement.inputs import call_arguments
 from autograder.kinds.implement.outputs import Outputs, run_trusted
@@ -125,7 +126,7 @@ def _run(found: Sequence[StandIn]) -> SubmissionRun:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            pool = SandboxPool("numpy", jobs=1, isolation="allow-rlimits")
+            pool = SandboxPool("numpy", jobs=1, isolation=IsolationRequest.ALLOW_RLIMITS)
         with pool:
             return pool.run(program(found), [_calls(found)])
     finally:

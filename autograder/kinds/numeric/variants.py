@@ -48,11 +48,6 @@ def compute_quantities(problem: NumericProblem, params: dict[str, Any]) -> dict[
     return quantities
 
 
-def compute_answers(problem: NumericProblem, params: dict[str, Any]) -> dict[str, np.ndarray]:
-    quantities = compute_quantities(problem, params)
-    return {part.name: quantities[part.name] for part in problem.parts}
-
-
 def lecture_variant(problem: NumericProblem) -> Variant:
     assert problem.lecture_example is not None
     params = dict(problem.lecture_example.params)
