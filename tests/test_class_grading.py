@@ -22,7 +22,7 @@ from autograder.errors import QkvError
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from conftest import QKV, ROOT, gradebook_rows, key_module, replace_function
 from conftest import said as told
-from solutions import misconceptions
+from autograder.references import misconceptions
 
 pytestmark = pytest.mark.slow  # grades whole classes, mostly through the qkv command
 

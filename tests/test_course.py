@@ -318,11 +318,11 @@ misconceptions:
 
 
 def attend_problem(course: Path, builds_on: bool) -> Path:
-    """A problem of the course's own whose reference imports the bundled softmax_rows by the problem files' name."""
+    """A problem of the course's own whose reference imports the bundled softmax_rows by its one name."""
     folder = course / "question_bank" / "attend"
     new_problem(find_course(course), "attend", "implement")
     (folder / "problem.yaml").write_text(ATTEND.replace("BUILDS_ON", "builds_on: [softmax-rows]" if builds_on else ""))
-    (folder / "reference.py").write_text("import numpy as np\n\nfrom solutions.numpy_ref import softmax_rows\n\n\n"
+    (folder / "reference.py").write_text("import numpy as np\n\nfrom autograder.references.numpy_ref import softmax_rows\n\n\n"
                                          "def attend(S, V):\n    return softmax_rows(S) @ np.asarray(V, dtype=float)\n")
     (folder / "misconceptions.py").write_text("import numpy as np\n\n\ndef scores_times_values(S, V):\n"
                                               "    return np.asarray(S, dtype=float) @ np.asarray(V, dtype=float)\n")
@@ -378,6 +378,26 @@ def test_the_implement_skeleton_says_what_builds_on_is_for():
     lines = template.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("# builds_on: "))
     said = " ".join(line.split("#")[-1].strip() for line in lines[start:start + 6])
-    assert "fix softmax_rows first" in said and "from solutions.numpy_ref import softmax_rows" in said
+    assert "fix softmax_rows first" in said and "from autograder.references.numpy_ref import softmax_rows" in said
     # uncommented, it is the field the schema takes
     assert yaml.safe_load(lines[start].removeprefix("# ").split("#")[0]) == {"builds_on": ["softmax-rows"]}
+
+
+def test_code_that_imports_the_references_old_name_is_told_the_new_one_in_a_line(small_course):
+    """`solutions` is no importable module (no import hook makes it one): a course's reference.py written with it
+    gets, from `qkv validate` as users run it, one line naming the import to write."""
+    folder = attend_problem(small_course, builds_on=False)
+    reference = folder / "reference.py"
+    reference.write_text(reference.read_text().replace("from autograder.references.numpy_ref", "from solutions.numpy_ref"))
+    checked = qkv(small_course, "validate")
+    said = [line for line in (checked.stdout + checked.stderr).splitlines() if "imports 'solutions'" in line]
+    assert checked.returncode != 0 and "Traceback" not in checked.stderr
+    assert len(said) == 1 and said[0].startswith(f"{folder / 'problem.yaml'}: references.numpy:")
+    assert "(`from autograder.references.numpy_ref import softmax_rows`)" in said[0]
+
+
+def test_the_problem_files_short_name_is_the_very_function_code_imports():
+    from autograder.kinds.resolve import resolve
+    from autograder.references.numpy_ref import softmax_rows
+
+    assert resolve("solutions.numpy_ref.softmax_rows") is softmax_rows

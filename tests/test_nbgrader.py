@@ -111,10 +111,10 @@ def _parameters(signature: str) -> list[str]:
 
 def mistake_source(problem: ImplementProblem, mutant_ref: str, track: str) -> str | None:
     """A student's function built from a bank misconception (NumPy); on the torch track wrapped
-    to take and return tensors. None when it needs our `solutions` package, which students lack."""
+    to take and return tensors. None when it needs our references package, which students lack."""
     body = "\n".join(line for line in solution_body(resolve(mutant_ref)).splitlines()
-                     if not re.match(r"(from solutions\b|import solutions\b|from \.\w* import)", line))
-    if re.search(r"\bref\.|\bsolutions\b", body):
+                     if not re.match(r"(from autograder\.references\b|from \.\w* import)", line))
+    if re.search(r"\bref\.|\bautograder\b", body):
         return None
     if track == "numpy":
         return f"def {problem.signature}:\n{textwrap.indent(body, '    ')}\n"

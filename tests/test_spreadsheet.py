@@ -20,7 +20,7 @@ import pytest
 from autograder.report.spreadsheet import csv_text, safe_cell
 from conftest import QKV, ROOT, key_module, replace_function
 from fixtures.classroom import formulas as fx
-from solutions import misconceptions
+from autograder.references import misconceptions
 
 pytestmark = pytest.mark.slow  # grades a class whose every name is a formula
 

@@ -251,3 +251,12 @@ def test_the_registry_rule_finds_each_form_of_a_decision_on_a_name(tmp_path):
     assert [hit.split(":")[:2] for hit in hits] == [[f"{folder}/sample.py", str(n)] for folder in ENGINE
                                                    for n in range(1, len(caught) + 1)]
 
+
+def test_no_import_hook_in_the_engine():
+    """A name is importable because a package of that name is installed, not because a finder says so: the bundled
+    references are `autograder.references` alone (kinds/resolve.py once made `solutions` another name for them)."""
+    hooks = [f"{path.relative_to(ROOT)}:{n}" for folder in ENGINE for path in sorted((ROOT / folder).rglob("*.py"))
+             if "/references/" not in path.as_posix()
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bsys\.(meta_path|path_hooks)\b", line.split("#", 1)[0])]
+    assert hooks == []

@@ -11,7 +11,7 @@ What a problem builds on is its `builds_on:` list, or, when the problem file has
 none, the other problems of the assignment whose reference functions its
 reference calls, directly or through functions of the same module, by their
 module-level name (solutions/numpy_ref.py) or by a name it imported them as (a
-course's `from solutions.numpy_ref import softmax_rows`: the very function, see
+course's `from autograder.references.numpy_ref import softmax_rows`: the very function, see
 kinds/resolve.py). A copy of the module's namespace with those names rebound
 composes the mistake in. Trusted process, build time only.
 """

@@ -95,7 +95,7 @@ def _parts(function: Callable, include_self: bool, seen: frozenset[str]) -> tupl
 def reference_source(function: Callable, include_self: bool = True) -> tuple[str, str]:
     """(imports, definitions) needed to define `function` on its own (without it: its helpers only).
 
-    A function it imports from reference code (`from solutions.numpy_ref import softmax_rows`) is defined
+    A function it imports from reference code (`from autograder.references.numpy_ref import softmax_rows`) is defined
     instead of imported, with its own imports and helpers, before the module's own definitions."""
     imports, blocks = _parts(function, include_self, frozenset())
     return "\n".join(imports), "\n\n\n".join(blocks)
