@@ -83,6 +83,7 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/d
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 check: setup
+	$(BIN)/ruff check autograder qkv_runtime
 	$(PYTEST) -m "not slow"
 
 test: setup

@@ -21,7 +21,7 @@ from autograder.kinds.items import Variant, Verdict
 from autograder.kinds.model import Strict
 from qkv_runtime import judge
 from qkv_runtime.answers import AnswerFormatError, not_the_choice, parse_choice
-from qkv_runtime.judge import LETTERS, letter_of, letters
+from qkv_runtime.judge import LETTERS, letter_of, letters  # noqa: F401 - letter_of: true_false reads it here
 
 ChoiceId = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=40)]
 # an id is shown to nobody, but it travels in the self-check data: it must not say which choice is right

@@ -120,7 +120,7 @@ class Sessions(SessionService):
 
     _launch_data_lifetime = LAUNCH_SECONDS
 
-    def __init__(self, values: StoredValues):  # noqa: super's reads a framework session, which there is none of
+    def __init__(self, values: StoredValues):  # not super's: it reads a framework session, which there is none of
         self.data_storage = values
 
     def check_nonce(self, nonce: str) -> bool:
