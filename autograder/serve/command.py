@@ -15,6 +15,7 @@ import click
 
 from autograder import extras
 from autograder.errors import QkvError
+from autograder.private import private_folder, write_private
 
 
 
@@ -25,7 +26,7 @@ def _store(db: Optional[str]):
     store = parse_store(db) if db else find_course().output("grades", "serve")
     if isinstance(store, Path) and not store.exists():
         try:
-            store.mkdir(mode=0o700, parents=True)  # it holds every student's files and the token hashes
+            private_folder(store)  # it holds every student's files and the token hashes
         except OSError as err:
             raise QkvError(str(store), f"cannot make the folder: {err.strerror or err}") from None
     return store
@@ -222,23 +223,9 @@ def tokens(name: str, out: Optional[Path], roster: Optional[Path], db: Optional[
             token = book.issue(person, role, now)
             rows.append((person, full_name, email, role.value, token, f"{base}/signin?token={token}&next=/a/{name}"))
     target = out or Path("tokens.csv")
-    _write_private(target, csv_text(rows).encode())
+    write_private(target, csv_text(rows).encode())
     click.echo(f"{len(rows) - 1} token(s) issued; wrote {target} (owner-only: it holds the tokens, "
                "which are shown nowhere else)")
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write a file only its owner can read, whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise QkvError(str(path), f"cannot write the file: {err.strerror or err}") from None
 
 
 __all__ = ["serve", "tokens"]

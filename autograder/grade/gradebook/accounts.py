@@ -11,14 +11,12 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from autograder.errors import QkvError
 from autograder.grade.gradebook.database import Database, is_postgres, open_postgres, open_sqlite, shown_url
 
 ACCOUNTS_FILE = "accounts.sqlite"
@@ -77,25 +75,12 @@ def _hash(secret: str, salt: bytes) -> bytes:
     return hashlib.scrypt(secret.encode(), salt=salt, **_SCRYPT)
 
 
-def _owner_only(path: Path) -> None:
-    """Make the accounts file readable by its owner only before SQLite opens it (it holds the hashes)."""
-    if not path.exists():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-        except FileExistsError:
-            pass
-        except OSError as err:
-            raise QkvError(str(path), f"cannot make the accounts file: {err.strerror or err}") from None
-
-
 def open_service_database(where: Union[Path, str], schema: str) -> tuple[str, Database]:
     """(where it is, for messages; the database) of the service's own tables: the accounts file, owner-only,
     or the PostgreSQL schema SCHEMA_NAME; `schema`'s tables made."""
     if isinstance(where, str) and is_postgres(where):
         shown, db = shown_url(where), open_postgres(where, SCHEMA_NAME)
-    else:
-        _owner_only(Path(where))
+    else:  # open_sqlite makes the file owner-only: it holds the hashes
         shown, db = str(where), open_sqlite(Path(where), durable=True)
     db.script(schema)
     return shown, db
