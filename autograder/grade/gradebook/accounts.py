@@ -175,6 +175,12 @@ class AccountBook:
                 self._db.execute("SELECT person, role FROM accounts WHERE revoked_at IS NULL AND id NOT LIKE ?",
                                  (LAUNCHED + "%",))}
 
+    def revoked(self) -> dict[str, Role]:
+        """Everyone revoked (`revoke`: accounts, none live; a reissue keeps one live), and the role they last had."""
+        return {person: Role(role) for person, role in self._db.execute(
+            "SELECT person, role FROM accounts AS a WHERE NOT EXISTS (SELECT 1 FROM accounts AS b WHERE b.person = "
+            "a.person AND b.revoked_at IS NULL) ORDER BY issued_at")}
+
     def launched(self, person: str, role: Role, now: float) -> Account:
         """The account an LMS launch signs `person` in to: made on their first launch, with an empty hash that no
         token matches, so it opens sessions only through a verified launch; `revoke` ends it like a token's."""
