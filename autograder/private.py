@@ -48,7 +48,7 @@ def write_private(path: Path, data: bytes, replace: bool = True) -> None:
     try:
         private_folder(path.parent)
     except OSError as err:
-        raise QkvError(str(path.parent), f"cannot make the folder: {err.strerror or err}") from None
+        raise QkvError(str(path), f"cannot write the file: its folder cannot be made ({err.strerror or err})") from None
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
