@@ -237,7 +237,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
     from autograder.grade.route import tune_for_grading
     from autograder.grade.timings import Timings
-    from autograder.report.files import write_atomic
+    from autograder.private import write_private
     from autograder.report.summary import gradebook_table, summary_table
     from autograder.routes.class_grading import grade_class
 
@@ -273,11 +273,10 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
                                                                           description=escape(terminal_safe(student))))
     if timings is not None and timings_file is not None:
         try:
-            write_atomic(timings_file, (json.dumps(timings.to_json(run.graded_now, cluster is None), indent=1)
+            write_private(timings_file, (json.dumps(timings.to_json(run.graded_now, cluster is None), indent=1)
                                         + "\n").encode())
-        except OSError as err:
-            raise QkvError(str(timings_file), f"cannot write the timings ({err.strerror or err}); the grades are "
-                                              f"written in {run.out}") from None
+        except QkvError as err:
+            raise QkvError(err.where, f"{err.what}; the grades are written in {run.out}") from None
     for note in run.notes:
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
     if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows
@@ -451,7 +450,7 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     from autograder.classroom.classbook import open_gradebook, stored_title
     from autograder.classroom.grades_export import comments_path, export_files, export_notes, grade_column
     from autograder.classroom.roster import load_roster
-    from autograder.report.files import write_atomic
+    from autograder.private import write_private
 
     folder = _grades_folder(name, grades)
     class_roster = load_roster(roster) if roster else None
@@ -461,7 +460,7 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
                                         lms_links(name, current_course().assignments).canvas_assignment_id)
         files, lines = export_files(db, fmt, out, column, class_roster)
     for path, data in files.items():
-        write_atomic(path, data)
+        write_private(path, data)
     graded = sum(1 for line in lines if line.final is not None)
     console.print(f"{graded} grade(s), {len(lines) - graded} left blank (nothing graded); wrote "
                   + ", ".join(f"[bold]{escape(str(p))}[/]" for p in files))
@@ -479,7 +478,7 @@ def stats(name: str, grades: Path | None, dist: Path | None) -> None:
     from autograder.bundle import read_bundle
     from autograder.classroom.classbook import open_gradebook
     from autograder.classroom.stats_page import class_report, stats_table
-    from autograder.report.files import write_atomic
+    from autograder.private import write_private
 
     folder = _grades_folder(name, grades)
     bundle_dir = (dist or current_course().output("dist", name)) / "autograder"
@@ -489,7 +488,7 @@ def stats(name: str, grades: Path | None, dist: Path | None) -> None:
     if bundle is None:
         err_console.print(f"[yellow]note:[/] no build of {escape(name)} at {escape(str(bundle_dir))}: "
                           "choice items are shown without their texts")
-    write_atomic(folder / "stats.html", page.encode())
+    write_private(folder / "stats.html", page.encode())
     console.print(stats_table(analysis))
     alpha = "-" if analysis.alpha is None else f"{analysis.alpha:.2f}"
     console.print(f"Cronbach's alpha {alpha}; {len(analysis.flagged)} item(s) flagged; "

@@ -22,7 +22,7 @@ from autograder.classroom.roster import Roster
 from autograder.classroom.stats import load_scores
 from autograder.kinds import kind_of
 from autograder.grade.intake import read_submission
-from autograder.report.files import write_atomic
+from autograder.private import write_private
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,6 @@ def copying_signals(name: str, submissions: Path, dist: Path, grades: Path, rost
         codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
     per_student, flags, report = class_signals(bundle, dist / "student", scores, codes, threshold)
     page, table = grades / "copying.html", grades / "copying.csv"
-    write_atomic(page, copying_html(bundle.title, per_student, flags, report).encode())
-    write_atomic(table, copying_csv(flags, report).encode())
+    write_private(page, copying_html(bundle.title, per_student, flags, report).encode())
+    write_private(table, copying_csv(flags, report).encode())
     return Signals(per_student, flags, report, (page, table))

@@ -11,7 +11,6 @@ temporary folder.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from autograder.course.find import find_course
 from autograder.errors import QkvError
 from autograder.exam_formats import PAPER_FORMATS
 from autograder.exam.select import Exam, ExamSpec, draw_exam
+from autograder.private import private_folder, write_private
 
 KEY = "answer-key"
 _STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -58,16 +58,16 @@ def write_exam(spec: ExamSpec, fmt: str = "md", out: Path | None = None, bank: B
     if out.exists() and not out.is_dir():
         raise QkvError(str(out), "output path exists and is not a folder")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        if spec.student is not None:
+            private_folder(out)  # its name says whose exam it is
+        else:
+            out.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
-            if name.startswith(KEY):
-                # created 0600, and made so if an older key was readable: os.open's mode only applies to new files
-                with open(os.open(out / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600),
-                          "wb") as handle:
-                    os.fchmod(handle.fileno(), 0o600)
-                    handle.write(data)
-            else:
+            if not name.startswith(KEY):
                 (out / name).write_bytes(data)
     except OSError as err:
         raise QkvError(str(out), f"cannot write: {err.strerror}") from None
+    for name, data in files.items():
+        if name.startswith(KEY):
+            write_private(out / name, data)
     return ExamResult(exam, out, {name: len(data) for name, data in files.items()})

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from autograder.private import write_private
 from autograder.results import SubmissionResult
-from autograder.report.files import write_atomic
 from autograder.report.spreadsheet import csv_text
 
 
@@ -35,4 +35,4 @@ def write_gradebook_csv(
     path: Path, results: Sequence[SubmissionResult], problem_ids: Sequence[str], isolation: Mapping[str, str],
     late: Mapping[str, Any] | None = None,
 ) -> None:
-    write_atomic(path, gradebook_csv(results, problem_ids, isolation, late).encode())
+    write_private(path, gradebook_csv(results, problem_ids, isolation, late).encode())

@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from autograder.bundle import GradingBundle
 from autograder.memo import Memo
-from autograder.report.files import write_atomic
+from autograder.private import write_private
 from autograder.report.lessons import ProblemLines, Summary, bank_words, problem_lines, summarise
 from autograder.report.pictures import Image, test_pictures
 from autograder.report.summary import points
@@ -141,7 +141,7 @@ def feedback_html(result: SubmissionResult, title: str, due: str | None, isolati
 
 def write_feedback(path: Path, result: SubmissionResult, title: str, due: str | None, isolation: str,
                    late: Any = None, bundle: GradingBundle | None = None, now: dt.datetime | None = None) -> None:
-    write_atomic(path, feedback_html(result, title, due, isolation, late, bundle, now).encode())
+    write_private(path, feedback_html(result, title, due, isolation, late, bundle, now).encode())
 
 
 __all__ = ["WrittenView", "feedback_html", "page_context", "visible", "write_feedback"]

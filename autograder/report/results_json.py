@@ -19,8 +19,8 @@ from pathlib import Path
 from autograder.isolation_modes import IsolationMode
 from autograder.kinds import KINDS
 from autograder.memo import Memo
+from autograder.private import write_private
 from autograder.results import ProblemResult, SubmissionResult, TestResult, all_passed
-from autograder.report.files import write_atomic
 from autograder.report.lessons import Summary, bank_words, summarise
 from qkv_runtime.diagnosis import written_mistake_text
 
@@ -142,4 +142,4 @@ def results_json_text(result: SubmissionResult, isolation: str, bundle=None) -> 
 
 
 def write_results_json(path: Path, result: SubmissionResult, isolation: str, bundle=None) -> None:
-    write_atomic(path, (results_json_text(result, isolation, bundle) + "\n").encode())
+    write_private(path, (results_json_text(result, isolation, bundle) + "\n").encode())

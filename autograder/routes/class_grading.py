@@ -44,9 +44,9 @@ from autograder.grade.intake import IntakeNote, Submission
 from autograder.grade.route import Route, open_route
 from autograder.grade.score import grade_submission
 from autograder.grade.timings import Timings
+from autograder.private import write_private
 from autograder.report.csv import write_gradebook_csv
 from autograder.report.feedback import write_feedback
-from autograder.report.files import write_atomic
 from autograder.report.results_json import write_results_json
 from autograder.report.spreadsheet import csv_text
 from autograder.results import SubmissionResult
@@ -222,7 +222,7 @@ def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: 
             settled = after_grading(gradebook, bundle, handed, graded)
     with clock.stage("class"):
         if settled.changes:
-            write_atomic(out / "changes.csv", history.changes_csv(settled.changes).encode())
+            write_private(out / "changes.csv", history.changes_csv(settled.changes).encode())
         export_reports(out, bundle, settled.rows, set(graded.results), settled.late)
     notes_of_intake = tuple(IntakeNote(r.entry, r.message) for r in handed.rows if r.status == "skipped")
     return GradeRun(bundle, out, [r for r, _ in settled.rows], graded.isolation, len(work.todo), work.skipped,
@@ -238,7 +238,7 @@ def check_intake(handed: ClassIntake, submissions_dir: Path, out: Path, strict: 
         raise QkvError(str(submissions_dir), "no .py or .ipynb submission found to grade"
                        + (f" ({len(handed.rows)} intake row(s), e.g. {first})" if first else ""))
     if strict and handed.blocking:
-        write_atomic(out / "intake.csv", intake_csv(handed.rows).encode())
+        write_private(out / "intake.csv", intake_csv(handed.rows).encode())
         first = handed.blocking[0]
         raise QkvError(str(submissions_dir), f"--strict: {len(handed.blocking)} hand-in(s) to resolve first (see "
                        f"{out / 'intake.csv'}), e.g. {first.entry or first.student}: {first.status}, {first.message}")
@@ -261,7 +261,7 @@ def select_work(gradebook: Gradebook, bundle: GradingBundle, bundle_dir: Path, o
         notes.append(f"{mismatch}: every submission is graded again")
         gradebook.rebind(fingerprint)
         regrade, only = True, None
-    write_atomic(out / "intake.csv", intake_csv(handed.rows).encode())
+    write_private(out / "intake.csv", intake_csv(handed.rows).encode())
     done = gradebook.graded_digests()
     if only is not None:
         todo = [s for s in handed.submissions if s.student in set(only)]

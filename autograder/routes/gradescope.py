@@ -28,7 +28,7 @@ from autograder.errors import QkvError
 from autograder.grade.execute import run_submission
 from autograder.grade.intake import Submission, discover, read_submission, safe_student_id
 from autograder.grade.score import grade_submission
-from autograder.report.files import write_atomic
+from autograder.private import write_private
 from autograder.report.results_json import results_json
 from autograder.sandbox import SandboxError, SandboxPool
 
@@ -100,7 +100,7 @@ def grade_gradescope(root: Path, source: Path) -> dict:
 def main() -> None:
     root = Path(os.environ.get("QKV_GRADESCOPE_ROOT", "/autograder"))
     results = grade_gradescope(root, Path(__file__).resolve().parents[2])
-    write_atomic(root / "results" / "results.json", (json.dumps(results, indent=1) + "\n").encode())
+    write_private(root / "results" / "results.json", (json.dumps(results, indent=1) + "\n").encode())
     print(f"score {results['score']:g}: {results['output']}", file=sys.stderr)
 
 

@@ -16,6 +16,7 @@ import click
 from autograder.isolation_modes import IsolationRequest
 from autograder import extras
 from autograder.errors import QkvError
+from autograder.private import private_folder, write_private
 
 
 
@@ -26,7 +27,7 @@ def _store(db: Optional[str]):
     store = parse_store(db) if db else find_course().output("grades", "serve")
     if isinstance(store, Path) and not store.exists():
         try:
-            store.mkdir(mode=0o700, parents=True)  # it holds every student's files and the token hashes
+            private_folder(store)  # it holds every student's files and the token hashes
         except OSError as err:
             raise QkvError(str(store), f"cannot make the folder: {err.strerror or err}") from None
     return store
@@ -175,24 +176,30 @@ def protected(assignments, store, course) -> tuple[Path, ...]:
 @click.command()
 @click.argument("name")
 @click.option("--out", type=click.Path(path_type=Path), metavar="FILE",
-              help="the CSV of new tokens and sign-in links, for a mail merge (owner-only; default: tokens.csv)")
+              help="the CSV of new tokens and sign-in links, for a mail merge (owner-only; never written over without "
+                   "--force; default: tokens.csv, else the first free tokens-N.csv)")
+@click.option("--force", is_flag=True, help="write over an existing --out FILE (its links are then on no disk)")
 @click.option("--roster", type=click.Path(path_type=Path), metavar="FILE", help="roster CSV (default: the course's)")
 @click.option("--db", metavar="FOLDER|URL", help="as qkv serve --db (default: grades/serve)")
 @click.option("--url", default="http://127.0.0.1:8000", show_default=True, help="the service's address, for the links")
 @click.option("--student", "students", multiple=True, metavar="ID", help="(re)issue only these students' tokens")
-@click.option("--reissue", is_flag=True, help="issue every roster student a new token (the old ones stop working)")
+@click.option("--reissue", is_flag=True,
+              help="issue every roster student a new token (the old ones stop working; revoked students get none)")
 @click.option("--revoke", "revoked", multiple=True, metavar="ID", help="revoke this person's token; issue nothing")
+@click.option("--reinstate", "reinstated", multiple=True, metavar="ID",
+              help="issue a revoked person a token again (in their former role); nothing else gives them one")
 @click.option("--staff", "staff", multiple=True, metavar="PERSON", help="issue a staff token (sees the class)")
 @click.option("--instructor", "instructors", multiple=True, metavar="PERSON",
               help="issue an instructor token (also regrades and exports)")
-def tokens(name: str, out: Optional[Path], roster: Optional[Path], db: Optional[str], url: str,
-           students: tuple[str, ...], reissue: bool, revoked: tuple[str, ...], staff: tuple[str, ...],
-           instructors: tuple[str, ...]) -> None:
+def tokens(name: str, out: Optional[Path], force: bool, roster: Optional[Path], db: Optional[str], url: str,
+           students: tuple[str, ...], reissue: bool, revoked: tuple[str, ...], reinstated: tuple[str, ...],
+           staff: tuple[str, ...], instructors: tuple[str, ...]) -> None:
     """Issue sign-in tokens for NAME's service from the roster: only a slow hash of each is kept."""
     from autograder.grade.gradebook.accounts import Role
     from autograder.report.spreadsheet import csv_text
     from autograder.serve.course import open_accounts
 
+    target = _tokens_file(out, force)  # before any token is issued: an existing file is refused now, not after
     store = _store(db)
     now = time.time()
     with open_accounts(store) as book:
@@ -202,6 +209,8 @@ def tokens(name: str, out: Optional[Path], roster: Optional[Path], db: Optional[
             return
         class_roster, which = _roster(roster)
         click.echo(which, err=True)
+        gone = book.revoked()
+        _refuse_revoked(gone, students, staff, instructors, reinstated)
         wanted: list[tuple[str, str, str, Role]] = []
         if class_roster is not None:
             live = book.people()
@@ -209,10 +218,17 @@ def tokens(name: str, out: Optional[Path], roster: Optional[Path], db: Optional[
             if unknown:
                 raise QkvError("--student", f"not on the roster: {', '.join(unknown[:5])}")
             for s in class_roster.students:
-                if (s.id in students) or (not students and (reissue or s.id not in live)):
+                if s.id in reinstated:
                     wanted.append((s.id, s.name, s.email, Role.STUDENT))
+                elif s.id not in gone and ((s.id in students) or (not students and (reissue or s.id not in live))):
+                    wanted.append((s.id, s.name, s.email, Role.STUDENT))
+            left_out = sum(1 for s in class_roster.students if s.id in gone and s.id not in reinstated)
+            if left_out and not students:
+                click.echo(f"{left_out} revoked student(s) get no token (--reinstate ID gives one again)", err=True)
         elif students:
             raise QkvError("--student", "no roster: name one with --roster FILE")
+        listed = {person for person, *_ in wanted}
+        wanted += [(p, p, "", gone[p]) for p in reinstated if p not in listed]
         wanted += [(p, p, "", Role.STAFF) for p in staff] + [(p, p, "", Role.INSTRUCTOR) for p in instructors]
         if not wanted:
             click.echo("every roster student has a token already (--reissue gives everyone a new one)")
@@ -222,24 +238,38 @@ def tokens(name: str, out: Optional[Path], roster: Optional[Path], db: Optional[
         for person, full_name, email, role in wanted:
             token = book.issue(person, role, now)
             rows.append((person, full_name, email, role.value, token, f"{base}/signin?token={token}&next=/a/{name}"))
-    target = out or Path("tokens.csv")
-    _write_private(target, csv_text(rows).encode())
+        # written before the accounts close: a file that appeared meanwhile is refused, and the error says so
+        write_private(target, csv_text(rows).encode(), replace=force)
     click.echo(f"{len(rows) - 1} token(s) issued; wrote {target} (owner-only: it holds the tokens, "
                "which are shown nowhere else)")
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write a file only its owner can read, whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise QkvError(str(path), f"cannot write the file: {err.strerror or err}") from None
+def _tokens_file(out: Optional[Path], force: bool) -> Path:
+    """Where `qkv tokens` writes: --out, refused when it exists (it holds links that still work) unless --force;
+    by default tokens.csv, or the first tokens-N.csv that does not exist."""
+    if out is not None:
+        if out.is_dir():
+            raise QkvError(str(out), "is a folder; --out takes a file name")
+        if os.path.lexists(out) and not force:
+            raise QkvError(str(out), "exists: its sign-in links still work; name a new file with --out, or write "
+                                     "over it with --force")
+        return out
+    if force:
+        raise QkvError("--force", "writes over --out FILE only: name the file")
+    candidates = (Path("tokens.csv" if n == 1 else f"tokens-{n}.csv") for n in range(1, 10_000))
+    return next(path for path in candidates if not os.path.lexists(path))
+
+
+def _refuse_revoked(gone, students: tuple[str, ...], staff: tuple[str, ...], instructors: tuple[str, ...],
+                    reinstated: tuple[str, ...]) -> None:
+    """A revoked person gets a token only through --reinstate; --reinstate names revoked people only."""
+    for option, people in (("--student", students), ("--staff", staff), ("--instructor", instructors)):
+        named = [p for p in people if p in gone and p not in reinstated]
+        if named:
+            raise QkvError(option, f"revoked: {', '.join(named[:5])} (--reinstate ID gives them a token again)")
+    live = [p for p in reinstated if p not in gone]
+    if live:
+        raise QkvError("--reinstate", f"not revoked: {', '.join(live[:5])} (--student or --staff reissues a token)")
 
 
 __all__ = ["serve", "tokens"]

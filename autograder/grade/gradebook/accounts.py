@@ -11,14 +11,12 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
-import os
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from autograder.errors import QkvError
 from autograder.grade.gradebook.database import Database, is_postgres, open_postgres, open_sqlite, shown_url
 
 ACCOUNTS_FILE = "accounts.sqlite"
@@ -77,25 +75,12 @@ def _hash(secret: str, salt: bytes) -> bytes:
     return hashlib.scrypt(secret.encode(), salt=salt, **_SCRYPT)
 
 
-def _owner_only(path: Path) -> None:
-    """Make the accounts file readable by its owner only before SQLite opens it (it holds the hashes)."""
-    if not path.exists():
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-        except FileExistsError:
-            pass
-        except OSError as err:
-            raise QkvError(str(path), f"cannot make the accounts file: {err.strerror or err}") from None
-
-
 def open_service_database(where: Union[Path, str], schema: str) -> tuple[str, Database]:
     """(where it is, for messages; the database) of the service's own tables: the accounts file, owner-only,
     or the PostgreSQL schema SCHEMA_NAME; `schema`'s tables made."""
     if isinstance(where, str) and is_postgres(where):
         shown, db = shown_url(where), open_postgres(where, SCHEMA_NAME)
-    else:
-        _owner_only(Path(where))
+    else:  # open_sqlite makes the file owner-only: it holds the hashes
         shown, db = str(where), open_sqlite(Path(where), durable=True)
     db.script(schema)
     return shown, db
@@ -189,6 +174,12 @@ class AccountBook:
         return {person: Role(role) for person, role in
                 self._db.execute("SELECT person, role FROM accounts WHERE revoked_at IS NULL AND id NOT LIKE ?",
                                  (LAUNCHED + "%",))}
+
+    def revoked(self) -> dict[str, Role]:
+        """Everyone revoked (`revoke`: accounts, none live; a reissue keeps one live), and the role they last had."""
+        return {person: Role(role) for person, role in self._db.execute(
+            "SELECT person, role FROM accounts AS a WHERE NOT EXISTS (SELECT 1 FROM accounts AS b WHERE b.person = "
+            "a.person AND b.revoked_at IS NULL) ORDER BY issued_at")}
 
     def launched(self, person: str, role: Role, now: float) -> Account:
         """The account an LMS launch signs `person` in to: made on their first launch, with an empty hash that no

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from autograder import extras
 from autograder.errors import QkvError
+from autograder.private import private_file
 
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 _WRITE_LOCK = 0x716B76  # "qkv": the advisory lock a PostgreSQL write transaction holds
@@ -203,8 +204,10 @@ def open_sqlite(path: Path, read_only: bool = False, durable: bool = False) -> S
         except sqlite3.Error as err:
             raise QkvError(str(path), f"cannot open the gradebook: {err}") from None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)  # owner-only before SQLite opens it, which gives its -wal and -shm the same mode
     except OSError as err:
+        if path.parent.is_dir():
+            raise QkvError(str(path), f"cannot make the gradebook: {err.strerror or err}") from None
         blocked = path.parent.exists() and not path.parent.is_dir()
         what = "exists and is not a folder" if blocked else f"cannot make the output folder: {err.strerror or err}"
         raise QkvError(str(path.parent), what) from None

@@ -72,7 +72,8 @@ def sync(name: str, roster: Optional[Path], db: Optional[str], write_to: Optiona
     from autograder.errors import QkvError
     from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
     from autograder.report.spreadsheet import csv_text
-    from autograder.serve.command import _roster, _store, _write_private
+    from autograder.private import write_private
+    from autograder.serve.command import _roster, _store
     from autograder.serve.lti.launch import LtiTool
     from autograder.serve.lti.members import applied, pull
 
@@ -93,7 +94,7 @@ def sync(name: str, roster: Optional[Path], db: Optional[str], write_to: Optiona
     for line in done.diff.lines() or ["no differences"]:
         click.echo(line)
     if write_to is not None:
-        _write_private(write_to, csv_text(applied(class_roster, done.diff)).encode())
+        write_private(write_to, csv_text(applied(class_roster, done.diff)).encode())
         click.echo(f"sync {done.number} kept in the history; wrote {write_to}: point course.yaml's roster at it to "
                    "use it")
     else:
