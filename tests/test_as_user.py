@@ -52,7 +52,7 @@ GROUPS = {
     "servers": Rerun(("test_servers.py", "test_selfcheck_submit.py", "test_serve_grader.py")),
     # the service on SQLite only: which database holds the attempts is the same code whoever runs the service, and
     # the root run tries both; what changes with the user (the service's sandbox, its files) is the same on either
-    "service": Rerun(("test_serve.py", "test_lti.py"), select="not postgresql"),
+    "service": Rerun(("test_serve.py", "test_serve_abuse.py", "test_lti.py"), select="not postgresql"),
 }
 
 
