@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -457,3 +458,72 @@ def test_a_wait_that_is_not_a_number_of_seconds_is_a_usage_error(release, wait):
     done = check(release, "--submit", "--wait", wait, link=link_to("https://qkv.example.edu"))
     assert done.returncode == 2 and "--wait takes a number of seconds" in one_line(done.stderr), output(done)
 
+
+
+@dataclass
+class Dripper:
+    """A server that answers a hand-in at once and then drips the headers of its reply to every poll, a byte at a
+    time, until the client hangs up (or DRIP_BYTES are sent: a bound on the test, far past any deadline)."""
+
+    DRIP_BYTES = 3000
+    hung_up: bool = False
+    dripped: threading.Event = field(default_factory=threading.Event)  # a poll's drip ended, either way
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __enter__(self) -> Dripper:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.base = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self.serve, daemon=True).start()
+        return self
+
+    def serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(client,), daemon=True).start()
+
+    def answer(self, client: socket.socket) -> None:
+        with client:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += client.recv(65536)
+            length = re.search(rb"(?i)content-length: *(\d+)", head)
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while length and len(body) < int(length.group(1)):
+                body += client.recv(65536)
+            if head.startswith(b"POST "):
+                reply = json.dumps({"attempt": "a1", "page": f"/a/{NAME}/attempts/a1"}).encode()
+                client.sendall(b"HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                               b"connection: close\r\n\r\n%s" % (len(reply), reply))
+                return
+            try:
+                client.sendall(b"HTTP/1.1 200 OK\r\nX-Drip: ")
+                for _ in range(self.DRIP_BYTES):
+                    if self.stop.wait(0.1):
+                        break
+                    client.sendall(b"a")
+            except OSError:
+                self.hung_up = True
+            self.dripped.set()
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.listener.close()
+
+
+def test_a_server_that_drips_its_reply_is_given_up_on_at_the_deadline(release):
+    """The poll for the score gets its reply's headers a byte every 0.1 s: each byte within any socket timeout, so
+    only one deadline over the whole exchange ends it. With --wait 1 the poll has about a second (the hand-in 30);
+    the checker gives up, says so in one line and where the score will be, and hangs up on the server. Before issue 45
+    it waited as long as the server went on (a hundred seconds and more)."""
+    with Dripper() as dripper:
+        link = link_to(dripper.base)
+        done = check(release, "--submit", "--wait", "1", link=link)
+        dripper.dripped.wait(RUN_S)
+    assert done.returncode == 3 and dripper.hung_up, output(done)
+    assert re.fullmatch(rf"qkv_check: cannot reach 127\.0\.0\.1:\d+: it did not answer within \d+(\.\d+)? s; your "
+                        rf"attempt was handed in: its score will be on {re.escape(dripper.base)}/a/{NAME}/attempts/a1",
+                        one_line(done.stderr)), done.stderr
+    assert_hidden(token_of(link), output(done))

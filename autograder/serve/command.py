@@ -68,6 +68,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
 
     from autograder.course.find import find_course
     from autograder.grade.route import open_route, tune_for_grading
+    from autograder.serve.connections import CONNECTIONS_PER_CLIENT, bounded_h11
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
     from autograder.serve.grader import Grader
     from autograder.serve.guard import HEADER_BYTES
@@ -119,9 +120,10 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
                f"the links `qkv tokens {names[0]} --out tokens.csv` writes", err=True)
     try:
         uvicorn.run(make_app(state), host=host, port=port, log_level="warning", access_log=False,
-                    # h11 always: its bound on a header still arriving is the one HEADER_BYTES is set on
-                    http="h11", h11_max_incomplete_event_size=HEADER_BYTES, timeout_keep_alive=5,
-                    limit_concurrency=500,
+                    # h11 always: its bound on a header still arriving is the one HEADER_BYTES is set on; with
+                    # a deadline on headers and a cap on each client's connections (behind a proxy: the proxy's)
+                    http=bounded_h11(None if proxy else CONNECTIONS_PER_CLIENT),
+                    h11_max_incomplete_event_size=HEADER_BYTES, timeout_keep_alive=5, limit_concurrency=500,
                     # without a proxy, any local user could name another address and dodge the sign-in limits
                     proxy_headers=proxy, forwarded_allow_ips="127.0.0.1" if proxy else "")
     finally:

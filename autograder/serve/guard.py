@@ -1,18 +1,26 @@
 """The service's trust boundary, channel by channel (docs/serve.md says the same for operators):
 
+- connections (connections.py, the server's own h11 protocol): a request line and headers must arrive within
+  HEADER_SECONDS of the connection opening or of the last reply (else it is closed), and one client (an address;
+  IPv6: a /64) holds at most CONNECTIONS_PER_CLIENT connections at once (one more: 503), so no client fills the
+  server's limit; behind --proxy the cap is the proxy's;
 - request bodies: a declared length over the limit is refused before it is read (413), and any body is
   read whole, up to the limit and within 30 seconds, before a route sees it (past the limit: 413; too slow:
   408), and held once; a request line and headers over
   HEADER_BYTES are refused (431), however they arrived (h11's incomplete-event limit, set in command.py, bounds
   only what it buffers before a request is whole);
+- text: a control character (a NUL, an escape; not tab or a line break) in the path, the query, a header, a
+  cookie or a form field, as the routes would decode them, is refused here for every route (400, one line) before
+  any route or database sees it;
 - file names: a plain name ending .py or .ipynb, never a path; the bytes go to the gradebook, never to
   a path made from the name;
 - cookies: the session cookie is random, HttpOnly, SameSite=Lax, Secure behind HTTPS, and only its
   SHA-256 is stored; a cookie the gradebook does not know is no session;
 - forms: every POST carries the session's CSRF token (the sign-in form, before any session, a token
   that must match a cookie set with the form), compared in constant time; a cross-site Origin is refused;
-- sign-ins: failures are counted by client address and by account, and past the limit refused (429); so are
-  LTI login initiations, by client address;
+- sign-ins (signin.py): each try is counted by client address (IPv6: its /64) and by the account the token names
+  as the check looks it up, before its slow hash and in one transaction; past the limit refused (429); hashes
+  run two at a time; so are LTI login initiations counted, by client address;
 - responses: a Content-Security-Policy that allows no script but the service's own file, nosniff,
   frame-ancestors 'none' (as an LTI tool: the configured platforms' origins only), no referrer, no caching.
 """
@@ -21,10 +29,13 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import re
 from typing import Any, Awaitable, Callable, Optional
 
 import anyio
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
 
 SESSION_COOKIE = "qkv_session"
 SIGNIN_COOKIE = "qkv_signin"
@@ -45,6 +56,9 @@ _COMMON = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-re
            (b"cache-control", b"no-store")]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,99}")
+# C0 controls but tab, line feed and carriage return (text's own whitespace), and DEL: no text a route takes holds
+# one, and PostgreSQL refuses a NUL in any text it is given
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
@@ -63,13 +77,50 @@ def clean_filename(name: str) -> tuple[Optional[str], str]:
 
 
 def client_address(request: Any) -> str:
-    """Whom sign-ins are counted against: the address, or for IPv6 its /64 (one host holds them all)."""
-    host = request.client.host if request.client else "unknown"
+    """Whom sign-ins are counted against: the client's key."""
+    return client_key(request.client.host if request.client else "unknown")
+
+
+def client_key(host: str) -> str:
+    """Whom a client is, for sign-ins and connections: its address, or for IPv6 its /64 (one host holds them all)."""
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         return host
     return str(ipaddress.ip_network(f"{host}/64", strict=False)) if address.version == 6 else host
+
+
+async def control_character_in(scope: dict, body: bytes) -> str:
+    """Where a request holds a control character, as the routes would decode it: its path, its query, a header, a
+    cookie, a form field's name or value ('' for none). An uploaded file's bytes are the file's own, and its name is
+    clean_filename's to refuse (with a message that says what a name may be)."""
+    request = Request(scope, _once(body))
+    if _CONTROL.search(scope.get("path", "")):
+        return "its path"
+    if any(_CONTROL.search(text) for item in request.query_params.multi_items() for text in item):
+        return "its query"
+    if any(_CONTROL.search(value.decode("latin-1")) for _, value in scope.get("headers", [])):
+        return "a header"
+    if any(_CONTROL.search(text) for item in request.cookies.items() for text in item):
+        return "a cookie"
+    if request.method == "POST":
+        try:  # the routes' own parser, bounded by the body already read; a form it cannot parse is the route's
+            form = await request.form(max_files=100, max_fields=1000, max_part_size=len(body) + 1)
+        except MultiPartException:
+            return ""
+        try:
+            for name, value in form.multi_items():
+                if _CONTROL.search(name) or (isinstance(value, str) and _CONTROL.search(value)):
+                    return "a form field"
+        finally:
+            await form.close()
+    return ""
+
+
+def _once(body: bytes) -> Callable[[], Awaitable[dict]]:
+    async def receive() -> dict:
+        return {"type": "http.request", "body": body, "more_body": False}
+    return receive
 
 
 def same_token(given: Any, expected: str) -> bool:
@@ -113,10 +164,14 @@ class Guard:
             await send(message)
 
         async def refuse(status: int, text: str) -> None:
+            """`text` as the route would answer: JSON for the API, else plain text; the connection closed, as the
+            body may be unread."""
+            kind, content = ((b"application/json", json.dumps({"error": text}).encode())
+                             if scope.get("path", "").startswith("/api/") else
+                             (b"text/plain; charset=utf-8", text.encode()))
             await send_guarded({"type": "http.response.start", "status": status,
-                                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                            (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": text.encode()})
+                                "headers": [(b"content-type", kind), (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": content})
 
         head = len(scope.get("raw_path") or b"") + len(scope.get("query_string", b"")) \
             + sum(len(name) + len(value) + 4 for name, value in scope.get("headers", []))
@@ -153,6 +208,10 @@ class Guard:
             return
         body: Optional[bytes] = b"".join(parts)
         del parts
+        where = await control_character_in(scope, body)
+        if where:  # text no route takes: one line here, never a route's error (PostgreSQL refuses a NUL, say)
+            await refuse(400, f"the request holds a control character (a NUL byte, say) in {where}")
+            return
 
         async def replay() -> dict:
             nonlocal body

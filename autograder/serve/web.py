@@ -32,10 +32,11 @@ from autograder.grade.gradebook.accounts import Account, AccountBook, Role, Sess
 from autograder.serve import instructor
 from autograder.serve.course import ServedAssignment
 from autograder.serve.grader import Grader
-from autograder.serve.guard import (FAILURE_WINDOW, FAILURES_ALLOWED, SESSION_COOKIE, SESSION_SECONDS, SIGNIN_COOKIE,
-                                    Guard, client_address, same_token, upload_limit)
+from autograder.serve.guard import (SESSION_COOKIE, SESSION_SECONDS, SIGNIN_COOKIE, Guard, client_address, same_token,
+                                    upload_limit)
 from autograder.serve.handin import Accepted, hand_in
 from autograder.serve.pages import Refusal, attempt_view, page
+from autograder.serve.signin import SignIns
 
 RELEASE_BYTES = 50_000_000  # a release zipped for download: far above any built release
 # the only script the pages load (the CSP allows the service's own files alone): a pending result fills in by itself
@@ -73,6 +74,7 @@ def session_response(state: ServiceState, account: Account, next_path: str, fram
 
 def make_app(state: ServiceState) -> Guard:
     most_upload = max((a.settings.upload_kb * 1024 for a in state.assignments.values()), default=0)
+    sign_ins = SignIns(state.accounts)
 
     def html(template: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(page(template, **context), status_code=status)
@@ -142,24 +144,6 @@ def make_app(state: ServiceState) -> Guard:
                             secure=state.secure_cookies)
         return response
 
-    def sign_in(who: str, token: str) -> tuple[Optional[Account], Optional[str]]:
-        now = time.time()
-        if not token.strip():  # nothing guessed: a misconfigured client is not an attack to count
-            return None, "sign in first: no token was sent"
-        known = state.accounts.known(token, now)
-        if known is not None:  # proven lately: a guesser behind the same address locks no honest student out
-            return known, None
-        account_part = token.partition(".")[0][:40]
-        if max(state.accounts.failures(f"ip:{who}", now - FAILURE_WINDOW),
-               state.accounts.failures(f"account:{account_part}", now - FAILURE_WINDOW)) >= FAILURES_ALLOWED:
-            return None, "too many failed sign-ins: wait 15 minutes and try again"
-        account = state.accounts.check(token)
-        if account is None:
-            for key in (f"ip:{who}", f"account:{account_part}"):
-                state.accounts.note_failure(key, now, FAILURE_WINDOW)
-            return None, "that token is not valid (mistyped, or revoked): check the mail from your instructor"
-        return account, None
-
     async def signin(request: Request) -> Response:
         if cross_site(request):  # a page elsewhere cannot sign a student in to someone else's account
             return html("message.html.j2", 403, heading="Refused", message="a form sent from another site",
@@ -170,11 +154,11 @@ def make_app(state: ServiceState) -> Guard:
         if not same_token(csrf, request.cookies.get(SIGNIN_COOKIE, "")):
             return html("message.html.j2", 403, heading="Refused", session=None, back="/signin",
                         message="the sign-in form's security token is missing or stale: open the sign-in page again")
-        account, error = await run_in_threadpool(sign_in, client_address(request), token)
-        if account is None:
-            return html("signin.html.j2", 429 if error and error.startswith("too many") else 401, csrf=csrf,
-                        token="", next=next_path, error=error, session=None)
-        response = await run_in_threadpool(session_response, state, account, next_path)
+        outcome = await sign_ins.sign_in(client_address(request), token)
+        if outcome.account is None:
+            return html("signin.html.j2", outcome.status, csrf=csrf, token="", next=next_path, error=outcome.error,
+                        session=None)
+        response = await run_in_threadpool(session_response, state, outcome.account, next_path)
         response.delete_cookie(SIGNIN_COOKIE)
         return response
 
@@ -253,9 +237,10 @@ def make_app(state: ServiceState) -> Guard:
         if a is None:
             return JSONResponse({"error": "no such assignment"}, status_code=404)
         token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        account, error = await run_in_threadpool(sign_in, client_address(request), token)
+        outcome = await sign_ins.sign_in(client_address(request), token)
+        account = outcome.account
         if account is None:
-            return JSONResponse({"error": error}, status_code=429 if error and error.startswith("too many") else 401)
+            return JSONResponse({"error": outcome.error}, status_code=outcome.status)
         if request.method == "GET":
             return await run_in_threadpool(_api_status, a, account, request.path_params.get("attempt", ""))
         if account.role is not Role.STUDENT:

@@ -2,20 +2,24 @@
 
 A token is `ACCOUNT.SECRET`: the account part finds the one row to check, the secret is kept only as a
 salted scrypt hash and compared in constant time, so a stolen database gives no token and a wrong guess
-costs the guesser a slow hash. Issuing a person's token revokes their older ones and ends their
+costs the guesser a slow hash. The hashes run on a pool of SCRYPTS_AT_ONCE threads of their own, whoever asks: a burst
+of sign-ins costs no more memory than that many (a hash's 16 MiB is kept by the C library's allocator of the thread
+that made it, so hashes spread over a web server's many threads would each keep one). Issuing a person's token revokes their older ones and ends their
 sessions. A session is known by the SHA-256 of its cookie, so the table holds no usable cookie either.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import hmac
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from autograder.grade.gradebook.database import Database, is_postgres, open_postgres, open_sqlite, shown_url
 
@@ -24,6 +28,11 @@ SCHEMA_NAME = "qkv_service"
 _SCRYPT = dict(n=2 ** 14, r=8, p=1, dklen=32)  # about 16 MiB and tens of milliseconds a check
 CHECKED_SECONDS = 300.0
 LAUNCHED = "lti-"  # the id prefix of an account an LMS launch opened: it has no token (token ids are plain hex)
+TOKEN_CHARS = 200  # far above a token's 53: a longer one is no token, refused before any lookup
+SCRYPTS_AT_ONCE = 2  # 16 MiB each: the server's memory, whatever a burst of sign-ins asks
+_SCRYPTS = ThreadPoolExecutor(SCRYPTS_AT_ONCE, thread_name_prefix="qkv-scrypt")
+# a try still open after this long was cut off (its process killed mid-check): it counts as a failure
+OPEN_TRY_SECONDS = 120.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS accounts (
@@ -42,9 +51,24 @@ CREATE TABLE IF NOT EXISTS sessions (
     csrf    TEXT NOT NULL,
     expires REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS signin_failures (who TEXT NOT NULL, at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS signin_failures_by_who ON signin_failures (who, at);
+CREATE TABLE IF NOT EXISTS signin_tries (
+    ticket TEXT NOT NULL,  -- one sign-in's rows: one per key it is counted against
+    who    TEXT NOT NULL,  -- the key: ip:ADDRESS (an IPv6 /64), account:ID, lti-login:ADDRESS
+    at     REAL NOT NULL,
+    open   INTEGER NOT NULL  -- 1 while its token is being checked; a failure once 0
+);
+CREATE INDEX IF NOT EXISTS signin_tries_by_who ON signin_tries (who, at);
+DROP TABLE IF EXISTS signin_failures;
 """
+# signin_failures (before issue 45) counted a failure after its slow check: its rows are minutes old at most
+
+
+class Try(enum.Enum):
+    """What a sign-in may do, asked before its token is checked (AccountBook.reserve_try)."""
+
+    GO = "go"  # counted: check the token, then settle the try
+    BUSY = "busy"  # tries in progress fill the limit: ask again once one has settled
+    REFUSED = "refused"  # the failures alone fill it
 
 
 class Role(enum.Enum):
@@ -72,7 +96,14 @@ class Session:
 
 
 def _hash(secret: str, salt: bytes) -> bytes:
-    return hashlib.scrypt(secret.encode(), salt=salt, **_SCRYPT)
+    return _SCRYPTS.submit(functools.partial(hashlib.scrypt, secret.encode(), salt=salt, **_SCRYPT)).result()
+
+
+def token_account(token: str) -> Optional[str]:
+    """The account a token names, as the check looks it up (so also the key its failures are counted against); None
+    for what has no token's shape."""
+    account, _, secret = token.strip().partition(".")
+    return account if account and secret and len(token) <= TOKEN_CHARS else None
 
 
 def open_service_database(where: Union[Path, str], schema: str) -> tuple[str, Database]:
@@ -144,9 +175,10 @@ class AccountBook:
     def check(self, token: str, now: Optional[float] = None) -> Optional[Account]:
         """The live account a token belongs to, or None; the secret is compared in constant time. A token that
         passed the slow check within the last `CHECKED_SECONDS` is known by its SHA-256 (its account still live)."""
-        account, _, secret = token.strip().partition(".")
-        if not account or not secret or len(token) > 200:
+        account = token_account(token)
+        if account is None:
             return None
+        secret = token.strip().partition(".")[2]
         now = time.time() if now is None else now
         cached = self.known(token, now)
         if cached is not None:
@@ -215,11 +247,39 @@ class AccountBook:
 
     # ------------------------------------------------------------------ failed sign-ins
 
+    def reserve_try(self, keys: Sequence[str], now: float, window: float, allowed: int) -> tuple[Try, str]:
+        """Count a sign-in against each of `keys` before its token is checked: (GO, the try's id) when every key has
+        fewer than `allowed` tries in the last `window` seconds, failed or still open; (BUSY, '') when open ones fill
+        a key (ask again once one settles); (REFUSED, '') when failures alone do. Read and counted in one write
+        transaction (the database's write lock: threads and web processes count in turn), so a burst of guesses gets
+        `allowed` slow checks, never more."""
+        try_id = secrets.token_hex(8)
+        marks = ", ".join("?" * len(keys))
+        with self._db.write():
+            self._db.execute("DELETE FROM signin_tries WHERE at < ?", (now - window,))
+            counts = self._db.execute(
+                f"SELECT COUNT(*), SUM(CASE WHEN open = 0 OR at < ? THEN 1 ELSE 0 END) FROM signin_tries "
+                f"WHERE who IN ({marks}) GROUP BY who", (now - OPEN_TRY_SECONDS, *keys))
+            if any(failed >= allowed for _, failed in counts):
+                return Try.REFUSED, ""
+            if any(tries >= allowed for tries, _ in counts):
+                return Try.BUSY, ""
+            self._db.executemany("INSERT INTO signin_tries VALUES (?, ?, ?, 1)", [(try_id, key, now) for key in keys])
+        return Try.GO, try_id
+
+    def settle_try(self, try_id: str, failed: bool) -> None:
+        """A reserved try's end: a failure stays counted; a sign-in that passed is no failure and counts no more."""
+        with self._db.write():
+            if failed:
+                self._db.execute("UPDATE signin_tries SET open = 0 WHERE ticket = ?", (try_id,))
+            else:
+                self._db.execute("DELETE FROM signin_tries WHERE ticket = ?", (try_id,))
+
     def failures(self, who: str, since: float) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM signin_failures WHERE who = ? AND at >= ?",
+        return int(self._db.execute("SELECT COUNT(*) FROM signin_tries WHERE who = ? AND at >= ?",
                                     (who, since)).fetchone()[0])
 
     def note_failure(self, who: str, now: float, keep: float) -> None:
         with self._db.write():
-            self._db.execute("DELETE FROM signin_failures WHERE at < ?", (now - keep,))
-            self._db.execute("INSERT INTO signin_failures VALUES (?, ?)", (who, now))
+            self._db.execute("DELETE FROM signin_tries WHERE at < ?", (now - keep,))
+            self._db.execute("INSERT INTO signin_tries VALUES (?, ?, ?, 0)", (secrets.token_hex(8), who, now))

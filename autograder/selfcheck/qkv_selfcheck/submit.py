@@ -24,9 +24,10 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from .data import HERE, UsageError
+from .exchange import Deadline, opener
 from .reporting import say
 
 LINK_VARIABLE = "QKV_TOKEN"
@@ -204,22 +205,33 @@ def _wait_for_score(link: Link, attempt: str, page: str, wait: float) -> int:
 
 
 def _call(link: Link, method: str, path: str, body: Optional[bytes], seconds: float) -> Dict[str, Any]:
-    """One request to the service: its JSON reply (a dict), or Failure; the token only in the header."""
+    """One request to the service: its JSON reply (a dict), or Failure; the token only in the header. The whole
+    exchange (connecting, sending, the reply's headers and body) has `seconds`, however slowly the other side drips."""
     request = urllib.request.Request(link.base + path, data=body, method=method)
     request.add_unredirected_header("Authorization", f"Bearer {link.token}")
     request.add_header("Accept", "application/json")
     request.add_header("User-Agent", "qkv_check")
     if body is not None:
         request.add_header("Content-Type", "application/octet-stream")
+    deadline = Deadline(seconds)
+    late = Failure(UNREACHABLE, f"cannot reach {link.host}: it did not answer within {seconds:g} s")
     try:
-        with _opener(link).open(request, timeout=seconds) as response:
+        with opener(_loopback(link), deadline).open(request, timeout=seconds) as response:
             status = response.status
             kind = response.headers.get("Content-Type", "")
-            raw = _read_bounded(response, link, time.monotonic() + seconds)
+            raw = _read_bounded(response, link)
+            deadline.cancel()  # before the connection closes, so no descriptor is shut once another may hold it
+            cut = deadline.passed  # a reply cut off by the deadline can look whole (headers end at the cut)
     except Failure:
         raise
     except (OSError, http.client.HTTPException, ValueError) as err:
+        if deadline.passed:
+            raise late from None
         raise Failure(UNREACHABLE, f"cannot reach {link.host}: {_reason(err)}") from None
+    finally:
+        deadline.cancel()
+    if cut:
+        raise late
     try:
         reply = json.loads(raw)
     except (ValueError, RecursionError):
@@ -236,58 +248,8 @@ def _call(link: Link, method: str, path: str, body: Optional[bytes], seconds: fl
     return reply
 
 
-def _opener(link: Link) -> urllib.request.OpenerDirector:
-    # loopback never goes through a proxy (http_proxy would see the token in clear)
-    proxies = [urllib.request.ProxyHandler({})] if _loopback(link) else []
-    return urllib.request.build_opener(*_HANDLERS, *proxies)
-
-
-class _EveryReply(urllib.request.HTTPErrorProcessor):
-    """Every reply comes back as it is: a redirect is never followed (it would be a request the link did not
-    name, perhaps in clear), and a refusal is read like any other reply."""
-
-    def http_response(self, request: Any, response: Any) -> Any:
-        return response
-
-    https_response = http_response
-
-
-class _HearsRefusals:
-    """A connection that reads the answer of a server that stopped reading the request: the service refuses a body
-    over its limit before reading it and closes, and its answer says why (the file is too large) where the broken
-    pipe of the sending would not. A server that went away has no answer either, and that is said then."""
-
-    def send(self, data: Any) -> None:
-        try:
-            super().send(data)  # type: ignore[misc]
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-
-class _HTTPConnection(_HearsRefusals, http.client.HTTPConnection):
-    pass
-
-
-class _HTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, request: Any) -> Any:
-        return self.do_open(_HTTPConnection, request)
-
-
-_HANDLERS: List[type] = [_EveryReply, _HTTPHandler]
-if hasattr(http.client, "HTTPSConnection"):  # a Python built without ssl still checks offline, and says why not here
-    class _HTTPSConnection(_HearsRefusals, http.client.HTTPSConnection):
-        pass
-
-    class _HTTPSHandler(urllib.request.HTTPSHandler):
-        def https_open(self, request: Any) -> Any:  # the default context: certificates and host names checked
-            return self.do_open(_HTTPSConnection, request)
-
-    _HANDLERS.append(_HTTPSHandler)
-
-
-def _read_bounded(response: Any, link: Link, deadline: float) -> bytes:
-    """At most REPLY_BYTES, and no longer than the request's time: a server that sends more, or drips, is not
-    the service."""
+def _read_bounded(response: Any, link: Link) -> bytes:
+    """At most REPLY_BYTES: a server that sends more is not the service."""
     raw = bytearray()
     while True:
         chunk = response.read1(REPLY_BYTES + 1 - len(raw))
@@ -296,8 +258,6 @@ def _read_bounded(response: Any, link: Link, deadline: float) -> bytes:
         raw += chunk
         if len(raw) > REPLY_BYTES:
             raise _not_the_service(link, f"a reply over {REPLY_BYTES // 1024} KiB")
-        if time.monotonic() > deadline:
-            raise Failure(UNREACHABLE, f"cannot reach {link.host}: its reply did not end in time")
 
 
 def _not_the_service(link: Link, what: str) -> Failure:
