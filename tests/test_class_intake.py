@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.classroom.collect import collect
-from autograder.classroom.roster import Extension, load_roster, parse_roster
+from autograder.classroom.roster import Extension, IdKind, load_roster, parse_roster
 from autograder.errors import QkvError
 from fixtures.classroom import layouts as fx
 
@@ -278,7 +278,7 @@ def test_roster_columns_extensions_and_extra_columns():
     assert s1.extension == Extension(hours=36.0) and s1.get("notes") == "likes tea" and s1.get("github") == "ab"
     assert s2.extension == Extension(due=dt.date(2026, 12, 20))
     assert s3.extension.due == dt.datetime(2026, 12, 20, 10, tzinfo=dt.timezone.utc)
-    assert roster.by_lms_id("11") is s1 and roster.by_email("A@X") is s1 and roster.by_id("S1") is s1
+    assert roster.by_lms(IdKind.CANVAS_USER_ID, "11") is s1 and roster.by_email("A@X") is s1 and roster.by_id("S1") is s1
 
 
 @pytest.mark.parametrize("text, said", [

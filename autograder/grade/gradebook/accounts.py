@@ -190,6 +190,13 @@ class AccountBook:
                 self._db.execute("SELECT person, role FROM accounts WHERE revoked_at IS NULL AND id NOT LIKE ?",
                                  (LAUNCHED + "%",))}
 
+    def revoked(self, person: str) -> bool:
+        """Whether `person` was revoked and not reinstated: they have accounts, none of them live (a new token
+        reinstates them)."""
+        row = self._db.execute("SELECT count(*), count(*) - count(revoked_at) FROM accounts WHERE person = ?",
+                               (person,)).fetchone()
+        return row[0] > 0 and row[1] == 0
+
     def launched(self, person: str, role: Role, now: float) -> Account:
         """The account an LMS launch signs `person` in to: made on their first launch, with an empty hash that no
         token matches, so it opens sessions only through a verified launch; `revoke` ends it like a token's."""
