@@ -177,3 +177,19 @@ def test_the_one_rule_compares_each_id_with_its_own_column_only(kind):
     else:  # identifiers that name two rows name neither
         both = roster.match([(IdKind.SIS_ID, "1001"), (IdKind.CANVAS_USER_ID, "1001")])
         assert both.student is None and {s.id for s in both.ambiguous} == {"s01", "s02"}
+
+
+def test_a_row_one_lms_user_claimed_is_never_given_to_another():
+    roster = parse_roster(CANVAS_ROSTER, "roster.csv")
+    platform = PlatformSettings(issuer=CANVAS.issuer, client_id="c", lms="canvas", deployment_ids=["1"],
+                                auth_login_url="https://lms.example/auth",
+                                auth_token_url="https://lms.example/token", key_set_url="https://lms.example/jwks")
+    ada = CANVAS_PEOPLE["s01"]
+    user = lms_user(platform, "another-sub", ada.sourced_id, ada.email, ada.custom)  # Ada's ids, another user
+    found = roster_match(roster, user, KeptClaims({ada.sub: "s01"}, {"s01": ada.sub}), True)
+    assert found.student is None and found.why == "roster row s01 is already another LMS user's"
+    # her own sub needs nothing else, and a row the roster dropped is no one's
+    assert roster_match(roster, lms_user(platform, ada.sub, "", "", {}), KeptClaims({ada.sub: "s01"}),
+                        False).student.id == "s01"
+    gone = roster_match(roster, lms_user(platform, ada.sub, "", "", {}), KeptClaims({ada.sub: "s99"}), False)
+    assert gone.student is None and "no longer has s99" in gone.why
