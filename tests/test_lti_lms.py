@@ -193,3 +193,13 @@ def test_a_row_one_lms_user_claimed_is_never_given_to_another():
                         False).student.id == "s01"
     gone = roster_match(roster, lms_user(platform, ada.sub, "", "", {}), KeptClaims({ada.sub: "s99"}), False)
     assert gone.student is None and "no longer has s99" in gone.why
+
+
+def test_a_platform_is_a_canvas_by_its_instructure_issuer_unless_course_yaml_says_otherwise():
+    given = dict(client_id="c", deployment_ids=["1"], auth_login_url="https://lms.example/auth",
+                 auth_token_url="https://lms.example/token", key_set_url="https://lms.example/jwks")
+    assert PlatformSettings(issuer="https://canvas.instructure.com", **given).lms.value == "canvas"
+    assert PlatformSettings(issuer="https://canvas.test.instructure.com", **given).lms.value == "canvas"
+    assert PlatformSettings(issuer="https://moodle.uni.example", **given).lms.value == "other"
+    assert PlatformSettings(issuer="https://evilinstructure.com", **given).lms.value == "other"
+    assert PlatformSettings(issuer="https://canvas.instructure.com", lms="other", **given).lms.value == "other"

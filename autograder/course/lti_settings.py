@@ -10,7 +10,7 @@ import enum
 from typing import Optional
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ISSUER_CHARS = 300
 
@@ -58,6 +58,17 @@ class Platform(BaseModel):
                                          "auth_login_url's)")
 
     _addresses = field_validator("auth_login_url", "auth_token_url", "key_set_url")(tool_address)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canvas_by_its_issuer(cls, given: object) -> object:
+        """A platform without `lms:` whose issuer is Instructure's (canvas.instructure.com, its beta and test) is a
+        Canvas: course.yaml files written before `lms:` existed keep matching their students by Canvas id."""
+        if isinstance(given, dict) and "lms" not in given and isinstance(given.get("issuer"), str):
+            host = urlsplit(given["issuer"]).hostname or ""
+            if host == "instructure.com" or host.endswith(".instructure.com"):
+                return {**given, "lms": Lms.CANVAS}
+        return given
 
     @field_validator("origins")
     @classmethod
