@@ -3,7 +3,7 @@
 - `canvas`: Canvas's gradebook import CSV. Columns `Student, ID, SIS User ID, SIS Login ID, Section`, then
   the assignment's column (`Name (assignment id)` matches an existing Canvas assignment; a bare name
   makes a new one, which `export_notes` warns of), and a `Points Possible` row. ID is the roster's
-  `lms_id` (the Canvas user id), SIS User ID its `id`, SIS Login ID its `email`. A blank cell leaves
+  `canvas_user_id`, SIS User ID its `id`, SIS Login ID its `email`. A blank cell leaves
   Canvas's grade as it is. Canvas's CSV import takes no comments: push-grades posts them.
 - `moodle`: Moodle's "Import grades from CSV": `Full name, Email address, ID number, Section`, the grade
   column and a `Feedback` column; match users by email address or ID number (the roster's `id`),

@@ -192,7 +192,7 @@ def _on_tool(address: str, tool_url: str) -> bool:
 
 def in_course(data: Mapping[str, Any], settings: LtiSettings, role: Role) -> Platform:
     """The launch's platform; refuses a launch from an LMS course (context) course.yaml does not name for it, and
-    shows an instructor's the ids to add (learnt from the LMS, never guessed: the instructor confirms it is their
+    shows an instructor the ids to add (learnt from the LMS, never guessed: the instructor confirms it is their
     course by writing it into course.yaml)."""
     context = data.get(CLAIM + "context")
     context = context if isinstance(context, dict) else {}
