@@ -187,21 +187,13 @@ def learners(tool: Any, platform: Platform, memberships_url: str) -> list[Member
             if not isinstance(member, dict) or member.get("status", "Active") != "Active":
                 continue
             if is_learner(member.get("roles")):
+                # no custom claims: a class list carries them only for one resource link's launches (`rlid`)
                 user = lms_user(platform, member.get("user_id"), member.get("lis_person_sourcedid"),
-                                member.get("email"), _custom_of(member))
+                                member.get("email"), None)
                 found.append(Member(user, _text(member.get("name"))))
         if len(found) >= MOST_MEMBERS:
             break
     return found
-
-
-def _custom_of(member: dict) -> Any:
-    """The custom claim of a member's launch message, where the platform lists one (NRPS with a resource link)."""
-    messages = member.get("message")
-    for message in messages if isinstance(messages, list) else [messages]:
-        if isinstance(message, dict) and isinstance(message.get(CUSTOM), dict):
-            return message[CUSTOM]
-    return None
 
 
 def summary(record: dict) -> str:
