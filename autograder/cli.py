@@ -65,6 +65,16 @@ def main(ctx: click.Context, course_dir: str | None) -> None:
                           soft_wrap=True)
 
 
+def read_roster(path: Path):
+    """The roster at `path`, its notes (an old column read as what) said on stderr."""
+    from autograder.classroom.roster import load_roster
+
+    roster = load_roster(path)
+    for note in roster.notes:
+        err_console.print(f"note: {escape(terminal_safe(note))}", highlight=False, soft_wrap=True)
+    return roster
+
+
 def current_course():
     from autograder.course.find import find_course
 
@@ -205,7 +215,7 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--regrade", is_flag=False, flag_value="*", default=None, metavar="[STUDENT,...]",
               help="grade again submissions already in the gradebook: all of them, or only these students")
 @click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
-              help="roster CSV (id,name,email,lms_id,section,extension): every hand-in is matched to its ids")
+              help="roster CSV (id,name,email,canvas_user_id,sis_id,moodle_participant_id,section,extension,...: docs/class.md): every hand-in is matched to its ids")
 @click.option("--strict", is_flag=True, help="grade nothing while intake has conflicts, off-roster or unmatched hand-ins")
 @click.option("--isolation", type=click.Choice(list(IsolationRequest)),
               help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
@@ -232,7 +242,6 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from autograder.assemble.manifest import find_manifest
-    from autograder.classroom.roster import load_roster
     from autograder.classroom.terminal import changes_table, intake_counts, intake_table, late_table
     from autograder.grade.cluster_security import PlaintextClusterWarning, TlsFiles
     from autograder.grade.route import tune_for_grading
@@ -250,7 +259,7 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
 
     course = current_course()
     roster, which_roster = course.grading_roster(roster)
-    class_roster = load_roster(roster) if roster else None
+    class_roster = read_roster(roster) if roster else None
     dist = dist or course.output("dist", name)
     if not (dist / "autograder").is_dir():
         find_manifest(name, course.assignments)  # an unknown assignment is the clearer error
@@ -449,11 +458,10 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     from autograder.assemble.manifest import lms_links
     from autograder.classroom.classbook import open_gradebook, stored_title
     from autograder.classroom.grades_export import comments_path, export_files, export_notes, grade_column
-    from autograder.classroom.roster import load_roster
     from autograder.private import write_private
 
     folder = _grades_folder(name, grades)
-    class_roster = load_roster(roster) if roster else None
+    class_roster = read_roster(roster) if roster else None
     out = out or folder / f"{name}-{fmt}.csv"
     with open_gradebook(folder, name) as db:
         column = column or grade_column(fmt, stored_title(db) or name,
@@ -510,13 +518,12 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
     """Copying signals for the instructor: numbers that fit another student's variant, and code pairs unusually
     similar once the stub is ignored; DIR/copying.html (never shown to students)."""
     from autograder import extras
-    from autograder.classroom.roster import load_roster
     from autograder.classroom.signals import copying_signals
     from autograder.routes.class_grading import check_submissions
 
     extras.require("copying", "qkv copying")
 
-    class_roster = load_roster(roster) if roster else None
+    class_roster = read_roster(roster) if roster else None
     check_submissions(submissions)
     found = copying_signals(name, submissions, dist or current_course().output("dist", name), _grades_folder(name, grades), class_roster,
                             threshold)
@@ -548,7 +555,7 @@ def copying(name: str, submissions: Path, roster: Path | None, grades: Path | No
 @click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
               help="the grading folder (qkv grade's --out; default: grades/NAME)")
 @click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
-              help="roster CSV (default: the one the last qkv grade used); lms_id is the Canvas user id")
+              help="roster CSV (default: the one the last qkv grade used); canvas_user_id is the Canvas user id")
 @click.option("--dry-run", is_flag=True, help="show what would change in Canvas, change nothing")
 @click.option("--no-comments", is_flag=True, help="post the grades without the feedback comments")
 def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, grades: Path | None, roster: Path | None,
@@ -562,7 +569,6 @@ def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, 
     from autograder.classroom.canvas_push import push
     from autograder.classroom.classbook import open_gradebook
     from autograder.classroom.grades_export import grade_lines
-    from autograder.classroom.roster import load_roster
 
     extras.require("canvas", "qkv push-grades")
     assignment_id = assignment_id or lms_links(name, current_course().assignments).canvas_assignment_id
@@ -574,7 +580,7 @@ def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, 
     if not token:
         raise QkvError("CANVAS_API_TOKEN", "not set: make a token in Canvas (Account, Settings, New access token) "
                                            "and export CANVAS_API_TOKEN=...")
-    class_roster = load_roster(roster) if roster else None
+    class_roster = read_roster(roster) if roster else None
     with open_gradebook(_grades_folder(name, grades), name) as db:
         lines, _ = grade_lines(db, class_roster)
     result = push(lines, url, token, course_id, assignment_id, dry_run, comments=not no_comments)
@@ -588,7 +594,7 @@ def push_grades(name: str, url: str, course_id: int, assignment_id: int | None, 
                       "-" if change.before is None else f"{change.before:g}", f"{change.after:g}")
     console.print(table)
     console.print(f"{result.unchanged} already right in Canvas"
-                  + (f"; not in this Canvas assignment (no lms_id, or not listed): {escape(terminal_safe(', '.join(result.not_in_canvas[:10])))}"
+                  + (f"; not in this Canvas assignment (no canvas_user_id, or not listed): {escape(terminal_safe(', '.join(result.not_in_canvas[:10])))}"
                      if result.not_in_canvas else "")
                   + (f"; Canvas job {result.progress}" if result.progress else ""))
 

@@ -5,8 +5,9 @@ form a browser would post back to the tool (an id_token it signed, and the tool'
 makes go wrong, a second key under the same `kid`, and claims to override in the next id_token it signs. Its grade
 service (AGS: line items and their scores) takes only access tokens from its OAuth2 token endpoint, which gives
 them for a client_credentials grant whose JWT assertion the tool signed with the key of the tool's own JWKS.
-Its roster service (NRPS) lists `members`, behind the same tokens. It can be stopped and started again on the same
-port, as an LMS that went away for a while.
+Its roster service (NRPS) lists `members`, behind the same tokens, with a `Link: rel="next"` to `members_next` when a
+test sets one. It can be stopped and started again on the same port, as an LMS that went away for a while. It is
+registered as a Canvas (`lms: canvas`): a user's `custom` claims carry their Canvas user id, as Canvas's do.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class User:
     roles: tuple[str, ...]
     email: str = ""
     name: str = ""
+    custom: dict = field(default_factory=dict)  # the custom claim (Canvas: canvas_user_id, ...)
+    sourced_id: str = ""  # lis person_sourcedid (Canvas: the SIS User ID)
 
 
 @dataclass
@@ -75,6 +78,7 @@ class Platform:
     tokens: set[str] = field(default_factory=set)
     members: list[dict] = field(default_factory=list)  # the course's class list, as its roster service gives it
     deep_links: list[dict] = field(default_factory=list)  # the content items of each deep-linking answer taken
+    members_next: str = ""  # the class list's `Link: rel="next"`, when set
     key_set_fetches: int = 0
     _server: Optional[ThreadingHTTPServer] = None
     _port: int = 0
@@ -102,6 +106,8 @@ class Platform:
                     status, kind, body = platform.answer(method, parts.path, query, sent,
                                                          self.headers.get("authorization", ""))
                 self.send_response(status)
+                if parts.path == "/memberships" and platform.members_next:
+                    self.send_header("link", f'<{platform.members_next}>; rel="next"')
                 self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
@@ -132,7 +138,7 @@ class Platform:
         tool with the platform)."""
         self.tool_jwks = f"{tool_url}/lti/jwks.json"
         return {"tool_url": tool_url, "keys": keys,
-                "platforms": [{"issuer": self.issuer, "client_id": self.client_id,
+                "platforms": [{"issuer": self.issuer, "client_id": self.client_id, "lms": "canvas",
                                "deployment_ids": [self.deployment_id], "context_ids": [CONTEXT],
                                "auth_login_url": f"{self.url}/auth",
                                "auth_token_url": f"{self.url}/token", "key_set_url": f"{self.url}/jwks"}]}
@@ -243,6 +249,10 @@ class Platform:
                   CLAIM + "context": {"id": CONTEXT, "title": "Transformers"},
                   AGS + "claim/endpoint": {"scope": AGS_SCOPES, "lineitems": f"{self.url}/lineitems"},
                   NRPS_CLAIM: {"context_memberships_url": f"{self.url}/memberships", "service_versions": ["2.0"]}}
+        if user.custom:
+            claims[CLAIM + "custom"] = dict(user.custom)
+        if user.sourced_id:
+            claims[CLAIM + "lis"] = {"person_sourcedid": user.sourced_id}
         claims.update(self.next_claims)  # a claim set to None is left out
         claims = {k: v for k, v in claims.items() if v is not None}
         self.next_claims = {}

@@ -107,7 +107,7 @@ def test_a_dry_run_shows_the_changes_and_posts_nothing(canvas, grades):
     done = push(canvas, grades, "--dry-run")
     assert done.returncode == 0, done.stderr
     assert "Would change in Canvas (dry run): 2 grade(s)" in done.stdout
-    assert "1 already right in Canvas" in done.stdout and "no lms_id, or not listed): d" in done.stdout
+    assert "1 already right in Canvas" in done.stdout and "no canvas_user_id, or not listed): d" in done.stdout
     assert FakeCanvas.posted == []
 
 

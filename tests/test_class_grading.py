@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from autograder.archive import load_npz, npz_bytes
-from autograder.classroom.roster import load_roster
+from autograder.classroom.roster import IdKind, load_roster
 from autograder.errors import QkvError
 from autograder.routes.class_grading import GRADEBOOK_FILE, grade_class
 from conftest import QKV, ROOT, gradebook_rows, key_module, replace_function
@@ -214,7 +214,7 @@ def test_canvas_import_file_reads_back_by_canvas_rules(canvas_class):
     # Canvas: the first five columns by these names, then one column per assignment; an optional Points Possible row
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Attention HW (4321)"]
     assert rows[1][0].strip() == "Points Possible" and float(rows[1][5]) == run.bundle.max_points
-    roster = {s.lms_id: s for s in load_roster(CANVAS / "roster.csv").students}
+    roster = {s.id_of(IdKind.CANVAS_USER_ID): s for s in load_roster(CANVAS / "roster.csv").students}
     grades = {}
     for row in rows[2:]:
         student = roster[row[1]]  # Canvas matches on ID, the Canvas user id

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.classroom.collect import collect
-from autograder.classroom.roster import Extension, load_roster, parse_roster
+from autograder.classroom.roster import Extension, IdKind, load_roster, parse_roster
 from autograder.errors import QkvError
 from fixtures.classroom import layouts as fx
 
@@ -278,7 +278,36 @@ def test_roster_columns_extensions_and_extra_columns():
     assert s1.extension == Extension(hours=36.0) and s1.get("notes") == "likes tea" and s1.get("github") == "ab"
     assert s2.extension == Extension(due=dt.date(2026, 12, 20))
     assert s3.extension.due == dt.datetime(2026, 12, 20, 10, tzinfo=dt.timezone.utc)
-    assert roster.by_lms_id("11") is s1 and roster.by_email("A@X") is s1 and roster.by_id("S1") is s1
+    assert roster.by_lms(IdKind.CANVAS_USER_ID, "11") is s1 and roster.by_email("A@X") is s1 and roster.by_id("S1") is s1
+
+
+def test_each_lms_identifier_is_its_own_column_compared_with_its_own_kind_only():
+    roster = parse_roster("id,email,canvas_user_id,sis_id,moodle_user_id,moodle_participant_id\n"
+                          "s1,a@x,11,22,5,7\ns2,b@x,22,11,7,5\n", "r.csv")
+    s1, s2 = roster.students
+    assert roster.notes == ()
+    assert roster.match([(IdKind.CANVAS_USER_ID, "11")]).student is s1
+    assert roster.match([(IdKind.SIS_ID, "11")]).student is s2
+    assert roster.match([(IdKind.MOODLE_USER_ID, "5")]).student is s1
+    assert roster.match([(IdKind.MOODLE_PARTICIPANT_ID, "5")]).student is s2
+    assert roster.match([(IdKind.CANVAS_USER_ID, "11"), (IdKind.SIS_ID, "22")]).student is s1
+    both = roster.match([(IdKind.CANVAS_USER_ID, "11"), (IdKind.SIS_ID, "11")])  # two rows: neither
+    assert both.student is None and both.ambiguous == (s1, s2)
+    with pytest.raises(QkvError, match="r.csv:3: canvas_user_id '11' is also on line 2"):
+        parse_roster("id,canvas_user_id\ns1,11\ns2,11\n", "r.csv")
+
+
+def test_an_old_lms_id_column_is_read_with_a_note_saying_what_it_is_taken_to_be():
+    roster = parse_roster("id,lms_id\ns1,1001\n", "old.csv")
+    assert roster.notes == ("old.csv: column `lms_id` is the old one: each value is taken as the student's Canvas "
+                            "user id (Canvas) and Moodle participant id (Moodle downloads), never as an LTI user id, "
+                            "Moodle user id or SIS id; rename it canvas_user_id or moodle_participant_id "
+                            "(docs/class.md)",)
+    s1 = roster.students[0]
+    assert (s1.id_of(IdKind.CANVAS_USER_ID), s1.id_of(IdKind.MOODLE_PARTICIPANT_ID)) == ("1001", "1001")
+    assert s1.id_of(IdKind.MOODLE_USER_ID) == s1.id_of(IdKind.SIS_ID) == ""
+    with pytest.raises(QkvError, match="old.csv:1: has both the old `lms_id` and canvas_user_id"):
+        parse_roster("id,lms_id,canvas_user_id\ns1,1,2\n", "old.csv")
 
 
 @pytest.mark.parametrize("text, said", [

@@ -247,7 +247,7 @@ def test_canvas_export_says_how_to_update_the_assignment_and_where_the_comments_
     root, first = first_week
     assert first.returncode == 0, first.stderr
     roster = root / "class.csv"
-    roster.write_text("id,name,email,lms_id\ns001,Ada,ada@example.edu,\ncolsoftmax,Col,col@example.edu,5551\n")
+    roster.write_text("id,name,email,canvas_user_id\ns001,Ada,ada@example.edu,\ncolsoftmax,Col,col@example.edu,5551\n")
     exported = root / "grades" / "first-assignment" / "first-assignment-canvas.csv"
 
     def export(*extra: str) -> tuple[list[str], list[str]]:
@@ -261,7 +261,7 @@ def test_canvas_export_says_how_to_update_the_assignment_and_where_the_comments_
     assert notes[0].startswith("warning: the column 'Attention, first steps' names no Canvas assignment id, so "
                                "Canvas's import makes a NEW assignment of it")
     assert '--column "Attention, first steps (ID)"' in notes[0] and "lms: {canvas_assignment_id: ID}" in notes[0]
-    assert any(n.startswith("note: 1 of 2 graded students have no lms_id in the roster (s001), so Canvas's ID "
+    assert any(n.startswith("note: 1 of 2 graded students have no canvas_user_id in the roster (s001), so Canvas's ID "
                             "column is blank for them") and "Canvas user id" in n for n in notes)
     comments = [n for n in notes if n.startswith("note: first-assignment-canvas-comments.csv: ")]
     assert comments and "Canvas's CSV import takes no comments" in comments[0]

@@ -3,7 +3,8 @@ a real `qkv serve` on a loopback port (on SQLite, then on PostgreSQL), whose cou
 a browser without JavaScript that goes from the platform's login initiation to the tool's launch as a browser in an
 LMS does.
 
-A learner lands on the assignment signed in, matched to the roster by the LMS's user id or email; staff see the
+The platform is registered as a Canvas, and the roster written as docs/class.md tells (canvas_user_id, sis_id).
+A learner lands on the assignment signed in, matched to the roster by their Canvas user id; staff see the
 class; one test per forged or stale launch the tool must refuse; scores sent back once, the LMS down or not; the
 LMS's class list against the roster; deep linking; and the parts that need no server (the launch
 values' store on SQLite and PostgreSQL, the course.yaml section, the framing headers, the key pair).
@@ -19,9 +20,11 @@ import re
 import shutil
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Optional
 
@@ -29,9 +32,9 @@ import httpx
 import pytest
 import yaml
 
-from autograder.classroom.roster import load_roster, parse_roster
+from autograder.classroom.roster import IdKind, load_roster, parse_roster
 from autograder.course.find import read_course
-from autograder.course.lti_settings import LtiSettings
+from autograder.course.lti_settings import LtiSettings, Platform as PlatformSettings
 from autograder.errors import QkvError
 from autograder.grade.gradebook import GRADEBOOK_FILE
 from autograder.grade.gradebook.accounts import ACCOUNTS_FILE, SCHEMA_NAME, AccountBook, Role
@@ -43,7 +46,7 @@ from autograder.serve.lti.adapter import LAUNCH_SECONDS
 from autograder.serve.lti.keys import jwks, make_keys, read_keys
 from autograder.serve.lti.launch import LtiTool, in_course, login_allowed, person_of, role_of
 from autograder.serve.instructor import lms_class_list
-from autograder.serve.lti.members import Member, lms_person, roster_diff
+from autograder.serve.lti.members import CUSTOM, KeptClaims, LmsUser, Member, lms_person, roster_diff
 from autograder.serve.lti.roster_sync import RosterPuller, sync_period
 from autograder.serve.pages import Refusal
 from conftest import QKV, ROOT
@@ -52,8 +55,16 @@ from serve_client import Browser, Page, wait_for
 from servers import ServerProcess, fresh_database
 
 NAME = "attention-numpy"
-ROSTER = ROOT / "examples" / "canvas" / "roster.csv"  # s2026001 Ada (lms_id 1001), s2026002 Ben (ben@uni.example)
-ADA = User("1001", (LEARNER,), "someone-else@uni.example", "Ada Lovelace")
+# s2026001 Ada (canvas_user_id 1001), s2026002 Ben (ben@uni.example); each sis_id is the roster's id
+ROSTER = Path(__file__).parent / "fixtures" / "lti" / "canvas_roster.csv"
+
+
+def learner(canvas_id: str, email: str = "", name: str = "") -> User:
+    """A Canvas learner: an opaque `sub`, their numeric id in the custom claim the tool's configuration asks for."""
+    return User(f"opaque-{canvas_id}", (LEARNER,), email, name, {"canvas_user_id": canvas_id})
+
+
+ADA = learner("1001", "someone-else@uni.example", "Ada Lovelace")
 
 
 def qkv(root: Path, *args: object) -> subprocess.CompletedProcess:
@@ -177,7 +188,7 @@ def test_a_learner_launch_lands_on_the_assignment_signed_in(tool, platform):
     assert answer.headers["location"] == f"/a/{NAME}"
     page = browser.get(f"/a/{NAME}")
     assert page.status_code == 200
-    assert "signed in as s2026001 (student)" in Page(page.text).text  # by lms_id: the email matches no one
+    assert "signed in as s2026001 (student)" in Page(page.text).text  # by Canvas id: the email matches no one
     policy = page.headers["content-security-policy"]
     assert f"frame-ancestors {platform.url};" in policy  # the LMS frames the page, and no other site may
     assert "x-frame-options" not in page.headers
@@ -185,7 +196,8 @@ def test_a_learner_launch_lands_on_the_assignment_signed_in(tool, platform):
 
 @pytest.mark.slow
 def test_a_learner_with_a_students_email_but_another_lms_id_is_not_that_student(tool, platform):
-    browser, answer, _ = launch(tool, platform, User("canvas-uuid-77", (LEARNER,), "Ben@uni.example"))
+    browser, answer, _ = launch(tool, platform, User("canvas-uuid-77", (LEARNER,), "Ben@uni.example", "",
+                                                     {"canvas_user_id": "7777"}))
     refused(browser, answer, "you are not on this course's roster (the LMS says user 'canvas-uuid-77'")
 
 
@@ -306,6 +318,10 @@ def test_a_token_for_several_audiences_issued_to_this_tool_is_taken(tool, platfo
 def test_an_instructor_of_another_lms_course_is_refused(tool, platform):
     platform.next_claims[CLAIM + "context"] = {"id": "course-2", "title": "Another course"}
     browser, answer, _ = launch(tool, platform, User("prof-9", (INSTRUCTOR,), "prof9@uni.example"))
+    # an instructor is shown the course's id to add to course.yaml, and is not signed in
+    refused(browser, answer, "this LMS course is not served yet. It says: context id 'course-2'")
+    platform.next_claims[CLAIM + "context"] = {"id": "course-2", "title": "Another course"}
+    browser, answer, _ = launch(tool, platform, ADA)
     refused(browser, answer, "an LMS course this service does not serve (context 'course-2')")
 
 
@@ -366,7 +382,7 @@ def outbox(tool: Tool) -> dict[str, tuple]:
 
 @pytest.mark.slow
 def test_a_score_posted_while_the_platform_is_down_reaches_it_once_when_it_is_back(tool, platform):
-    cho = User("1003", (LEARNER,), "cho@uni.example")
+    cho = learner("1003", "cho@uni.example")
     browser, answer, _ = launch(tool, platform, cho)
     assert answer.status_code == 303
     platform.stop()
@@ -404,23 +420,30 @@ def _scored(tool: Tool, platform: Platform, user: User) -> tuple[str, dict]:
 
 @pytest.mark.slow
 def test_a_score_for_a_line_item_the_lms_deleted_goes_to_one_made_anew(tool, platform):
-    first, _ = _scored(tool, platform, User("1004", (LEARNER,), "dan@uni.example"))
+    first, _ = _scored(tool, platform, learner("1004", "dan@uni.example"))
     platform.lineitems.clear()  # an instructor deleted the column in the LMS's gradebook
-    again, _ = _scored(tool, platform, User("1005", (LEARNER,), "eve@uni.example"))
+    again, _ = _scored(tool, platform, learner("1005", "eve@uni.example"))
     assert again != first and [line["id"] for line in platform.lineitems] == [again]
 
 
 # ------------------------------------------------------------------ the LMS's class list
 
-def member(user_id: str, email: str, name: str, roles: tuple[str, ...] = (LEARNER,), status: str = "Active") -> dict:
-    return {"user_id": user_id, "email": email, "name": name, "roles": list(roles), "status": status}
+def member(user_id: str, email: str, name: str, roles: tuple[str, ...] = (LEARNER,), status: str = "Active",
+           sis: str = "") -> dict:
+    """A member as Canvas's class list gives one: `user_id` the opaque LTI id, the SIS User ID as LIS person id."""
+    return {"user_id": user_id, "email": email, "name": name, "roles": list(roles), "status": status,
+            **({"lis_person_sourcedid": sis} if sis else {})}
+
+
+def roster_member(s) -> dict:
+    return member(f"opaque-{s.id_of(IdKind.CANVAS_USER_ID)}", s.email, s.name, sis=s.id_of(IdKind.SIS_ID))
 
 
 @pytest.mark.slow
 def test_a_roster_sync_shows_a_student_added_and_one_dropped_and_leaves_the_roster_alone(tool, platform, tmp_path):
     launch(tool, platform, User("prof-3", (INSTRUCTOR,), "prof@uni.example"))  # names the course's roster service
     roster = load_roster(ROSTER)
-    platform.members = [member(s.lms_id, s.email, s.name) for s in roster.students if s.id != "s2026009"] + [
+    platform.members = [roster_member(s) for s in roster.students if s.id != "s2026009"] + [
         member("2001", "zed@uni.example", "Zed Zulu"),
         member("2002", "gone@uni.example", "Gone Away", status="Inactive"),  # no longer in the course
         member("prof-3", "prof@uni.example", "The Prof", (INSTRUCTOR,))]  # staff are no roster rows
@@ -441,6 +464,56 @@ def test_a_roster_sync_shows_a_student_added_and_one_dropped_and_leaves_the_rost
     assert synced.by_id("s2026003").extension == roster.by_id("s2026003").extension  # the roster's own column kept
     kept = json.loads(tool.rows("SELECT diff FROM lti_syncs ORDER BY id DESC LIMIT 1", gradebook=False)[0][0])
     assert kept["dropped"] == ["s2026009"] and [m["user_id"] for m in kept["added"]] == ["2001"]
+
+
+@pytest.mark.slow
+def test_a_class_list_page_that_names_another_site_gets_no_access_token(tool, platform):
+    """Issue 45, item 7: the class list's `Link: rel="next"` is held to the platform's sites, as launch and score
+    addresses are; the tool's access token goes nowhere else."""
+    launch(tool, platform, User("prof-7", (INSTRUCTOR,), "prof@uni.example"))  # names the course's roster service
+    heard: list[str] = []
+
+    class Thief(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            heard.append(self.headers.get("authorization", ""))
+            body = json.dumps({"members": []}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    thief = ThreadingHTTPServer(("127.0.0.1", 0), Thief)  # another port: another origin
+    threading.Thread(target=thief.serve_forever, daemon=True).start()
+    platform.members = roster_members()
+    platform.members_next = f"http://127.0.0.1:{thief.server_address[1]}/memberships?page=2"
+    try:
+        done = subprocess.run([str(QKV), "--course", str(tool.root), "lti", "sync", NAME, "--roster", ROSTER,
+                               "--db", tool.store], cwd=tool.root, capture_output=True, text=True, timeout=600)
+    finally:
+        platform.members_next = ""
+        thief.shutdown()
+        thief.server_close()
+    assert heard == []
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "the LMS named a service address off its sites" in done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_a_revoked_student_is_refused_at_launch_until_reinstated(tool, platform, tmp_path):
+    """Issue 45, item 8: the LMS's vouching does not undo `qkv tokens --revoke`; a new token does."""
+    fox = learner("1006", "fox@uni.example")
+    assert launch(tool, platform, fox)[1].status_code == 303
+    qkv(tool.root, "tokens", NAME, "--db", tool.store, "--revoke", "s2026006")
+    browser, answer, _ = launch(tool, platform, fox)
+    refused(browser, answer, "your access to this course was revoked")
+    qkv(tool.root, "tokens", NAME, "--db", tool.store, "--roster", ROSTER, "--student", "s2026006",
+        "--out", tmp_path / "tokens.csv")
+    browser, answer, _ = launch(tool, platform, fox)
+    assert answer.status_code == 303 and "signed in as s2026006 (student)" in Page(browser.get(f"/a/{NAME}").text).text
 
 
 SYNC_HOURS = 0.001  # 3.6 s between the service's own pulls of the class list
@@ -464,7 +537,7 @@ def syncs(tool: Tool) -> list[dict]:
 
 def roster_members() -> list[dict]:
     """The class list of an LMS that has the roster's students, and no one else."""
-    return [member(s.lms_id, s.email, s.name) for s in load_roster(ROSTER).students]
+    return [roster_member(s) for s in load_roster(ROSTER).students]
 
 
 def launched_by_instructor(scheduled: tuple[Tool, Platform], sub: str) -> tuple[Tool, Platform, Browser]:
@@ -480,7 +553,7 @@ def launched_by_instructor(scheduled: tuple[Tool, Platform], sub: str) -> tuple[
 def joins(platform: Platform, user_id: str, email: str, name: str) -> dict:
     """A learner added to the LMS course; the differences a sync keeps of it."""
     platform.members = roster_members() + [member(user_id, email, name)]
-    return {"added": [{"user_id": user_id, "name": name, "email": email, "sourced_id": ""}], "dropped": [],
+    return {"added": [{"user_id": user_id, "name": name, "email": email}], "dropped": [],
             "changed": []}
 
 
@@ -572,8 +645,8 @@ PLATFORM = {"issuer": "https://lms.example", "client_id": "1", "deployment_ids":
      "platforms: issuer 'https://lms.example' is listed twice"),
     ({"tool_url": "https://qkv.example", "platforms": [{**PLATFORM, "origins": ["https://school.example/path"]}]},
      "platforms.0.origins: 'https://school.example/path' is not an origin"),
-    ({"tool_url": "https://qkv.example", "platforms": [{k: v for k, v in PLATFORM.items() if k != "context_ids"}]},
-     "platforms.0.context_ids: Field required"),
+    ({"tool_url": "https://qkv.example", "platforms": [{**PLATFORM, "lms": "blackboard"}]},
+     "platforms.0.lms: Input should be 'canvas', 'moodle' or 'other'"),
     ({"tool_url": "https://qkv.example", "platforms": [PLATFORM], "sync_hours": -1},
      "sync_hours: Input should be greater than or equal to 0"),
     ({"tool_url": "https://qkv.example", "platforms": [PLATFORM], "sync_hours": float("nan")},
@@ -606,6 +679,9 @@ def test_the_canvas_developer_key_names_the_routes_the_service_serves(tmp_path):
         "https://qkv.example.edu/lti/login", "https://qkv.example.edu/lti/launch",
         "https://qkv.example.edu/lti/jwks.json")
     assert "https://purl.imsglobal.org/spec/lti-ags/scope/score" in key["scopes"]
+    # Canvas's `sub` is opaque: its numeric user id, SIS integration id and course id come as custom claims
+    assert key["custom_fields"] == {"canvas_user_id": "$Canvas.user.id", "canvas_course_id": "$Canvas.course.id",
+                                    "canvas_user_sis_integration_id": "$Canvas.user.sisIntegrationId"}
     placements = key["extensions"][0]["settings"]["placements"]
     assert {p["message_type"] for p in placements} == {"LtiDeepLinkingRequest"}
 
@@ -613,44 +689,69 @@ def test_the_canvas_developer_key_names_the_routes_the_service_serves(tmp_path):
 def test_the_moodle_settings_and_a_bad_address(tmp_path):
     run = lambda *args: subprocess.run([str(QKV), "lti", "config", *args], capture_output=True,  # noqa: E731
                                        text=True, timeout=120, cwd=tmp_path)
-    settings = dict(line.split(": ", 1) for line in run("--platform", "moodle", "--url", "http://lms.test:8000")
-                    .stdout.splitlines())
+    settings = dict(line.strip().split(": ", 1) for line in run("--platform", "moodle", "--url",
+                                                                "http://lms.test:8000").stdout.splitlines()
+                    if line.startswith("  "))  # a field of the form, indented under its section
     assert settings["Initiate login URL"] == "http://lms.test:8000/lti/login"
     assert settings["Public keyset"] == "http://lms.test:8000/lti/jwks.json"
+    # every field a Moodle admin sets, by its label in Moodle's form
+    assert (settings["Tool configuration usage"], settings["Default launch container"],
+            settings["Accept grades from the tool"]) == ("Show in activity chooser and as a preconfigured tool",
+                                                         "Embed, without blocks", "Always")
+    assert settings["Share launcher's email with tool"] == "Always" and settings["Force SSL"] == "no"
     bad = run("--platform", "moodle", "--url", "javascript:alert(1)")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines()[-1] == "error: --url: 'javascript:alert(1)' is not an http(s) address " \
                                                   "without query or fragment"
 
 
+CANVAS = PlatformSettings(**{**PLATFORM, "lms": "canvas"})
+NO_CLAIMS = KeptClaims()
+
+
 def test_a_learner_the_roster_lacks_is_refused_unless_the_course_adds_them():
     roster = load_roster(ROSTER)
     stranger = {"sub": "canvas/99", "email": "new@uni.example"}
     with pytest.raises(Refusal, match="you are not on this course's roster"):
-        person_of(stranger, Role.STUDENT, roster)
-    assert person_of(stranger, Role.STUDENT, roster, add_unknown=True) == lms_person("canvas/99")
-    no_lms_id = parse_roster("id,name,email\nb1,Ben,ben@uni.example\n", "roster.csv")
-    assert person_of({"sub": "x", "email": "BEN@uni.example"}, Role.STUDENT, no_lms_id) == "b1"
+        person_of(stranger, Role.STUDENT, roster, CANVAS, NO_CLAIMS)
+    assert person_of(stranger, Role.STUDENT, roster, CANVAS, NO_CLAIMS, add_unknown=True) == \
+        (lms_person("canvas/99"), False)
     taken = parse_roster(f"id,name\n{lms_person('canvas/99')},Someone Else\n", "roster.csv")  # another's id
     with pytest.raises(Refusal):
-        person_of(stranger, Role.STUDENT, taken, add_unknown=True)
-    assert person_of(stranger, Role.STAFF, None) == "new@uni.example"
+        person_of(stranger, Role.STUDENT, taken, CANVAS, NO_CLAIMS, add_unknown=True)
+    assert person_of(stranger, Role.STAFF, None, CANVAS, NO_CLAIMS) == ("new@uni.example", False)
+
+
+def test_an_email_signs_in_only_where_the_course_says_the_lms_verifies_emails():
+    """Issue 45, item 8: an LMS where users set their own email would hand over the row of whoever's address
+    they typed."""
+    no_ids = parse_roster("id,name,email\nb1,Ben,ben@uni.example\n", "roster.csv")
+    typed = {"sub": "x", "email": "BEN@uni.example"}
+    with pytest.raises(Refusal, match="you are not on this course's roster"):
+        person_of(typed, Role.STUDENT, no_ids, CANVAS, NO_CLAIMS)
+    assert person_of(typed, Role.STUDENT, no_ids, CANVAS, NO_CLAIMS, emails_verified=True) == ("b1", True)
+    # a row with a Canvas id is that Canvas user's alone, verified emails or not
+    ids = parse_roster("id,name,email,canvas_user_id\nb1,Ben,ben@uni.example,1002\n", "roster.csv")
+    with pytest.raises(Refusal, match="you are not on this course's roster"):
+        person_of({**typed, CUSTOM: {"canvas_user_id": "2999"}}, Role.STUDENT, ids, CANVAS, NO_CLAIMS,
+                  emails_verified=True)
 
 
 def test_an_email_does_not_sign_in_as_a_student_the_lms_knows_by_another_id():
-    roster = load_roster(ROSTER)  # Ada's row has her LMS user id (1001): another LMS user with her email is not her
+    roster = load_roster(ROSTER)  # Ada's row has her Canvas id (1001): another LMS user with her email is not her
+    other = {"sub": "2999", "email": "ada@uni.example", CUSTOM: {"canvas_user_id": "2999"}}
     with pytest.raises(Refusal, match="you are not on this course's roster"):
-        person_of({"sub": "2999", "email": "ada@uni.example"}, Role.STUDENT, roster)
-    assert person_of({"sub": "2999", "email": "ada@uni.example"}, Role.STUDENT, roster, add_unknown=True) \
-        == lms_person("2999")
+        person_of(other, Role.STUDENT, roster, CANVAS, NO_CLAIMS, emails_verified=True)
+    assert person_of(other, Role.STUDENT, roster, CANVAS, NO_CLAIMS, add_unknown=True) == (lms_person("2999"), False)
 
 
 @pytest.mark.parametrize("roles, role", [
     ([LEARNER], Role.STUDENT), (["Learner"], Role.STUDENT), ([INSTRUCTOR], Role.INSTRUCTOR), ([TA], Role.STAFF),
+    ([INSTRUCTOR, TA], Role.STAFF),  # as Canvas sends a TA: the most specific role decides
     (["http://purl.imsglobal.org/vocab/lis/v2/system/person#User"], None),
     (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], None),
     (["User", "Member"], None), ("Learner", None),
-], ids=["learner", "short-learner", "instructor", "ta", "system-user", "institution-student", "short-others",
+], ids=["learner", "short-learner", "instructor", "ta", "canvas-ta", "system-user", "institution-student", "short-others",
         "not-a-list"])
 def test_only_a_role_in_the_course_signs_in(roles, role):
     claims = {"https://purl.imsglobal.org/spec/lti/claim/roles": roles}
@@ -664,12 +765,29 @@ def test_only_a_role_in_the_course_signs_in(roles, role):
 def test_a_launch_from_an_lms_course_the_section_does_not_name_is_refused():
     settings = LtiSettings(tool_url="https://qkv.example", platforms=[PLATFORM])
     context = "https://purl.imsglobal.org/spec/lti/claim/context"
-    in_course({"iss": "https://lms.example", context: {"id": "c"}}, settings)
+    in_course({"iss": "https://lms.example", context: {"id": "c"}}, settings, Role.STUDENT)
     for claims in ({"iss": "https://lms.example", context: {"id": "another-course"}},
                    {"iss": "https://lms.example"}, {"iss": "https://lms.example", context: "c"},
                    {"iss": "https://other.example", context: {"id": "c"}}):
+        for role in Role:
+            with pytest.raises(Refusal, match="an LMS course this service does not serve|not served yet"):
+                in_course(claims, settings, role)
+
+
+def test_an_instructors_first_launch_shows_the_lms_courses_id_to_add_and_serves_nothing():
+    settings = LtiSettings(tool_url="https://qkv.example", platforms=[{**PLATFORM, "context_ids": []}])
+    claims = {"iss": "https://lms.example", CLAIM + "deployment_id": "d",
+              CLAIM + "context": {"id": "ctx-abc", "title": "Transformers 2026"},
+              CUSTOM: {"canvas_course_id": "4321"}}
+    with pytest.raises(Refusal) as shown:
+        in_course(claims, settings, Role.INSTRUCTOR)
+    assert shown.value.heading == "Course not served yet"
+    for said in ("context id 'ctx-abc'", "title 'Transformers 2026'", "Canvas course id '4321'",
+                 "deployment id 'd'", "add 'ctx-abc' to context_ids of the platform 'https://lms.example'"):
+        assert said in shown.value.message
+    for role in (Role.STUDENT, Role.STAFF):  # only an instructor is shown the course's ids
         with pytest.raises(Refusal, match="an LMS course this service does not serve"):
-            in_course(claims, settings)
+            in_course(claims, settings, role)
 
 
 def test_login_initiations_from_one_address_are_limited(tmp_path):
@@ -692,8 +810,9 @@ def test_the_class_page_line_counts_the_latest_sync(tmp_path):
         assert lms_class_list(tool, NAME) is None and lms_class_list(None, NAME) is None
         roster = parse_roster("id,name,email\nb1,Ben,ben@uni.example\nc1,Cy,cy@uni.example\n", "roster.csv")
         tool.store.keep_sync(NAME, roster_diff(roster, []).as_record(), 0.0)
-        lms = [Member("9", "Zed", "zed@uni.example", ""), Member("", "Ben", "BEN@uni.example", "")]
-        tool.store.keep_sync(NAME, roster_diff(roster, lms).as_record(), 86400.0)
+        lms = [Member(LmsUser(PLATFORM["issuer"], "9", "zed@uni.example", ()), "Zed"),
+               Member(LmsUser(PLATFORM["issuer"], "", "BEN@uni.example", ()), "Ben")]
+        tool.store.keep_sync(NAME, roster_diff(roster, lms, emails_verified=True).as_record(), 86400.0)
         assert lms_class_list(tool, NAME) == \
             "LMS class list, sync 2 at 1970-01-02 00:00:00 UTC: 1 added, 1 dropped, 0 changed email."
         assert lms_class_list(tool, "another-assignment") is None

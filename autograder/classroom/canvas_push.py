@@ -5,7 +5,7 @@ Endpoints (Canvas REST API, docs: canvas.instructure.com/doc/api/submissions.htm
 `courses/:id`, `courses/:id/assignments/:id` and its `submissions` (the grades Canvas has now), and
 POST `courses/:id/assignments/:id/submissions/update_grades` with `grade_data[user id][posted_grade]`
 and `[text_comment]` (one asynchronous job; Canvas answers with a Progress). Students are Canvas user
-ids (the roster's `lms_id`); a student whose Canvas grade is already the final score is left alone.
+ids (the roster's `canvas_user_id`); a student whose Canvas grade is already the final score is left alone.
 The token is read by the caller from the environment, never from the command line.
 """
 
@@ -31,7 +31,7 @@ class GradeChange:
 class PushResult:
     changes: tuple[GradeChange, ...]
     unchanged: int
-    not_in_canvas: tuple[str, ...]  # graded students with no lms_id, or one Canvas does not list
+    not_in_canvas: tuple[str, ...]  # graded students with no canvas_user_id, or one Canvas does not list
     progress: Optional[str] = None  # the Canvas job's id, when pushed
 
 

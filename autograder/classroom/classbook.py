@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from autograder.classroom.deadlines import LateOutcome
-from autograder.classroom.roster import Extension, Roster, Student, parse_extension
+from autograder.classroom.roster import LEGACY_KINDS, Extension, IdKind, Roster, Student, parse_extension
 from autograder.errors import QkvError
 from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook, LateEntry, LateRules, RosterEntry
 
@@ -35,7 +35,10 @@ def store_class(book: Gradebook, roster: Optional[Roster], late: dict[str, LateO
                 due: Optional[str] = None, rules: Optional[dict[str, Any]] = None) -> None:
     """Keep what this run knew of the class; `due` and `rules` are the bundle's due date and late policy."""
     entries = None if roster is None else [
-        RosterEntry(s.id, s.name, s.email, s.lms_id, s.section, _extension_text(s), s.extra) for s in roster.students]
+        RosterEntry(s.id, s.name, s.email, "", s.section, _extension_text(s),
+                    # the LMS identifiers ride with the other columns: the gradebook's table keeps one column of
+                    # the old single id, read back below as a roster of before reads it
+                    s.extra + tuple((kind.value, value) for kind, value in s.ids)) for s in roster.students]
     book.store_class(title, entries, [late_entry(student, o) for student, o in late.items()], LateRules(due, rules))
 
 
@@ -52,8 +55,12 @@ def stored_roster(book: Gradebook) -> Optional[Roster]:
     entries = book.class_roster()
     if not entries:
         return None
-    return Roster(tuple(Student(e.id, e.name, e.email, e.lms_id, e.section, parse_extension(e.extension), e.extra)
-                        for e in entries), "the gradebook's roster")
+    def student(e: RosterEntry) -> Student:
+        ids = tuple((IdKind(c), v) for c, v in e.extra if c in IdKind._value2member_map_)
+        ids += tuple((kind, e.lms_id) for kind in LEGACY_KINDS if e.lms_id)
+        extra = tuple((c, v) for c, v in e.extra if c not in IdKind._value2member_map_)
+        return Student(e.id, e.name, e.email, e.section, parse_extension(e.extension), extra, ids)
+    return Roster(tuple(student(e) for e in entries), "the gradebook's roster")
 
 
 def stored_late(book: Gradebook) -> dict[str, LateOutcome]:

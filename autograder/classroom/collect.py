@@ -7,7 +7,7 @@ the rule for two submissions of one student: what the LMS itself attributes to t
 what only STUDENT_ID or a file name does, a clean hand-in before a conflicting one, then the latest by time
 (ties: the assignment's module name, then .py before a notebook, then the name); the others are
 `superseded`, and a conflicting one that does not count stays a `conflict` (so `--strict` sees it). Two
-LMS accounts that claim one student whose roster row has no `lms_id` are both conflicts, neither graded.
+LMS accounts that claim one student whose roster row has no `canvas_user_id` are both conflicts, neither graded.
 Roster students with nothing handed in get a `missing` row. Without a roster, a plain folder is taken
 exactly as `grade.intake.intake` takes it.
 
@@ -30,7 +30,7 @@ from typing import Optional
 
 from autograder.classroom.identity import GRADED, Decision, decide, student_id_in
 from autograder.classroom.layouts import Entry, find_entries
-from autograder.classroom.roster import Roster
+from autograder.classroom.roster import IdKind, Roster
 from autograder.classroom.unpack import unpack_class_zip
 from autograder.errors import QkvError
 from autograder.grade.intake import Submission, display_name, intake, read_submission, work_suffix
@@ -161,7 +161,7 @@ def _rank(hand_in: _HandIn, module: Optional[str]) -> tuple:
 
 
 def _lms_ids(hand_in: _HandIn) -> set[str]:
-    return {f"{c.source} {c.value!r}" for c in hand_in.entry.claims if c.key == "lms_id"}
+    return {f"{c.source} {c.value!r}" for c in hand_in.entry.claims if c.key == IdKind.CANVAS_USER_ID.value}
 
 
 def _choose(student: str, items: list[_HandIn], roster: Optional[Roster], module: Optional[str]
@@ -169,10 +169,10 @@ def _choose(student: str, items: list[_HandIn], roster: Optional[Roster], module
     """The hand-in of `student` that counts (None: none may) and every row of theirs."""
     accounts = set().union(*(_lms_ids(h) for h in items if h.decision.by_lms))
     row_of = roster.by_id(student) if roster else None
-    if len(accounts) > 1 and row_of is not None and not row_of.lms_id:
+    if len(accounts) > 1 and row_of is not None and not row_of.id_of(IdKind.CANVAS_USER_ID):
         said = ", ".join(sorted(accounts))
         return None, [dataclasses.replace(h.row, status="conflict", message=(
-            f"not graded: {len(accounts)} LMS accounts ({said}) claim {student}, whose roster row has no lms_id "
+            f"not graded: {len(accounts)} LMS accounts ({said}) claim {student}, whose roster row has no canvas_user_id "
             "to tell them apart")) for h in items]
     items = sorted(items, key=lambda h: _rank(h, module))
     best, rows = items[0], []

@@ -3,7 +3,7 @@
 - `canvas`: Canvas's gradebook import CSV. Columns `Student, ID, SIS User ID, SIS Login ID, Section`, then
   the assignment's column (`Name (assignment id)` matches an existing Canvas assignment; a bare name
   makes a new one, which `export_notes` warns of), and a `Points Possible` row. ID is the roster's
-  `lms_id` (the Canvas user id), SIS User ID its `id`, SIS Login ID its `email`. A blank cell leaves
+  `canvas_user_id`, SIS User ID its `id`, SIS Login ID its `email`. A blank cell leaves
   Canvas's grade as it is. Canvas's CSV import takes no comments: push-grades posts them.
 - `moodle`: Moodle's "Import grades from CSV": `Full name, Email address, ID number, Section`, the grade
   column and a `Feedback` column; match users by email address or ID number (the roster's `id`),
@@ -101,7 +101,7 @@ GRADE_FORMATS: dict[str, GradeFormat] = {f.name: f for f in (
     GradeFormat("moodle", "Moodle", lambda lines, column, _: moodle_csv(lines, column),
                 "the same comments as the Feedback column of the import file"),
     GradeFormat("csv", "plain CSV", lambda lines, _column, _points: plain_csv(lines),
-                "for mail or another LMS, matched by id, lms_id or email"),
+                "for mail or another LMS, matched by id, lms_id (the Canvas user id) or email"),
 )}
 
 

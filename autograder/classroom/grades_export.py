@@ -12,7 +12,7 @@ from typing import Optional
 
 from autograder.classroom.classbook import stored_late, stored_roster
 from autograder.classroom.grade_formats import GradeLine, comments_csv, grade_format
-from autograder.classroom.roster import Roster
+from autograder.classroom.roster import IdKind, Roster
 from autograder.grade.gradebook import Gradebook
 from autograder.report.lessons import summarise
 from autograder.report.summary import points
@@ -59,7 +59,7 @@ def grade_lines(book: Gradebook, roster: Optional[Roster] = None) -> tuple[list[
     ordered: list[GradeLine] = []
     for s in roster.students if roster else ():
         line = lines.pop(s.id, GradeLine(s.id, max_score=max_points))
-        ordered.append(GradeLine(**{**line.__dict__, "name": s.name, "email": s.email, "lms_id": s.lms_id,
+        ordered.append(GradeLine(**{**line.__dict__, "name": s.name, "email": s.email, "lms_id": s.id_of(IdKind.CANVAS_USER_ID),
                                     "section": s.section, "max_score": line.max_score or max_points}))
     ordered += sorted(lines.values(), key=lambda line: line.student)  # graded, not on the roster
     return ordered, max_points
@@ -98,10 +98,10 @@ def export_notes(fmt: str, name: str, lines: list[GradeLine], column: str, comme
     graded = [line for line in lines if line.final is not None]
     blank = [line.student for line in graded if not line.lms_id]
     if export.column_names_assignment and blank:
-        notes.append(("note", f"{len(blank)} of {len(graded)} graded students have no lms_id in the roster "
+        notes.append(("note", f"{len(blank)} of {len(graded)} graded students have no canvas_user_id in the roster "
                               f"({', '.join(blank[:5])}{' ...' if len(blank) > 5 else ''}), so Canvas's ID column is "
                               "blank for them and Canvas can match them only by SIS User ID (the roster's id) or SIS "
-                              "Login ID (its email); where those are not Canvas's, fill lms_id with each student's "
+                              "Login ID (its email); where those are not Canvas's, fill canvas_user_id with each student's "
                               "Canvas user id (the ID column of a gradebook Canvas exports, or /users/ID in their "
                               "profile's address) and export again with --roster FILE"))
     use = grade_format(fmt).comments_use.format(name=name)

@@ -9,7 +9,7 @@ the file or folder name. A later source that names a *different* roster student 
 and not graded at all when the disagreement is the LMS's own (a Moodle name that reads two ways).
 What the student writes never outweighs the LMS: when the LMS's id for the entry is on no roster row,
 STUDENT_ID or a file name may identify only a student whose roster row has no such id to compare
-(a roster without `lms_id`s); naming a student whose id differs is a `conflict`, not graded. Ids no roster
+(a roster without `canvas_user_id`s); naming a student whose id differs is a `conflict`, not graded. Ids no roster
 student has make the entry `off_roster`; an entry nothing identifies (a file left as the stub's own
 name, `STUDENT_ID` empty) is `unmatched`. Neither of those two is graded. Without a roster nothing can
 be checked: the id is the LMS's own id for the student, else the name (as `grade.intake` makes it), and
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from autograder.classroom.layouts import Claim
-from autograder.classroom.roster import Roster, Student
+from autograder.classroom.roster import IdKind, Roster, Student
 from autograder.grade.intake import safe_student_id
 
 GRADED = ("graded", "conflict")  # the statuses of an entry that is graded
@@ -61,8 +61,8 @@ def is_generic(name: str, module: Optional[str]) -> bool:
 
 
 def _lookup(roster: Roster, key: str, value: str) -> Optional[Student]:
-    if key in ("lms_id", "participant"):
-        return roster.by_lms_id(value)
+    if key in IdKind._value2member_map_:
+        return roster.match([(IdKind(key), value)]).student
     if key == "email":
         return roster.by_email(value)
     if key == "name":
@@ -72,7 +72,7 @@ def _lookup(roster: Roster, key: str, value: str) -> Optional[Student]:
     return roster.by_id(value)
 
 
-_ID_KEYS = {"lms_id": lambda s: s.lms_id, "github": lambda s: s.get("github"), "id": lambda s: s.id}  # ids, not names
+_ID_KEYS = {IdKind.CANVAS_USER_ID.value: lambda s: s.id_of(IdKind.CANVAS_USER_ID), "github": lambda s: s.get("github"), "id": lambda s: s.id}  # ids, not names
 
 
 def decide(claims: tuple[Claim, ...], student_id: str, names: tuple[str, ...], roster: Optional[Roster],
@@ -99,7 +99,7 @@ def decide(claims: tuple[Claim, ...], student_id: str, names: tuple[str, ...], r
     # an LMS id that names no one, beside a student named by anything weaker than an LMS id, who has such an
     # id of their own: two people (a Gradescope SID is only compared when no LMS source found the student)
     by_lms_id = any(s is not None and key in _ID_KEYS for _, s, key in lms)
-    compared = () if by_lms_id else ("lms_id", "github") if lms_students else tuple(_ID_KEYS)
+    compared = () if by_lms_id else (IdKind.CANVAS_USER_ID.value, "github") if lms_students else tuple(_ID_KEYS)
     contradicted = [(other, key, _ID_KEYS[key](student)) for other, s, key in lms
                     if s is None and key in compared and _ID_KEYS[key](student)]
     if contradicted:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Collection, Optional
 
 import yaml
 
+from autograder.classroom.roster import IdKind
 from autograder.classroom.commits import commit_time
 from autograder.grade.intake import (
     MAX_ENTRIES,
@@ -60,8 +61,8 @@ class Claim:
 
     source: str  # e.g. "Canvas user id"
     value: str
-    key: str  # "lms_id", "participant" (Moodle's, per assignment: matched to lms_id, never compared), "name",
-    # "email", "id" or "github"
+    key: str  # an IdKind's column ("canvas_user_id", "moodle_participant_id": Moodle's, per assignment, never
+    # compared), "name", "email", "id" or "github"
 
 
 @dataclass(frozen=True)
@@ -334,7 +335,7 @@ def find_entries(root: Path, module: Optional[str], assignment: str,
         found.entries.append(Entry("github-classroom", path, pick_work(path, module, found.notes, root),
                                    (Claim("GitHub username", user, "github"),), (user,), when, source))
     for items in canvas.values():
-        _group("canvas", items, root, module, found, lambda m: (Claim("Canvas user id", m.group("uid"), "lms_id"),),
+        _group("canvas", items, root, module, found, lambda m: (Claim("Canvas user id", m.group("uid"), IdKind.CANVAS_USER_ID.value),),
                late=lambda m: bool(m.group("late")))
     for entry, readings in moodle:
         plugin = readings[0].plugin
@@ -342,7 +343,7 @@ def find_entries(root: Path, module: Optional[str], assignment: str,
             found.notes.append(IntakeNote(display_name(entry.path, root), f"Moodle's {plugin} submission: not graded"))
             continue
         claims = tuple(dict.fromkeys(claim for m in readings for claim in (
-            Claim("Moodle participant id", m.pid, "participant"), Claim("Moodle full name", m.name, "name"))))
+            Claim("Moodle participant id", m.pid, IdKind.MOODLE_PARTICIPANT_ID.value), Claim("Moodle full name", m.name, "name"))))
         note = (f"its name reads {len(readings)} ways: " + ", ".join(f"{m.name!r} {m.pid}" for m in readings)
                 if len(readings) > 1 else "")
         _group("moodle", [(entry, readings[0])], root, module, found, lambda _: claims, note=note)

@@ -1,22 +1,30 @@
 """The roster: a CSV file in, a `Roster` of `Student`s out (or a one-line `QkvError` naming the file and line).
 
 Columns (a header row, names in any order and case): `id` (required: the student id grading uses,
-letters, digits, `.`, `-`, `_`), `name`, `email`, `lms_id` (the LMS's own number for the student:
-Canvas user id, Moodle participant id), `section`, `extension` (hours, e.g. `48`, or a new due date
-in ISO 8601, e.g. `2026-12-20T23:59+08:00`). Any other column is kept as it is (`github` is read by
-the GitHub Classroom layout). Bounded: size, rows and field length; ids, lms ids and emails unique.
+letters, digits, `.`, `-`, `_`), `name`, `email`, one column per identifier an LMS gives (`IdKind`:
+`canvas_user_id`, `sis_id`, `sis_integration_id`, `moodle_user_id`, `moodle_participant_id`), `section`,
+`extension` (hours, e.g. `48`, or a new due date in ISO 8601, e.g. `2026-12-20T23:59+08:00`). Any other
+column is kept as it is (`github` is read by the GitHub Classroom layout). Bounded: size, rows and field
+length; ids, emails and each LMS identifier unique.
+
+One identity rule for every route (zip intake, LTI launches, the LMS's class list): `Roster.match` takes what
+the LMS says as (kind, value) pairs and compares each only with the roster column of that kind, so a Moodle
+user id 5 never meets a participant id 5, nor a Canvas id a SIS id. A roster of before (`lms_id`) is read
+with a note: each old `lms_id` is the id that LMS's own files named, the Canvas user id in Canvas and the
+Moodle participant id in a Moodle download, never an LTI `sub`, a Moodle user id or a SIS id.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import enum
 import io
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from autograder.errors import QkvError
 
@@ -24,8 +32,26 @@ MAX_ROSTER_BYTES = 20_000_000
 MAX_STUDENTS = 100_000
 MAX_FIELD = 1_000
 MAX_EXTENSION_HOURS = 24 * 366
-KNOWN = ("id", "name", "email", "lms_id", "section", "extension")
+LEGACY = "lms_id"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class IdKind(enum.Enum):
+    """An identifier an LMS gives a student: each its own roster column, compared only with its own kind."""
+
+    CANVAS_USER_ID = "canvas_user_id"  # Canvas's number: $Canvas.user.id, the gradebook export's ID, the zip's
+    SIS_ID = "sis_id"  # the school's: Canvas's SIS User ID (lis person_sourcedid), Moodle's ID number (idnumber)
+    SIS_INTEGRATION_ID = "sis_integration_id"  # Canvas's $Canvas.user.sisIntegrationId
+    MOODLE_USER_ID = "moodle_user_id"  # Moodle's user id: its LTI `sub` and its class list's user_id
+    MOODLE_PARTICIPANT_ID = "moodle_participant_id"  # per assignment, in Moodle's submission downloads only
+
+
+# an old `lms_id` is what docs/class.md said it was: the id each LMS's own files named
+LEGACY_KINDS = (IdKind.CANVAS_USER_ID, IdKind.MOODLE_PARTICIPANT_ID)
+KNOWN = ("id", "name", "email", "section", "extension", LEGACY, *(k.value for k in IdKind))
+LEGACY_NOTE = ("column `lms_id` is the old one: each value is taken as the student's Canvas user id (Canvas) "
+               "and Moodle participant id (Moodle downloads), never as an LTI user id, Moodle user id or SIS id; "
+               "rename it canvas_user_id or moodle_participant_id (docs/class.md)")
 
 
 @dataclass(frozen=True)
@@ -44,27 +70,42 @@ class Student:
     id: str
     name: str = ""
     email: str = ""
-    lms_id: str = ""
     section: str = ""
     extension: Optional[Extension] = None
     extra: tuple[tuple[str, str], ...] = ()  # the other columns, in file order
+    ids: tuple[tuple[IdKind, str], ...] = ()  # the LMS identifiers the row gives
 
     def get(self, column: str) -> str:
         return dict(self.extra).get(column, "")
+
+    def id_of(self, kind: IdKind) -> str:
+        return dict(self.ids).get(kind, "")
+
+
+@dataclass(frozen=True)
+class Match:
+    """Whom a set of LMS identifiers names: `student`, or None with `ambiguous` when they name several rows."""
+
+    student: Optional[Student]
+    ambiguous: tuple[Student, ...] = ()
+    by: Optional[IdKind] = None  # the kind that found the student
 
 
 @dataclass(frozen=True)
 class Roster:
     students: tuple[Student, ...]
     source: str = ""
+    notes: tuple[str, ...] = ()  # one line each, for whoever reads the roster (the old `lms_id`)
     _by: dict[str, dict[str, Student]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        index: dict[str, dict[str, Student]] = {"id": {}, "fold": {}, "lms": {}, "email": {}, "name": {}, "github": {}}
+        index: dict[str, dict[str, Student]] = {k: {} for k in ("id", "fold", "email", "name", "github",
+                                                                 *(kind.value for kind in IdKind))}
         ambiguous: dict[str, set[str]] = {k: set() for k in index}
         for s in self.students:
-            keys = {"id": s.id, "fold": s.id.casefold(), "lms": s.lms_id, "email": s.email.casefold(),
-                    "name": normal_name(s.name), "github": s.get("github").casefold()}
+            keys = {"id": s.id, "fold": s.id.casefold(), "email": s.email.casefold(),
+                    "name": normal_name(s.name), "github": s.get("github").casefold(),
+                    **{kind.value: value for kind, value in s.ids}}
             for kind, key in keys.items():
                 if not key:
                     continue
@@ -86,8 +127,24 @@ class Roster:
         """A roster id, exactly, else one that differs only in case (when no other student's does)."""
         return self._by["id"].get(value) or self._by["fold"].get(value.casefold())
 
-    def by_lms_id(self, value: str) -> Optional[Student]:
-        return self._by["lms"].get(value.strip())
+    def by_lms(self, kind: IdKind, value: str) -> Optional[Student]:
+        """The one row whose `kind` column is exactly `value` (compared with that column only)."""
+        return self._by[kind.value].get(value.strip()) if value.strip() else None
+
+    def match(self, given: "Iterable[tuple[IdKind, str]]") -> Match:
+        """The row the LMS's identifiers name: each compared only with its own column, exactly; identifiers
+        that name two rows name neither (`ambiguous`). The one rule of every route (launch, sync, intake)."""
+        found: dict[str, tuple[Student, IdKind]] = {}
+        for kind, value in given:
+            student = self.by_lms(kind, value)
+            if student is not None:
+                found.setdefault(student.id, (student, kind))
+        if len(found) > 1:
+            return Match(None, tuple(s for s, _ in found.values()))
+        if found:
+            student, kind = next(iter(found.values()))
+            return Match(student, by=kind)
+        return Match(None)
 
     def by_email(self, value: str) -> Optional[Student]:
         return self._by["email"].get(value.strip().casefold())
@@ -142,8 +199,13 @@ def parse_roster(text: str, where: str) -> Roster:
         for name in set(lowered):
             if lowered.count(name) > 1 and name:
                 raise QkvError(f"{where}:1", f"column `{name}` appears twice")
+        if LEGACY in lowered and any(k.value in lowered for k in LEGACY_KINDS):
+            raise QkvError(f"{where}:1", "has both the old `lms_id` and canvas_user_id or moodle_participant_id: "
+                                         "keep the new columns only")
+        kinds = [(kind, kind.value) for kind in IdKind if kind.value in lowered]
+        kinds += [(kind, LEGACY) for kind in LEGACY_KINDS if LEGACY in lowered]
         students: list[Student] = []
-        seen: dict[str, dict[str, int]] = {"id": {}, "lms_id": {}, "email": {}}
+        seen: dict[str, dict[str, int]] = {key: {} for key in ("id", "email", *(k.value for k in IdKind))}
         for row in reader:
             line = reader.line_num
             if not any(cell.strip() for cell in row):
@@ -163,20 +225,23 @@ def parse_roster(text: str, where: str) -> Roster:
                 extension = parse_extension(values.get("extension", ""))
             except ValueError as err:
                 raise QkvError(f"{where}:{line}", f"extension: {err}") from None
+            ids = tuple((kind, values[column]) for kind, column in kinds if values[column])
             for key in seen:
                 value = values.get(key, "").casefold() if key == "email" else values.get(key, "")
+                if key in IdKind._value2member_map_:
+                    value = dict(ids).get(IdKind(key), "")
                 if value and value in seen[key]:
                     raise QkvError(f"{where}:{line}", f"{key} {value[:40]!r} is also on line {seen[key][value]}")
                 if value:
                     seen[key][value] = line
             extra = tuple((c, v.strip()) for c, low, v in zip(columns, lowered, row) if low not in KNOWN)
             students.append(Student(student_id, values.get("name", ""), values.get("email", ""),
-                                    values.get("lms_id", ""), values.get("section", ""), extension, extra))
+                                    values.get("section", ""), extension, extra, ids))
     except csv.Error as err:
         raise QkvError(f"{where}:{reader.line_num}", f"not valid CSV: {err}") from None
     if not students:
         raise QkvError(where, "has a header but no students")
-    return Roster(tuple(students), where)
+    return Roster(tuple(students), where, (f"{where}: {LEGACY_NOTE}",) if LEGACY in lowered else ())
 
 
 def load_roster(path: Path) -> Roster:

@@ -6,10 +6,11 @@ the service's LTI routes (serve/lti/) read it.
 
 from __future__ import annotations
 
+import enum
 from typing import Optional
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ISSUER_CHARS = 300
 
@@ -27,17 +28,26 @@ def origin_of(address: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+class Lms(enum.Enum):
+    """Which LMS a platform is: how its launches name a student (serve/lti/members.lms_user)."""
+
+    CANVAS = "canvas"
+    MOODLE = "moodle"
+    OTHER = "other"
+
+
 class Platform(BaseModel):
     """One LMS registration: what its admin shows once the tool is added (docs/lti.md, per LMS)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     issuer: str = Field(min_length=1, max_length=ISSUER_CHARS, description="the platform's `iss`")
     client_id: str = Field(min_length=1, max_length=200, description="the tool's id at the platform (`aud`)")
+    lms: Lms = Field(default=Lms.OTHER, description="canvas, moodle or other: how its launches name a student")
     deployment_ids: list[str] = Field(min_length=1, description="the deployments whose launches are accepted")
     # a deployment can be site-wide (Moodle's always are): without the course's own ids, an instructor of any
-    # course of the LMS would be an instructor here
-    context_ids: list[str] = Field(min_length=1, description="the LMS courses (context ids) whose launches are "
-                                                              "accepted")
+    # course of the LMS would be an instructor here. Empty until the first instructor launch shows the id.
+    context_ids: list[str] = Field(default=[], description="the LMS courses (context ids) whose launches are "
+                                                           "accepted (an instructor's first launch shows it)")
     auth_login_url: str = Field(description="the platform's OIDC authorization endpoint")
     auth_token_url: str = Field(description="the platform's OAuth2 token endpoint (grades and roster)")
     key_set_url: str = Field(description="the platform's JWKS")
@@ -48,6 +58,17 @@ class Platform(BaseModel):
                                          "auth_login_url's)")
 
     _addresses = field_validator("auth_login_url", "auth_token_url", "key_set_url")(tool_address)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canvas_by_its_issuer(cls, given: object) -> object:
+        """A platform without `lms:` whose issuer is Instructure's (canvas.instructure.com, its beta and test) is a
+        Canvas: course.yaml files written before `lms:` existed keep matching their students by Canvas id."""
+        if isinstance(given, dict) and "lms" not in given and isinstance(given.get("issuer"), str):
+            host = urlsplit(given["issuer"]).hostname or ""
+            if host == "instructure.com" or host.endswith(".instructure.com"):
+                return {**given, "lms": Lms.CANVAS}
+        return given
 
     @field_validator("origins")
     @classmethod
@@ -81,6 +102,9 @@ class LtiSettings(BaseModel):
     platforms: list[Platform] = Field(min_length=1)
     add_unknown: bool = Field(default=False, description="a learner the roster lacks is signed in (as "
                                                          "lms-USERID-HASH) rather than refused")
+    # an LMS where users set their own email would otherwise hand a roster row to whoever typed its address
+    emails_verified: bool = Field(default=False, description="the LMSs' emails are the school's, checked: a "
+                                                             "student no LMS id matches is matched by email")
     # fractional hours are allowed (0.001 is 3.6 s: the tests' period); a year at most keeps a wait's timeout finite
     sync_hours: float = Field(default=24, ge=0, le=8760, allow_inf_nan=False,
                               description="qkv serve pulls the LMS's class list this often (0: never)")

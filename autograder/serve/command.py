@@ -38,7 +38,8 @@ def _roster(given: Optional[Path]):
     from autograder.course.find import find_course
 
     path, which = find_course().grading_roster(given)
-    return (load_roster(path) if path else None), which
+    roster = load_roster(path) if path else None
+    return roster, "\n".join((which, *(roster.notes if roster else ())))
 
 
 @click.command()

@@ -213,6 +213,13 @@ class AccountBook:
             "SELECT person, role FROM accounts AS a WHERE NOT EXISTS (SELECT 1 FROM accounts AS b WHERE b.person = "
             "a.person AND b.revoked_at IS NULL) ORDER BY issued_at")}
 
+    def is_revoked(self, person: str) -> bool:
+        """Whether `person` is among `revoked()`: they have accounts, none of them live (`qkv tokens --reinstate`
+        gives them one)."""
+        row = self._db.execute("SELECT count(*), count(*) - count(revoked_at) FROM accounts WHERE person = ?",
+                               (person,)).fetchone()
+        return row[0] > 0 and row[1] == 0
+
     def launched(self, person: str, role: Role, now: float) -> Account:
         """The account an LMS launch signs `person` in to: made on their first launch, with an empty hash that no
         token matches, so it opens sessions only through a verified launch; `revoke` ends it like a token's."""

@@ -1,7 +1,8 @@
 """What the service keeps as an LTI 1.3 tool.
 
 Beside the accounts (the same SQLite file or PostgreSQL schema), LtiStore: the OIDC logins' nonces and state and
-each launch's claims, with an expiry; each student's LMS user id and grade service from their latest launch;
+each launch's claims, with an expiry; which roster row each LMS user (`sub` per issuer) was matched to on their first
+launch, so that later launches need nothing else and the row is no other user's; each student's LMS user id and grade service from their latest launch;
 the LMS line item each assignment's scores go to; the LMS course an assignment was launched from (its roster
 service), and each roster sync's differences (the history `qkv lti sync` keeps). PyLTI1p3 asks its storage for a
 value by key; a nonce is taken, not read: `take` deletes the row in the same transaction that finds it, so one
@@ -35,6 +36,14 @@ CREATE TABLE IF NOT EXISTS lti_people (
     sub       TEXT NOT NULL,
     grades    TEXT NOT NULL,
     launched  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS lti_claims (
+    issuer  TEXT NOT NULL,
+    sub     TEXT NOT NULL,
+    student TEXT NOT NULL,
+    claimed REAL NOT NULL,
+    PRIMARY KEY (issuer, sub),
+    UNIQUE (issuer, student)
 );
 CREATE TABLE IF NOT EXISTS lti_contexts (
     assignment  TEXT PRIMARY KEY,
@@ -107,6 +116,30 @@ class LtiStore:
             self._db.execute("INSERT INTO lti_people VALUES (?, ?, ?, ?, ?) ON CONFLICT (person) DO UPDATE SET "
                              "issuer = excluded.issuer, sub = excluded.sub, grades = excluded.grades, "
                              "launched = excluded.launched", (person, issuer, sub, json.dumps(grades), now))
+
+    def claim(self, issuer: str, sub: str, student: str, now: float) -> bool:
+        """Keeps that `sub` at `issuer` is roster row `student`; False if either was already kept otherwise (a
+        launch racing another for the same row), which the launch then refuses."""
+        with self._db.write():
+            self._db.execute("INSERT INTO lti_claims VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                             (issuer, sub, student, now))
+            row = self._db.execute("SELECT student FROM lti_claims WHERE issuer = ? AND sub = ?",
+                                   (issuer, sub)).fetchone()
+        return row is not None and row[0] == student
+
+    def claimed(self, issuer: str, sub: str) -> Optional[str]:
+        row = self._db.execute("SELECT student FROM lti_claims WHERE issuer = ? AND sub = ?", (issuer, sub)).fetchone()
+        return row[0] if row else None
+
+    def claimant(self, issuer: str, student: str) -> Optional[str]:
+        row = self._db.execute("SELECT sub FROM lti_claims WHERE issuer = ? AND student = ?",
+                               (issuer, student)).fetchone()
+        return row[0] if row else None
+
+    def claims(self, issuer: str) -> dict[str, str]:
+        """Every kept claim of `issuer`: {sub: student}."""
+        return {r[0]: r[1] for r in self._db.execute("SELECT sub, student FROM lti_claims WHERE issuer = ?",
+                                                     (issuer,))}
 
     def person(self, person: str) -> Optional[LmsPerson]:
         row = self._db.execute("SELECT issuer, sub, grades FROM lti_people WHERE person = ?", (person,)).fetchone()

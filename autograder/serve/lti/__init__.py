@@ -8,8 +8,10 @@ trusts), the service's accounts, roster and gradebooks; gives the routes an LMS 
 - adapter.py: PyLTI1p3 on Starlette, its launch values in the database; every check of an id_token is the
   library's, except the nonce, which is spent once here.
 - deep_link.py: an instructor picks the assignment a new link opens.
-- grades.py: each counted attempt's score posted (AGS) from the gradebook's outbox, retried with back-off.
-- members.py: the LMS's class list (NRPS) against the roster, for `qkv lti sync`.
+- grades.py: each counted attempt's score posted (AGS) to the launch's line item, from the gradebook's outbox,
+  retried with back-off.
+- members.py: who an LMS user is on the roster (one rule for launches and the class list, over
+  classroom/roster.Roster.match), and the LMS's class list (NRPS) against the roster, for `qkv lti sync`.
 - roster_sync.py: the same sync on a schedule inside `qkv serve`.
 - background.py: the loop the score poster and the class-list puller share (a thread from start until stop).
 - keys.py, registration.py, command.py: the key pair, what an LMS admin enters, `qkv lti keys|config|sync`.

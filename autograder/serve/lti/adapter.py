@@ -7,8 +7,9 @@ runs (in a worker thread), and the cookies it sets are put on the response after
 
 from __future__ import annotations
 
+import re
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 import requests
 from pylti1p3.cookie import CookieService
@@ -24,6 +25,7 @@ from starlette.responses import RedirectResponse, Response
 
 from autograder.grade.gradebook.lti import LtiStore
 
+_NEXT = re.compile(r'<([^>]*)>\s*;\s*rel="?next"?', re.IGNORECASE)
 PLATFORM_SECONDS = 10.0  # the longest a platform's JWKS or token endpoint may take to answer
 STATE_COOKIE_PATH = "/lti/"  # the state cookie goes back only with the launch
 # what a login initiation leaves (anyone may start one, so it must not last the library's default day) and a
@@ -180,6 +182,33 @@ class _Bounded(requests.Session):
     def request(self, *args: Any, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", PLATFORM_SECONDS)
         return super().request(*args, **kwargs)
+
+
+def held(url: Any, platform: Any) -> str:
+    """`url` if it lies on one of the platform's sites (Platform.service_origins), else LtiException: every address
+    the LMS names (a launch's services, a class list's next page, a line item) gets the tool's access token."""
+    from autograder.course.lti_settings import origin_of
+
+    if not isinstance(url, str) or origin_of(url) not in platform.service_origins:
+        raise LtiException(f"the LMS named a service address off its sites ({str(url)[:200]!r}): list its "
+                           "origin in course.yaml's lti: origins if it is the LMS's")
+    return url
+
+
+def service_pages(connector: Any, platform: Any, url: str, scopes: list[str], accept: str,
+                  most: int) -> Iterator[Any]:
+    """The bodies of a paged LMS service (NRPS, AGS line items) from `url`, following `Link: rel="next"` for at
+    most `most` pages, each address held to the platform's sites before the access token goes to it."""
+    next_url: Optional[str] = url
+    for _ in range(most):
+        if not next_url:
+            return
+        answer = connector.make_service_request(scopes, held(next_url, platform), accept=accept,
+                                                case_insensitive_headers=True)
+        yield answer.get("body")
+        # read here, not the library's `next_page_url`, which it lowercases (a path or query with capitals breaks)
+        found = _NEXT.search(str(answer["headers"].get("link", "")).replace("\n", " "))
+        next_url = found.group(1) if found else None
 
 
 def platform_session() -> requests.Session:

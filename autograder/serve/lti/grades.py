@@ -1,5 +1,8 @@
 """Scores to the LMS (Assignment and Grade Services): each counted attempt's final score, after the late penalty,
-posted to the assignment's line item (found by its tag, else made) with the link to its feedback page.
+posted to the assignment's own line item with the link to its feedback page: the `lineitem` a launch of its link
+named (the column the instructor made in the LMS), else, for a link that has none (a deep-linked resource without a
+column), the one this tool made for it, found by its tag before one is made, so never a second. Every address is
+held to the platform's sites before the access token goes to it (adapter.held).
 
 The outbox is the gradebook's (ScoreOutbox): a thread fills it from the counted gradings and posts what is due,
 one grading at a time; a failed post (the LMS away, a token refused) is tried again after a back-off that doubles
@@ -16,13 +19,13 @@ import time
 from typing import Any, Callable, Mapping
 
 from pylti1p3.assignments_grades import AssignmentsGradesService
-from pylti1p3.exception import LtiServiceException
+from pylti1p3.exception import LtiException, LtiServiceException
 from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
 
 from autograder.grade.gradebook.lti import QueuedScore
-from autograder.serve.lti.adapter import platform_session
+from autograder.serve.lti.adapter import held, platform_session, service_pages
 from autograder.serve.lti.background import BackgroundLoop
 
 POLL_S = 1.0
@@ -30,6 +33,10 @@ BACKOFF_FIRST_S = 2.0
 BACKOFF_MOST_S = 300.0
 UNLINKED_S = 60.0  # a student who never launched from the LMS: looked for again this often
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
+LINEITEMS_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
+MOST_PAGES = 50  # line item pages looked through for the tool's own before one is made
 
 
 def backoff(tries: int) -> float:
@@ -70,14 +77,19 @@ class ScorePoster(BackgroundLoop):
 
     def _post(self, name: str, book: Any, queued: QueuedScore) -> None:
         person = self.tool.store.person(queued.student)
-        if person is None or not person.grades.get("lineitems"):
+        if person is None or not (person.grades.get("lineitems") or self.tool.store.lineitem(name, person.issuer)):
             book.score_later(queued.grading, time.time() + UNLINKED_S,
                              "the student has not opened the assignment from the LMS yet", tried=False)
             return
         try:
-            grades = AssignmentsGradesService(self._connector(person.issuer), person.grades)
-            lineitem = self._lineitem(name, person.issuer, grades, queued.max_score)
-            grades.put_grade(self._grade(name, queued, person.sub), lineitem)
+            platform = self.tool.settings.platform(person.issuer)
+            if platform is None:
+                raise LtiException(f"course.yaml no longer lists the platform {person.issuer[:200]!r}")
+            connector = self._connector(person.issuer)
+            lineitem = self._lineitem(name, platform, connector, person.grades, queued.max_score)
+            held(lineitem.get_id(), platform)
+            AssignmentsGradesService(connector, person.grades).put_grade(self._grade(name, queued, person.sub),
+                                                                         lineitem)
         except Exception as err:
             self._connectors.pop(person.issuer, None)  # its access token may be what the LMS refused
             if isinstance(err, LtiServiceException) and err.response.status_code == 404:
@@ -94,14 +106,27 @@ class ScorePoster(BackgroundLoop):
             self._connectors[issuer] = ServiceConnector(registration, platform_session())
         return self._connectors[issuer]
 
-    def _lineitem(self, name: str, issuer: str, grades: AssignmentsGradesService, most: float) -> LineItem:
-        known = self.tool.store.lineitem(name, issuer)
+    def _lineitem(self, name: str, platform: Any, connector: ServiceConnector, claim: dict, most: float) -> LineItem:
+        """The assignment's column: the launch's, else the one made for it (found by tag, else made once)."""
+        known = self.tool.store.lineitem(name, platform.issuer)
         if known:
             return LineItem({"id": known})
-        found = grades.find_or_create_lineitem(LineItem().set_tag(name).set_resource_id(name).set_score_maximum(most)
-                                               .set_label(self.assignments[name].bundle.title), find_by="tag")
-        self.tool.store.keep_lineitem(name, issuer, found.get_id())
-        return found
+        container = held(claim.get("lineitems"), platform)
+        for page in service_pages(connector, platform, container, [LINEITEM_SCOPE], LINEITEMS_TYPE, MOST_PAGES):
+            for item in page if isinstance(page, list) else []:
+                if isinstance(item, dict) and item.get("tag") == name and isinstance(item.get("id"), str):
+                    self.tool.store.keep_lineitem(name, platform.issuer, item["id"])
+                    return LineItem(item)
+        made = LineItem().set_tag(name).set_resource_id(name).set_score_maximum(most).set_label(
+            self.assignments[name].bundle.title)
+        answer = connector.make_service_request([LINEITEM_SCOPE], container, is_post=True,
+                                                data=made.get_value(), content_type=LINEITEM_TYPE,
+                                                accept=LINEITEM_TYPE)
+        body = answer.get("body")
+        if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+            raise LtiException("the LMS made the line item but named no id for it")
+        self.tool.store.keep_lineitem(name, platform.issuer, held(body["id"], platform))
+        return LineItem(body)
 
     def _grade(self, name: str, queued: QueuedScore, sub: str) -> Grade:
         when = dt.datetime.fromtimestamp(queued.graded_at, dt.timezone.utc).isoformat(timespec="milliseconds")

@@ -2,9 +2,12 @@
 key set (/lti/jwks.json).
 
 A launch PyLTI1p3 validated signs its user in with the same session the token sign-in gives: a student found on
-the roster by the LMS's user id (`lms_id`: the token's `sub`, or its LIS person id) or else by email (or, where
-course.yaml's `lti.add_unknown` says so, one the roster lacks, under an id of their LMS user id); staff by their
-context role. Anything else is one sentence on a refusal page, with what the LMS sent that did not match.
+the roster by the rule of members.roster_match (their `sub` kept from their first launch, else the identifiers the
+LMS gives, each compared with its own roster column, else a verified email), or, where course.yaml's
+`lti.add_unknown` says so, one the roster lacks, under an id of their LMS user id; staff by their most specific
+context role (a TA is staff, never instructor). A revoked student is refused until reinstated. An instructor's
+launch from an LMS course course.yaml does not list yet shows its id to add. Anything else is one sentence on a
+refusal page, with what the LMS sent that did not match.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 from urllib.parse import urlsplit
 
 from pylti1p3.exception import LtiException, OIDCException
@@ -28,7 +31,7 @@ from autograder.serve.lti.adapter import CookieJar, Launch, LtiRequest, Login, P
 from autograder.serve.lti.deep_link import PICK_PATH, picked, picker
 from autograder.serve.lti.grades import AGS_CLAIM
 from autograder.serve.lti.keys import jwks, read_keys
-from autograder.serve.lti.members import is_learner, lms_person, roster_match
+from autograder.serve.lti.members import CUSTOM, Claims, is_learner, lms_person, lms_user, roster_match
 from autograder.course.lti_settings import LtiSettings, Platform, origin_of
 from autograder.serve.guard import FAILURE_WINDOW, LTI_LOGINS_ALLOWED, client_address
 from autograder.serve.pages import Refusal
@@ -115,8 +118,9 @@ class LtiTool:
             except (ValueError, TypeError, AttributeError, KeyError):  # the library reading claims of other shapes
                 raise Refusal(403, "the LMS's launch was refused: its id_token is not one an LMS would send",
                               "Launch refused") from None
-            services_on(data, in_course(data, self.settings))
             role = role_of(data)
+            platform = in_course(data, self.settings, role)
+            services_on(data, platform)
             if launch.is_deep_link_launch():
                 if role is not Role.INSTRUCTOR:
                     raise Refusal(403, "only the course's instructors add assignment links", "Launch refused")
@@ -124,14 +128,24 @@ class LtiTool:
             if not launch.is_resource_launch():
                 raise Refusal(400, "this service opens assignment links only (an LTI resource-link launch)",
                               "Launch refused")
-            person = person_of(data, role, state.roster, self.settings.add_unknown)
             now = time.time()
+            person, new = person_of(data, role, state.roster, platform, KeptStore(self.store, platform.issuer),
+                                    self.settings.emails_verified, self.settings.add_unknown)
+            if new and not self.store.claim(platform.issuer, str(data["sub"]), person, now):
+                raise Refusal(403, f"roster row {person} was just taken by another LMS user: ask your instructor",
+                              "Not on the roster")
+            if state.accounts.is_revoked(person):
+                raise Refusal(403, "your access to this course was revoked: ask your instructor to reinstate you",
+                              "Access revoked")
             account = state.accounts.launched(person, role, now)
+            grades = data.get(AGS_CLAIM)
             if role is Role.STUDENT:  # where their scores go (grades.py)
-                grades = data.get(AGS_CLAIM)
                 self.store.remember(person, str(data["iss"]), str(data["sub"]),
                                     grades if isinstance(grades, dict) else {}, now)
             target = landing(data, self.settings.tool_url, state.assignments)
+            if target != "/" and isinstance(grades, dict) and isinstance(grades.get("lineitem"), str):
+                # the assignment's own column in the LMS's gradebook: its scores go there (grades.py)
+                self.store.keep_lineitem(target.removeprefix("/a/"), platform.issuer, grades["lineitem"])
             members, context = data.get(NRPS_CLAIM), data.get(CLAIM + "context")
             if target != "/" and isinstance(members, dict) and members.get("context_memberships_url"):
                 # the LMS course's class list, which `qkv lti sync NAME` reads
@@ -176,16 +190,29 @@ def _on_tool(address: str, tool_url: str) -> bool:
     return (parts.scheme, parts.netloc) == (tool.scheme, tool.netloc)
 
 
-def in_course(data: Mapping[str, Any], settings: LtiSettings) -> Platform:
-    """The launch's platform; refuses a launch from an LMS course (context) course.yaml does not name for it."""
+def in_course(data: Mapping[str, Any], settings: LtiSettings, role: Role) -> Platform:
+    """The launch's platform; refuses a launch from an LMS course (context) course.yaml does not name for it, and
+    shows an instructor the ids to add (learnt from the LMS, never guessed: the instructor confirms it is their
+    course by writing it into course.yaml)."""
     context = data.get(CLAIM + "context")
-    found = str(context.get("id", ""))[:200] if isinstance(context, dict) else ""
+    context = context if isinstance(context, dict) else {}
+    found = str(context.get("id", ""))[:200]
     platform = settings.platform(str(data.get("iss", "")))
-    if platform is None or found not in platform.context_ids:
-        raise Refusal(403, f"the launch comes from an LMS course this service does not serve (context "
-                           f"{found!r}): ask your instructor to add its id to course.yaml's lti: context_ids",
-                      "Launch refused")
-    return platform
+    if platform is not None and found in platform.context_ids:
+        return platform
+    if platform is not None and role is Role.INSTRUCTOR and found:
+        custom = data.get(CUSTOM)
+        course = str(custom.get("canvas_course_id", ""))[:40] if isinstance(custom, dict) else ""
+        shown = "; ".join(f"{what} {value!r}" for what, value in (
+            ("title", str(context.get("title", ""))[:200]), ("label", str(context.get("label", ""))[:80]),
+            ("Canvas course id", "" if course.startswith("$") else course),
+            ("deployment id", str(data.get(CLAIM + "deployment_id", ""))[:200])) if value)
+        raise Refusal(403, f"this LMS course is not served yet. It says: context id {found!r} ({shown}). If it is "
+                           f"your course, add {found!r} to context_ids of the platform {platform.issuer!r} under "
+                           "lti: in course.yaml, restart qkv serve and open the link again", "Course not served yet")
+    raise Refusal(403, f"the launch comes from an LMS course this service does not serve (context "
+                       f"{found!r}): ask your instructor to add its id to course.yaml's lti: context_ids",
+                  "Launch refused")
 
 
 def services_on(data: Mapping[str, Any], platform: Platform) -> None:
@@ -201,36 +228,58 @@ def services_on(data: Mapping[str, Any], platform: Platform) -> None:
 
 
 def role_of(data: Mapping[str, Any]) -> Role:
-    """The course role the launch claims (the platform signed it): instructors, TAs, learners; no other."""
-    if TeacherRole(data).check():
-        return Role.INSTRUCTOR
+    """The course role the launch claims (the platform signed it), by its most specific role: a TA, whom Canvas
+    sends as `membership#Instructor` and `membership/Instructor#TeachingAssistant` both, is staff, never an
+    instructor; then instructors, then learners; no other."""
     if TeachingAssistantRole(data).check():
         return Role.STAFF
+    if TeacherRole(data).check():
+        return Role.INSTRUCTOR
     if is_learner(data.get(CLAIM + "roles")):
         return Role.STUDENT
     raise Refusal(403, "the LMS gave this account no role in the course that the service knows (learner, "
                        "teaching assistant, instructor)", "Launch refused")
 
 
-def person_of(data: Mapping[str, Any], role: Role, roster: Any, add_unknown: bool = False) -> str:
-    """Whom the launch signs in: a roster id for a student (or, with `add_unknown`, the id of a student known only
-    to the LMS, members.lms_person), the LMS's email (else its user id) for staff."""
+@dataclass(frozen=True)
+class KeptStore:
+    """One LMS's claims, as the store keeps them (members.Claims)."""
+
+    store: LtiStore
+    issuer: str
+
+    def student_of(self, sub: str) -> Optional[str]:
+        return self.store.claimed(self.issuer, sub)
+
+    def sub_of(self, student: str) -> Optional[str]:
+        return self.store.claimant(self.issuer, student)
+
+
+def person_of(data: Mapping[str, Any], role: Role, roster: Any, platform: Platform, claims: Claims,
+              emails_verified: bool = False, add_unknown: bool = False) -> tuple[str, bool]:
+    """Whom the launch signs in, and whether it is the first launch that matched them (their `sub` to be kept): a
+    roster id for a student (members.roster_match; or, with `add_unknown`, the id of a student known only to the
+    LMS, members.lms_person), the LMS's email (else its user id) for staff."""
     sub = str(data.get("sub", ""))[:200]
     email = str(data.get("email", ""))[:200]
     if role is not Role.STUDENT:
-        return email or f"lti:{sub}"
+        return email or f"lti:{sub}", False
     lis = data.get(CLAIM + "lis")
-    sourced = str(lis.get("person_sourcedid", ""))[:200] if isinstance(lis, dict) else ""
-    found = roster_match(roster, sub, sourced, email) if roster is not None else None
-    if found is not None:
-        return found.id
-    if add_unknown and sub and (roster is None or roster.by_id(lms_person(sub)) is None):
-        return lms_person(sub)
+    user = lms_user(platform, sub, lis.get("person_sourcedid") if isinstance(lis, dict) else None, email,
+                    data.get(CUSTOM))
+    found = roster_match(roster, user, claims, emails_verified) if roster is not None else None
+    if found is not None and found.student is not None:
+        return found.student.id, found.new
+    if add_unknown and sub and not (found and found.why) and (roster is None or roster.by_id(lms_person(sub)) is None):
+        return lms_person(sub), False
     if roster is None:
         raise Refusal(403, "the service runs without a roster, so no LMS student can be matched: ask your "
                            "instructor to serve with --roster", "Not on the roster")
+    given = ", ".join(f"{kind.value} {value!r}" for kind, value in user.ids)
     raise Refusal(403, f"you are not on this course's roster (the LMS says user {sub!r}"
-                       f"{f', {email}' if email else ''}): ask your instructor to add you", "Not on the roster")
+                       f"{f', {given}' if given else ''}{f', {email}' if email else ''})"
+                       f"{f': {found.why}' if found and found.why else ''}: ask your instructor to add you",
+                  "Not on the roster")
 
 
 def landing(data: Mapping[str, Any], tool_url: str, assignments: Mapping[str, Any]) -> str:
