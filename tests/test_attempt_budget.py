@@ -46,8 +46,8 @@ def test_the_budget_is_the_whole_attempts_a_rerun_gets_what_the_first_run_left()
 
 
 def test_with_its_only_worker_on_a_loop_a_job_taken_after_it_is_run_first() -> None:
-    # one worker, held by a loop that runs to its 20 s limit: the job taken after it used to wait for it
-    limits = dataclasses.replace(SANDBOX_LIMITS, problem_seconds=20.0)
+    # one worker, held by a loop that runs to its 30 s limit: the job taken after it used to wait for it
+    limits = dataclasses.replace(SANDBOX_LIMITS, problem_seconds=30.0, cpu_seconds=60)
     good = (HOSTILE / "good.py").read_text()
     jobs = [("loop", (HOSTILE / "loop_in_function.py").read_text(), CORE), ("honest", good, CORE)]
     with SandboxPool("numpy", jobs=1, limits=limits, isolation="allow-rlimits") as pool:

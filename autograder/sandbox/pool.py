@@ -535,7 +535,7 @@ class SandboxPool:
         Fair to fresh work: a job still running after LONG_SECONDS (a loop, most likely; it runs on at the lowest
         CPU priority) no longer holds one of the `jobs` slots, so fresh jobs start beside it, on up to `most`
         workers in all. A job that comes long (the rerun of an attempt that already ran long: `spent`) waits
-        while any fresh one waits, and starts only in one of the `jobs` slots, never on a spare worker."""
+        while any fresh one waits, and starts only while fewer than `jobs` jobs run, never beside them."""
         self.start()
         fresh: deque[tuple] = deque()
         late: deque[tuple] = deque()  # taken, and long already
