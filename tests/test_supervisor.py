@@ -398,13 +398,3 @@ def test_a_starved_attempt_runs_past_its_limits_but_never_past_attempt_seconds()
     run.later(5.0 - LIMITS.problem_seconds)
     assert run.kills == [(CHILD, GRANDCHILD)]
 
-
-def test_a_lowered_attempt_gets_no_extra_time_for_the_cpu_it_was_lowered_out_of():
-    # short of CPU because fresh work went first, not because of a neighbour: its limit holds
-    run = Run(cpu=0.0, limits=Limits(load_seconds=3.0, problem_seconds=5.0, cpu_seconds=10))
-    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
-    run.send(kind="start", index=0, pid=GRANDCHILD)
-    run.later(LONG_SECONDS)
-    assert run.lowered == [(CHILD, GRANDCHILD)]
-    run.later(5.0 - LONG_SECONDS)
-    assert run.kills == [(GRANDCHILD,)]

@@ -14,8 +14,7 @@ little CPU to have used its time (a neighbour's fork bomb) may run on, up to
 STARVED_FACTOR times its limit. The whole attempt has a budget (qkv_runtime.limits.
 job_seconds): when its cap, attempt_seconds, runs out the submission is stopped,
 starved or not, and the problems it left are not run. An attempt still running after LONG_SECONDS is lowered to the
-lowest CPU priority (`Lower`), so that it takes the CPU only from no one; being
-short of CPU then gets it no extra time.
+lowest CPU priority (`Lower`), so that it takes the CPU only from no one.
 """
 
 from __future__ import annotations
@@ -399,8 +398,7 @@ class Supervisor:
         return f"the attempt's time budget of {self.budget:g} s (attempt_seconds)"
 
     def _starved(self, group: int, limit: float, now: float) -> bool:
-        # a lowered attempt is short of CPU by design (fresh work goes first): no extra time for that
-        if self.state.lowered or now - self.state.started >= STARVED_FACTOR * limit:
+        if now - self.state.started >= STARVED_FACTOR * limit:
             return False
         return self.cpu_of(group) < 0.5 * limit
 
