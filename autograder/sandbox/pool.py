@@ -26,7 +26,6 @@ import tempfile
 import threading
 import time
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ import qkv_runtime
 
 from autograder.sandbox import isolation as isolation_module
 from autograder.sandbox import policy
+from autograder.sandbox.fair import FairQueue
 from autograder.sandbox.isolation import SandboxError
 from autograder.sandbox.protocol import (
     Limits,
@@ -529,50 +529,40 @@ class SandboxPool:
     def map(self, jobs: Iterable[Optional[tuple]]) -> Iterator[tuple[K, SubmissionRun]]:
         """Run many submissions; yields (key, run) as each completes. Each job is (key, program, problems) or
         (key, program, problems, spent), `spent` being the seconds earlier jobs of the same attempt took (see
-        `run`). `jobs` is read as workers come free (up to `jobs` ahead), so it may be a stream of work that
-        arrives meanwhile (see `take`).
-
-        Fair to fresh work: a job still running after LONG_SECONDS (a loop, most likely; it runs on at the lowest
-        CPU priority) no longer holds one of the `jobs` slots, so fresh jobs start beside it, on up to `most`
-        workers in all. A job that comes long (the rerun of an attempt that already ran long: `spent`) waits
-        while any fresh one waits, and starts only while fewer than `jobs` jobs run, never beside them."""
+        `run`). `jobs` is read as workers come free (until `jobs` fresh ones wait), so it may be a stream of work
+        that arrives meanwhile (see `take`). Fair to fresh work (fair.py): a job that ran long holds no slot, and
+        one that comes long (a rerun of an attempt whose first run ran long: `spent`) waits behind fresh ones."""
         self.start()
-        fresh: deque[tuple] = deque()
-        late: deque[tuple] = deque()  # taken, and long already
-        running: dict[concurrent.futures.Future, tuple[K, float]] = {}  # -> (key, when it counts as long)
+        fair: FairQueue[tuple] = FairQueue(self.jobs, self.most)
+        running: dict[concurrent.futures.Future, tuple[int, K]] = {}  # -> (its number in `fair`, key)
         source = iter(jobs)
         ended = False
         with concurrent.futures.ThreadPoolExecutor(self.most, thread_name_prefix="qkv-sandbox") as executor:
             while True:
                 idle = False
-                while not ended and not idle and len(fresh) < self.jobs:
+                while not ended and not idle and fair.wants_more():
                     batch, idle, ended = take(source, 1)
                     for key, program, problems, *rest in batch:
                         spent = float(rest[0]) if rest else 0.0
-                        (late if spent >= LONG_SECONDS else fresh).append((key, program, problems, spent))
-                now = time.monotonic()
-                long = sum(1 for _, at in running.values() if at <= now)
-                while fresh and len(running) - long < self.jobs and len(running) < self.most:
-                    key, program, problems, spent = fresh.popleft()
-                    running[executor.submit(self.run, program, problems, spent, True)] = (key, now + LONG_SECONDS)
-                while late and not fresh and len(running) < self.jobs:
-                    key, program, problems, spent = late.popleft()
-                    running[executor.submit(self.run, program, problems, spent, True)] = (key, now)
-                if not ended and not idle and len(fresh) < self.jobs:
+                        fair.add((key, program, problems, spent), long=spent >= LONG_SECONDS)
+                for number, (key, program, problems, spent) in fair.start(time.monotonic()):
+                    running[executor.submit(self.run, program, problems, spent, True)] = (number, key)
+                if not ended and not idle and fair.wants_more():
                     continue  # what started made room to take more
                 if not running:
-                    if ended and not fresh and not late:
+                    if ended and not fair.waiting:
                         return
                     time.sleep(IDLE_SECONDS)
                     continue
                 # woken when a job ends, when a running one turns long while fresh ones wait (it frees a slot),
                 # and to ask a stream that had nothing again
-                waits = [at - now for _, at in running.values() if at > now] if fresh else []
-                waits += [IDLE_SECONDS] if idle else []
-                done, _ = concurrent.futures.wait(running, timeout=max(0.0, min(waits)) if waits else None,
+                waits = [w for w in (fair.wait(time.monotonic()), IDLE_SECONDS if idle else None) if w is not None]
+                done, _ = concurrent.futures.wait(running, timeout=min(waits) if waits else None,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
-                    yield running.pop(future)[0], future.result()
+                    number, key = running.pop(future)
+                    fair.ended(number)
+                    yield key, future.result()
 
     def close(self) -> None:
         """Stop the workers and remove their files; the pool can be started again."""
