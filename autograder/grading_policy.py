@@ -23,6 +23,8 @@ class GradingLimits(_Strict):
 
     load_seconds: float | None = Field(default=None, gt=0, le=3600)
     problem_seconds: float | None = Field(default=None, gt=0, le=3600)
+    attempt_seconds: float | None = Field(default=None, gt=0, le=36000,
+                                          description="the most one whole attempt may take, loading included")
     cpu_seconds: int | None = Field(default=None, gt=0, le=36000)
     memory_bytes: int | None = Field(default=None, ge=64 * 1024**2, le=256 * 1024**3)
     max_processes: int | None = Field(default=None, gt=0, le=4096)

@@ -11,6 +11,10 @@ route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, 
 Each student makes --attempts attempts, one after the other (each waits for its score, as a student reads it before
 handing in again), each file one of the bundled samples (all the .py ones but the hostile one, whose loop would
 measure the time limit) taken in turn and ending with a comment naming the student, so no two digests are the same.
+With --looping F, a fraction F of the students (spread evenly through the class) are looping students: each of their
+attempts is a module whose every function loops for ever, so only the attempt's budget (the manifest's
+attempt_seconds, --attempt-seconds) ends it, and it scores 0. The goal is then for the honest students: their
+figures and the looping students' are kept apart.
 
 Three runs, each on a store of its own: one student alone (what grading one attempt takes when nothing waits), the
 class (--students x --attempts from --clients clients), and the class again with `kill -9` of the server once half
@@ -24,10 +28,12 @@ in again only if it was not. Checked in each run, against the gradebook once the
   and a stored attempt whose student is not the one its comment names.
 Figures: time from upload to score (the client's, to the look that saw it, as a student sees it; and the server's,
 received to graded)
-p50, p95 and max, and throughput. Goal: p95 under 5 s. Written to benchmarks/results/serve.json; a Markdown table
-on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results /tmp/serve.json.
+p50, p95 and max, and throughput. Goal: p95 under 5 s. Written to benchmarks/results/serve.json (with --looping,
+serve_looping.json); a Markdown table on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results
+/tmp/serve.json.
 
-    .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--results FILE]
+    .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--looping 0.05]
+                                         [--attempt-seconds S] [--results FILE]
 """
 
 from __future__ import annotations
@@ -59,9 +65,14 @@ from grade import graded_totals, mixed_samples  # noqa: E402
 from served_course import NAME, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
 from servers import ServerProcess  # noqa: E402
 
+from served_course import every_function_loops  # noqa: E402
+
+from autograder.bundle import read_bundle  # noqa: E402
 from autograder.sandbox import default_slots  # noqa: E402
+from qkv_runtime.limits import Limits  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "serve.json"
+LOOPING_RESULTS = ROOT / "benchmarks" / "results" / "serve_looping.json"
 P95_GOAL_S = 5.0
 UPLOAD_NAME = "attention_numpy.py"
 RETRY_S = 300.0  # how long a client keeps trying while the server is down or swamped: a bound, not an expectation
@@ -85,7 +96,8 @@ class Ledger:
 
     acknowledged: dict[str, str] = field(default_factory=dict)  # attempt id -> student, answered with a 303
     adopted: dict[str, str] = field(default_factory=dict)  # stored, though the reply was lost with the server
-    upload_to_score: list[float] = field(default_factory=list)
+    upload_to_score: list[float] = field(default_factory=list)  # the honest students'
+    looping_upload_to_score: list[float] = field(default_factory=list)
     wrong: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     foreign_refused: int = 0
@@ -167,16 +179,17 @@ def wait_for_score(web: httpx.Client, attempt: str, page: httpx.Response) -> str
 
 
 def one_student(base: str, row: dict, index: int, attempts: int, samples: list[str], expected: list[float],
-                ledger: Ledger, done: dict[str, str]) -> None:
+                ledger: Ledger, done: dict[str, str], loops: str | None) -> None:
     """One student's session: sign in, hand in `attempts` times reading each score, read the attempts back, and try
-    another student's attempt."""
+    another student's attempt. `loops`: a looping student's module (every function loops), handed in each time."""
     student = row["id"]
     with httpx.Client(base_url=base, timeout=TIMEOUT_S) as web:
         csrf = sign_in(web, row["link"])
         known: list[str] = []
         for k in range(attempts):
             sample = (index + k) % len(samples)
-            body = f"{samples[sample]}\n# student {student}, attempt {k + 1}\n".encode()
+            text, earns = (samples[sample], expected[sample]) if loops is None else (loops, 0.0)
+            body = f"{text}\n# student {student}, attempt {k + 1}\n".encode()
             started = time.perf_counter()
             attempt, adopted = upload(web, csrf, body, known)
             with ledger.lock:
@@ -185,11 +198,12 @@ def one_student(base: str, row: dict, index: int, attempts: int, samples: list[s
             # the 303's page, as the browser follows it: the first look
             score = wait_for_score(web, attempt, request(web, "GET", f"/a/{NAME}/attempts/{attempt}"))
             with ledger.lock:
-                ledger.upload_to_score.append(time.perf_counter() - started)
-            if float(score.split("/")[0]) != expected[sample]:
+                (ledger.upload_to_score if loops is None else ledger.looping_upload_to_score).append(
+                    time.perf_counter() - started)
+            if float(score.split("/")[0]) != earns:
                 with ledger.lock:
-                    ledger.wrong.append(f"{student}: attempt {attempt} scored {score}, sample {sample} earns "
-                                        f"{expected[sample]:g}")
+                    ledger.wrong.append(f"{student}: attempt {attempt} scored {score}, "
+                                        f"{'a loop' if loops else f'sample {sample}'} earns {earns:g}")
         page = request(web, "GET", f"/a/{NAME}").text
         shown, listed = found(SIGNED_IN, page, "account"), set(LISTED.findall(page))
         if shown != student or listed != set(known):
@@ -232,7 +246,8 @@ def stored(store: Path) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
     return attempts, gradings
 
 
-def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: float | None) -> dict:
+def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: float | None,
+            looping: frozenset[str]) -> dict:
     attempts, gradings = stored(store)
     seen = {**ledger.acknowledged, **ledger.adopted}
     lost = sorted(a for a in set(seen) | set(attempts) if not gradings.get(a))
@@ -251,10 +266,16 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
         "wrong_student": len(wrong), "other_students_attempts_refused": ledger.foreign_refused,
         "client_failures": len(ledger.failures),
         "upload_to_score_s": percentiles(ledger.upload_to_score),
-        "received_to_graded_s": percentiles([g[0][0] - attempts[a][1] for a, g in gradings.items() if a in attempts]),
+        "received_to_graded_s": percentiles([g[0][0] - attempts[a][1] for a, g in gradings.items()
+                                             if a in attempts and attempts[a][0] not in looping]),
         "examples": {"lost": lost[:5], "duplicated": duplicated[:5], "wrong": wrong[:5],
                      "failures": ledger.failures[:5]},
     }
+    if looping:
+        figures["looping_students"] = len(looping)
+        figures["looping_upload_to_score_s"] = percentiles(ledger.looping_upload_to_score)
+        figures["looping_received_to_graded_s"] = percentiles([g[0][0] - attempts[a][1] for a, g in gradings.items()
+                                                             if a in attempts and attempts[a][0] in looping])
     if killed_at is not None:
         before = [a for a, (_, received, _) in attempts.items() if received < killed_at]
         figures["accepted_before_the_kill"] = len(before)
@@ -265,9 +286,11 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
 
 
 def run(course: Path, store: Path, roster: Path, students: list[str], attempts: int, clients: int,
-        samples: list[str], expected: list[float], jobs: list[str], kill: bool, everyone: bool) -> dict:
+        samples: list[str], expected: list[float], jobs: list[str], kill: bool, everyone: bool,
+        looping: frozenset[str] = frozenset(), loops: str = "") -> dict:
     """One run on a store of its own: `qkv serve` started, `qkv tokens` for the roster (`everyone`) or for
-    `students`, the clients, and, with `kill`, kill -9 of the server once half the attempts are in and a restart."""
+    `students`, the clients, and, with `kill`, kill -9 of the server once half the attempts are in and a restart.
+    The students of `looping` hand in `loops`."""
     server = ServerProcess(serve_command(course, store, roster, *jobs), log=store.with_suffix(".log"))
     server.start()
     try:
@@ -286,7 +309,8 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
                 except queue.Empty:
                     return
                 try:
-                    one_student(server.url, row, index, attempts, samples, expected, ledger, done)
+                    one_student(server.url, row, index, attempts, samples, expected, ledger, done,
+                                loops if row["id"] in looping else None)
                 except (Failure, httpx.HTTPError) as err:
                     with ledger.lock:
                         ledger.failures.append(f"{row['id']}: {type(err).__name__}: {err}")
@@ -312,7 +336,7 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
         wall = time.perf_counter() - started
     finally:
         server.stop()
-    figures = checked(store, ledger, killed_at, restarted_at)
+    figures = checked(store, ledger, killed_at, restarted_at, looping)
     figures.update({"students": len(students), "attempts_each": attempts, "clients": clients,
                     "tokens_issued_s": round(tokens_s, 1), "wall_s": round(wall, 1),
                     "attempts_per_s": round(figures["graded"] / wall, 2),
@@ -348,9 +372,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--attempts", type=int, default=3, help="each student's, one after the other")
     parser.add_argument("--clients", type=int, default=50, help="students handing in at the same time")
     parser.add_argument("--jobs", type=int, help="qkv serve --jobs (default: its own, a slot per core and one more)")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="where the figures go (a trial run's "
-                        "figures are no benchmark: write them elsewhere)")
+    parser.add_argument("--looping", type=float, default=0.0,
+                        help="the fraction of the students whose every attempt loops in every function (0 to 0.5)")
+    parser.add_argument("--attempt-seconds", type=float,
+                        help="the manifest's grading.limits.attempt_seconds (default: qkv's own)")
+    parser.add_argument("--results", type=Path, help="where the figures go (default: benchmarks/results/serve.json, "
+                        "with --looping serve_looping.json; a trial run's figures are no benchmark: write them "
+                        "elsewhere)")
     args = parser.parse_args(argv)
+    if not 0 <= args.looping <= 0.5:
+        parser.error("--looping must be a fraction from 0 to 0.5")
+    if args.attempt_seconds is not None and not 0 < args.attempt_seconds <= 36000:
+        parser.error("--attempt-seconds must be more than 0 and at most 36000")
+    args.results = args.results or (LOOPING_RESULTS if args.looping else RESULTS)
     for name in ("students", "attempts", "clients", "jobs"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
@@ -367,6 +401,10 @@ def report(figures: dict) -> str:
         rows.append(f"| {label} | {f['graded']} of {f['accepted']} | {f['lost']} | {f['duplicated']} | "
                     f"{f['wrong_student']} | {t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | "
                     f"{f['attempts_per_s']} |")
+        if f.get("looping_students"):
+            t = f["looping_upload_to_score_s"]
+            rows.append(f"| {label}: its {f['looping_students']} looping students | {t.get('count', 0)} | | | | "
+                        f"{t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | |")
     return "\n".join(rows)
 
 
@@ -378,12 +416,17 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(scratch)
         due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
         started = time.perf_counter()
+        grading = None if args.attempt_seconds is None else {"limits": {"attempt_seconds": args.attempt_seconds}}
         course = make_course(root / "course", {"attempts": max(20, args.attempts),
-                                               "attempts_per_hour": max(6, args.attempts)}, due)
+                                               "attempts_per_hour": max(6, args.attempts)}, due, grading=grading)
         build_s = time.perf_counter() - started
         expected = expected_scores(course, samples, root)
         roster = root / "roster.csv"
         students = write_roster(roster, args.students)
+        count = round(args.looping * len(students))
+        # spread through the class, and none of the students of the run alone (it measures nothing waiting)
+        looping = frozenset(students[(2 * i + 1) * len(students) // (2 * count)] for i in range(count))
+        loops = every_function_loops([p.function for p in read_bundle(course / "dist" / NAME / "autograder").code])
         runs = {"alone": (students[:ALONE[0]], ALONE[1], 1, False),
                 "class": (students, args.attempts, args.clients, False),
                 "kill9": (students, args.attempts, args.clients, True)}
@@ -392,10 +435,12 @@ def main(argv: list[str] | None = None) -> int:
             "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page looked at again when "
                      "it says (data-refresh)",
             "server_jobs": args.jobs or default_slots(), "samples": len(samples),
-            "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S}
+            "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S,
+            "looping_fraction": args.looping, "attempt_seconds": args.attempt_seconds or Limits().attempt_seconds}
         for key, (who, attempts, clients, kill) in runs.items():
             figures[key] = run(course, root / key, roster, who, attempts, clients, samples, expected,
-                               jobs, kill, everyone=who == students)
+                               jobs, kill, everyone=who == students, looping=looping if key != "alone" else frozenset(),
+                               loops=loops)
             print(f"{key}: {json.dumps({k: v for k, v in figures[key].items() if k != 'examples'})}", flush=True)
     figures["p95_within_goal"] = figures["class"]["upload_to_score_s"].get("p95", float("inf")) <= P95_GOAL_S
     figures["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}

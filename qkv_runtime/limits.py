@@ -10,11 +10,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Dict
 
+# An attempt still running after this many seconds is a long one: it runs on at the lowest CPU priority and no
+# longer holds one of the pool's slots, so fresh attempts go ahead of it (sandbox/pool.py, worker/supervisor.py).
+# An honest attempt of a whole assignment takes well under a second.
+LONG_SECONDS = 3.0
+LOWEST_PRIORITY = 19  # the nice value a long attempt's processes get
+
 
 @dataclass(frozen=True)
 class Limits:
     load_seconds: float = 10.0  # wall time to load the module (run the notebook's cells)
     problem_seconds: float = 10.0  # wall time for all the calls of one problem
+    attempt_seconds: float = 60.0  # the most wall time one whole attempt may take, loading included
     cpu_seconds: int = 20
     memory_bytes: int = 2 * 1024**3
     max_processes: int = 16
@@ -35,3 +42,14 @@ class Limits:
             if name in known and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
                 values[name] = int(value) if known[name] == "int" else float(value)
         return cls(**values)
+
+
+def job_seconds(limits: Limits, spent: float) -> float:
+    """The wall seconds one sandbox job of an attempt may take when earlier jobs of the same attempt (a fast path
+    that failed) took `spent`: what is left of `attempt_seconds`.
+
+    An attempt's budget is the sum of its limits (loading and each problem: each phase is stopped at its own)
+    capped by `attempt_seconds`, a hard wall-clock bound; only the cap needs a clock of its own. It is hard
+    where a phase's limit is not: a phase starved of CPU may run past its limit (worker/supervisor.py), the
+    attempt never past the cap. What the budget leaves no time for is not run."""
+    return max(0.0, limits.attempt_seconds - spent)

@@ -71,6 +71,12 @@ class ServedCourse:
         return served_assignment(NAME, self.dist)
 
 
+def every_function_loops(functions: Sequence[str]) -> str:
+    """A submission whose every function (of `functions`) loops for ever: the looping student of issue 45, whose
+    attempt only its budget (attempt_seconds) bounds."""
+    return "".join(f"def {name}(*args, **kwargs):\n    while True:\n        pass\n\n\n" for name in functions)
+
+
 def issue_tokens(course: Path, store: Path, roster: Path, url: str, out: Path, *extra: str) -> dict[str, dict]:
     """`qkv tokens` for the roster (and `extra`, e.g. --instructor NAME): the CSV's rows by person."""
     qkv(course, "tokens", NAME, "--roster", roster, "--db", store, "--url", url, "--out", out, *extra)

@@ -45,7 +45,8 @@ class Rerun:
 # whoever runs it (test_runtime.py: the decoders and parsers; test_supervisor.py: the supervisor's state machine);
 # the sandbox that runs them in each student's process is test_sandbox.py's.
 GROUPS = {
-    "sandbox": Rerun(("test_sandbox.py", "test_execute.py", "test_handler.py", "test_confine.py", "test_proctools.py")),
+    "sandbox": Rerun(("test_sandbox.py", "test_execute.py", "test_handler.py", "test_confine.py", "test_proctools.py",
+                      "test_attempt_budget.py", "test_fair.py")),
     "grading": Rerun(("test_intake.py", "test_grade.py", "test_examples.py", "test_pytest_plugin.py",
                       "test_hostile_class.py")),
     "class": Rerun(("test_class_intake.py", "test_class_attacks.py", "test_class_grading.py", "test_spreadsheet.py")),

@@ -327,6 +327,42 @@ def test_a_service_benchmark_that_would_measure_nothing_is_refused_before_anythi
     assert stop.value.code == 2 and f"{argv[0]} must be at least 1" in said
 
 
+@pytest.mark.parametrize("argv, said", [(["--looping", "0.6"], "--looping must be a fraction from 0 to 0.5"),
+                                        (["--looping", "-0.1"], "--looping must be a fraction from 0 to 0.5"),
+                                        (["--attempt-seconds", "0"], "--attempt-seconds must be more than 0")])
+def test_a_service_benchmark_with_a_looping_fraction_or_budget_out_of_range_is_refused(serve_benchmark, argv, said,
+                                                                                       capsys):
+    with pytest.raises(SystemExit) as stop:
+        serve_benchmark.parse_args(argv)
+    assert stop.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_a_service_benchmark_with_looping_students_keeps_its_figures_apart(serve_benchmark):
+    assert serve_benchmark.parse_args(["--looping", "0.05"]).results == serve_benchmark.LOOPING_RESULTS
+    assert serve_benchmark.parse_args([]).results == serve_benchmark.RESULTS
+
+
+@pytest.mark.slow  # a build, `qkv grade` once and `qkv serve` four times, each looping attempt its whole budget
+def test_the_service_benchmark_with_looping_students_grades_them_0_and_the_rest_right(tmp_path):
+    """The quick run with a third of the class looping (2 of 6 students, their budget 6 s): every attempt graded
+    once, the looping ones 0 (a score the clients check), their figures apart from the honest students'."""
+    results = tmp_path / "serve.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve.py"), "--students", "6", "--attempts",
+                           "1", "--clients", "3", "--looping", "0.34", "--attempt-seconds", "6", "--results",
+                           str(results)], capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    figures = json.loads(results.read_text())
+    assert figures["looping_fraction"] == 0.34 and figures["attempt_seconds"] == 6
+    assert "looping_students" not in figures["alone"]
+    for run in ("class", "kill9"):
+        f = figures[run]
+        counts = (f["accepted"], f["graded"], f["lost"], f["duplicated"], f["wrong_student"], f["client_failures"])
+        assert counts == (6, 6, 0, 0, 0, 0), (run, f)
+        assert f["looping_students"] == 2 and f["looping_upload_to_score_s"]["count"] == 2, (run, f)
+        assert f["upload_to_score_s"]["count"] == f["received_to_graded_s"]["count"] == 4, (run, f)
+    assert "| the class: its 2 looping students | 2 |" in done.stdout
+
+
 @pytest.mark.slow  # a build, `qkv grade` once and `qkv serve` four times
 def test_the_service_benchmark_in_small_grades_every_attempt_once_for_its_own_student_across_a_kill_9(tmp_path):
     """The quick run users can make (10 students, 2 attempts each, 5 clients) through `qkv serve` itself: nothing

@@ -87,9 +87,9 @@ class RecordingPool:
 
     def map(self, jobs):
         def recorded():
-            for key, source, calls in jobs:
+            for key, source, calls, *spent in jobs:
                 self.taken.append((key, calls is self.isolated))
-                yield key, source, calls
+                yield key, source, calls, *spent
         return self.pool.map(recorded())
 
 

@@ -94,10 +94,12 @@ def test_the_handlers_cpu_figures_are_kept_only_when_they_are_plain_seconds(cpu,
 
 def test_a_job_is_the_program_alone_and_the_class_calls_travel_as_a_problem_set_of_their_own():
     """The calls, their inputs and the limits are the class's, the same for each submission: a worker holds the
-    set it was last sent, so a job frame carries nothing but the student's program."""
-    job = encode_job(Program(source="def f(x):\n    return x  # é\n"))
+    set it was last sent, so a job frame carries nothing but the student's program and what is left of its
+    attempt's budget."""
+    job = encode_job(Program(source="def f(x):\n    return x  # é\n"), 12.5)
     (header, blob), = FrameBuffer(1 << 24).feed(job)
-    assert header == {"kind": "job", "program": {"source": "def f(x):\n    return x  # é\n"}} and blob == b""
+    assert header == {"kind": "job", "seconds": 12.5, "program": {"source": "def f(x):\n    return x  # é\n"}}
+    assert blob == b""
     problem_set = encode_problem_set(PROBLEMS, Limits())
     (header, blob), = FrameBuffer(1 << 24).feed(problem_set)
     assert header["kind"] == "problems" and "program" not in header

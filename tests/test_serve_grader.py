@@ -3,7 +3,9 @@ attempts claimed as the route has room, each recorded once."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +19,7 @@ from autograder.routes.class_grading import bundle_fingerprint
 from autograder.serve.course import served_assignment
 from autograder.serve.grader import Grader
 from conftest import key_module
+from served_course import every_function_loops
 
 pytestmark = pytest.mark.slow
 
@@ -49,13 +52,15 @@ def until(condition, seconds: float = 120.0) -> None:
 
 
 @contextmanager
-def grading(built_numpy, folder: Path):
-    """A gradebook of attention-numpy, its full marks, and a grader on a pool of two workers (stopped at the end)."""
+def grading(built_numpy, folder: Path, **limits: float):
+    """A gradebook of attention-numpy, its full marks, and a grader on a pool of two workers (stopped at the end),
+    under the bundle's limits but for `limits`."""
     assignment = served_assignment("attention-numpy", built_numpy.out)
     with Gradebook(folder / "gradebook.sqlite", assignment=assignment.name) as book:
         book.check_assignment(assignment.name, bundle_fingerprint(assignment.bundle_dir))
+        run_under = dataclasses.replace(assignment.bundle.limits, **limits)
         grader = Grader(assignment, book, None, lambda: open_route(assignment.bundle, assignment.bundle_dir, 2,
-                                                                   assignment.bundle.limits, "allow-rlimits", None))
+                                                                   run_under, "allow-rlimits", None))
         try:
             yield book, assignment.bundle.max_points, grader
         finally:
@@ -94,3 +99,26 @@ def test_a_slow_attempt_keeps_no_attempt_waiting_behind_it(built_numpy, tmp_path
     assert {a.score for a in graded.values()} == {full_marks}, grader.failure
     assert sum(graded[a].grading < graded[slow].grading for a in quick) >= 2
 
+
+
+def test_with_every_worker_on_a_looping_attempt_an_honest_one_handed_in_later_is_graded_first(
+        built_numpy, tmp_path: Path) -> None:
+    # both workers hold an attempt whose every function loops; the honest one handed in after them waited until
+    # one of them had run each of its problems to its own limit (minutes). Now a loop that ran long yields its
+    # slot, and its whole attempt ends when its budget (attempt_seconds) runs out, the fast path's time included
+    functions = [p.problem.function for p in built_numpy.assignment.implement]
+    with grading(built_numpy, tmp_path, attempt_seconds=30.0) as (book, full_marks, grader):
+        loops = [hand_in(book, f"loop{i}", every_function_loops(functions)) for i in range(2)]
+        grader.start()
+        until(lambda: all(state(book, a) is AttemptState.GRADING for a in loops))
+        honest = hand_in(book, "honest", key_module(built_numpy.assignment, "honest"))
+        grader.wake()
+        until(lambda: state(book, honest) is AttemptState.GRADED
+              or any(state(book, a) is AttemptState.GRADED for a in loops))
+        assert state(book, honest) is AttemptState.GRADED and all(state(book, a) is AttemptState.GRADING for a in loops)
+        until(lambda: all(state(book, a) is AttemptState.GRADED for a in loops))
+        graded = {a: book.attempt(a) for a in [honest, *loops]}
+        results = {a: json.dumps(book.stored_result(graded[a].grading)) for a in loops}
+    assert graded[honest].score == full_marks, grader.failure
+    assert all(graded[a].score == 0 and graded[a].grading > graded[honest].grading for a in loops)
+    assert all("the attempt's time budget of 30 s (attempt_seconds) ran out" in results[a] for a in loops)

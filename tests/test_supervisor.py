@@ -17,10 +17,11 @@ from autograder.sandbox.worker.supervisor import (
     STARVED_FACTOR,
     Answer,
     Kill,
+    Lower,
     Phase,
     Supervisor,
 )
-from qkv_runtime.limits import Limits
+from qkv_runtime.limits import LONG_SECONDS, Limits
 from qkv_runtime.wire import FrameBuffer, pack_arrays
 
 import numpy as np
@@ -37,18 +38,21 @@ EXITED_OK = 0  # a wait status: exit code 0
 class Run:
     """A supervisor with a clock, and everything it answered so far."""
 
-    def __init__(self, cpu: float = 100.0) -> None:
+    def __init__(self, cpu: float = 100.0, limits: Limits = LIMITS) -> None:
         self.now = 1000.0
         self.cpu = cpu
-        self.sup = Supervisor(PROBLEMS, LIMITS, CHILD, self.now, lambda group: self.cpu)
+        self.sup = Supervisor(PROBLEMS, limits, CHILD, self.now, lambda group: self.cpu)
         self.frames: list[dict] = []
         self.kills: list[tuple[int, ...]] = []
+        self.lowered: list[tuple[int, ...]] = []
 
     def take(self, actions) -> None:
         buffer = FrameBuffer(1 << 26)
         for action in actions:
             if isinstance(action, Answer):
                 self.frames += [h for h, _ in buffer.feed(action.data)]
+            elif isinstance(action, Lower):
+                self.lowered.append(action.groups)
             else:
                 assert isinstance(action, Kill)
                 self.kills.append(action.groups)
@@ -100,7 +104,7 @@ def test_an_honest_child_gets_every_result_through_in_order():
     assert [f["call_id"] for f in run.frames if f["kind"] == "call"] == ["s1", "s2", "d1"]
     assert run.problems() == {"softmax": ("ok", "ran 2 calls"), "double": ("ok", "ran 1 call")}
     assert closing["kind"] == "submission" and closing["status"] == "ok" and closing["answers"] == {"q": 1}
-    assert run.kills == []
+    assert run.kills == [] and run.lowered == []
 
 
 def test_a_loop_in_one_problem_times_out_that_problem_and_names_the_call():
@@ -330,3 +334,67 @@ def test_a_single_call_frame_after_the_problem_s_last_call_spoils_the_problem(ca
     run.send(**{**call("s1", np.ones(1)), "call_id": call_id})  # the problem has two calls: a third is forged
     assert [f["call_id"] for f in run.frames if f["kind"] == "call"] == ["s1", "s2"]
     assert run.sup.state.current.spoiled and run.kills == [(GRANDCHILD,)]
+
+
+def test_an_attempt_that_runs_long_is_lowered_once_to_the_lowest_priority():
+    run = Run(limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.send(kind="begin", call_id="s1")
+    run.later(LONG_SECONDS - 0.5)
+    assert run.lowered == []
+    run.later(0.5)
+    assert run.lowered == [(CHILD, GRANDCHILD)] and run.kills == []  # lowered, not stopped: its limits still hold
+    run.later(0.25)
+    assert run.lowered == [(CHILD, GRANDCHILD)]
+
+
+def test_an_attempt_whose_every_function_loops_is_stopped_when_its_budget_runs_out():
+    # load 3 s + 2 problems of 2 s, capped at 3 s: the first problem times out at its own limit, the second is
+    # stopped by the budget, with the child and everything it started
+    run = Run(limits=Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10, attempt_seconds=3.0))
+    run.later(0.5)
+    run.send(kind="loaded", answers={"q": 1}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.send(kind="begin", call_id="s1")
+    run.later(LIMITS.problem_seconds)
+    assert run.kills == [(GRANDCHILD,)]
+    run.send(kind="end", index=0, signal=signal.SIGKILL, exit=0)
+    run.send(kind="start", index=1, pid=GRANDCHILD + 1)
+    run.send(kind="begin", call_id="d1")
+    run.later(0.5)
+    assert run.kills[-1] == (CHILD, GRANDCHILD, GRANDCHILD + 1)
+    run.send(kind="end", index=1, signal=signal.SIGKILL, exit=0)  # already in the pipe: taken as nothing
+    run.exits(-signal.SIGKILL & 0xFF)
+    closing = run.finish()
+    assert run.problems()["softmax"][0] == "timeout" and "2 s (time limit)" in run.problems()["softmax"][1]
+    assert run.problems()["double"] == (
+        "timeout", "stopped: the attempt's time budget of 3 s (attempt_seconds) ran out while running double()")
+    assert closing["status"] == "timeout" and "time budget of 3 s" in closing["message"]
+    assert closing["answers"] == {"q": 1}  # what it did in budget is kept
+
+
+def test_the_problems_a_budget_leaves_no_time_for_are_not_run_and_say_why():
+    run = Run(limits=Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10, attempt_seconds=1.5))
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.later(1.5)
+    assert run.kills == [(CHILD, GRANDCHILD)]
+    run.exits(-signal.SIGKILL & 0xFF)
+    run.finish()
+    assert run.problems() == {
+        "softmax": ("timeout", "stopped: the attempt's time budget of 1.5 s (attempt_seconds) ran out"),
+        "double": ("not_run", "not run: the attempt's time budget of 1.5 s (attempt_seconds) ran out before this "
+                              "problem")}
+
+
+def test_a_starved_attempt_runs_past_its_limits_but_never_past_attempt_seconds():
+    # what a loop lowered to the lowest priority meets on a busy machine: too little CPU to have used its time
+    run = Run(cpu=0.0, limits=Limits(load_seconds=3.0, problem_seconds=2.0, cpu_seconds=10, attempt_seconds=5.0))
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.later(LIMITS.problem_seconds + 0.01)
+    assert run.kills == []
+    run.later(5.0 - LIMITS.problem_seconds)
+    assert run.kills == [(CHILD, GRANDCHILD)]
+

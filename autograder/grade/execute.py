@@ -66,8 +66,9 @@ def split_combined(run: SubmissionRun, bundle: GradingBundle) -> SubmissionRun |
 
 
 def run_submission(pool: SandboxPool, bundle: GradingBundle, program: Program) -> SubmissionRun:
-    first = split_combined(pool.run(program, combined_calls(bundle)), bundle)
-    return first if first is not None else pool.run(program, isolated_calls(bundle))
+    fast = pool.run(program, combined_calls(bundle))
+    first = split_combined(fast, bundle)
+    return first if first is not None else pool.run(program, isolated_calls(bundle), fast.seconds)
 
 
 def run_many(pool: SandboxPool, bundle: GradingBundle,
@@ -78,16 +79,17 @@ def run_many(pool: SandboxPool, bundle: GradingBundle,
     stream that does not end keeps no rerun waiting. Keys are unique among the programs still running."""
     pending: dict[K, Program] = {}
     reruns: deque[K] = deque()  # fast paths that failed, not yet sent again
+    spent: dict[K, float] = {}  # the seconds each of those took, which the rerun's budget no longer holds
     rerunning: set[K] = set()
     combined, isolated = combined_calls(bundle), isolated_calls(bundle)
 
-    def sent_again() -> Iterator[tuple[K, Program, list[ProblemCalls]]]:
+    def sent_again() -> Iterator[tuple[K, Program, list[ProblemCalls], float]]:
         while reruns:
             again = reruns.popleft()
             rerunning.add(again)
-            yield again, pending[again], isolated
+            yield again, pending[again], isolated, spent.pop(again)
 
-    def jobs() -> Iterator[Optional[tuple[K, Program, list[ProblemCalls]]]]:
+    def jobs() -> Iterator[Optional[tuple]]:
         for item in programs:
             yield from sent_again()
             if item is None:
@@ -109,6 +111,7 @@ def run_many(pool: SandboxPool, bundle: GradingBundle,
         split = split_combined(run, bundle)
         if split is None:
             reruns.append(key)
+            spent[key] = run.seconds
         else:
             pending.pop(key)
             yield key, split
@@ -117,5 +120,5 @@ def run_many(pool: SandboxPool, bundle: GradingBundle,
         yield from finished(key, run)
     # the fast paths that failed once nothing new was left to take
     rerunning.update(reruns)
-    for key, run in pool.map((key, pending[key], isolated) for key in list(reruns)):
+    for key, run in pool.map((key, pending[key], isolated, spent.pop(key)) for key in list(reruns)):
         yield from finished(key, run)

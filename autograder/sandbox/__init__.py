@@ -6,7 +6,8 @@ outputs as numeric numpy arrays, or a status and a message a student can read.
 Expected values never enter the sandbox: comparing is the grader's job, in its
 own process.
 
-`pool.py` (trusted) keeps warm workers; `policy.py` says, as data, what a worker
+`pool.py` (trusted) keeps warm workers; `fair.py` says which waiting job starts next
+(fresh work before work that ran long); `policy.py` says, as data, what a worker
 sees; `protocol.py` encodes jobs and checks answers; `worker/` is what runs inside.
 """
 

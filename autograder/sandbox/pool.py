@@ -13,6 +13,7 @@ the same for each of its submissions), so a job carries the program alone.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import itertools
 import json
 import logging
@@ -35,6 +36,7 @@ import qkv_runtime
 from autograder.isolation_modes import IsolationMode, IsolationRequest
 from autograder.sandbox import isolation as isolation_module
 from autograder.sandbox import policy
+from autograder.sandbox.fair import FairQueue
 from autograder.sandbox.isolation import SandboxError
 from autograder.sandbox.protocol import (
     Limits,
@@ -49,6 +51,7 @@ from autograder.sandbox.protocol import (
 from autograder.sandbox.worker import supervisor
 from autograder.sandbox.worker.proctools import empty_folder
 from autograder.sandbox.worker.zygote import EXIT_HANDLER_LOST
+from qkv_runtime.limits import LONG_SECONDS, job_seconds
 from qkv_runtime.wire import MAX_RESULT_BLOB, FrameReader
 
 K = TypeVar("K")
@@ -307,21 +310,24 @@ class _Worker:
             pass
         self.kill()
 
-    def run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
-        started, self.sending = time.thread_time(), 0.0
+    def run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float) -> SubmissionRun:
+        started, self.sending, wall = time.thread_time(), 0.0, time.monotonic()
         try:
-            return self._run(problem_set, job, problems)
+            return dataclasses.replace(self._run(problem_set, job, problems, seconds),
+                                       seconds=time.monotonic() - wall)
+        except _WorkerLost as lost:
+            lost.run = dataclasses.replace(lost.run, seconds=time.monotonic() - wall)
+            raise
         finally:
             self.pool.cpu.add(send=self.sending, receive=time.thread_time() - started - self.sending)
 
-    def _run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls]) -> SubmissionRun:
+    def _run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float
+             ) -> SubmissionRun:
         limits = self.pool.limits
-        deadline = (
-            time.monotonic()
-            + supervisor.STARVED_FACTOR * limits.load_seconds
-            + len(problems) * (supervisor.STARVED_FACTOR * limits.problem_seconds + PROBLEM_SLACK_SECONDS)
-            + JOB_SLACK_SECONDS
-        )
+        phases = (supervisor.STARVED_FACTOR * limits.load_seconds
+                  + len(problems) * (supervisor.STARVED_FACTOR * limits.problem_seconds + PROBLEM_SLACK_SECONDS))
+        # the supervisor stops the job when its budget (`seconds`) runs out, whatever its phases allow
+        deadline = time.monotonic() + min(phases, seconds) + JOB_SLACK_SECONDS
         collector = RunCollector(problems)
         sending = time.thread_time()
         holds = self.held is problem_set or self.held == problem_set
@@ -406,6 +412,7 @@ class SandboxPool:
             raise ValueError(f"unknown track {track!r}")
         self.track = track
         self.jobs = max(1, jobs or default_slots())
+        self.most = 2 * self.jobs  # workers `map` may start: `jobs`, and as many for fresh jobs beside long ones
         self.limits = limits
         chosen = isolation_module.choose(isolation, _bwrap_problem, [Path(p) for p in protect])
         self.isolation = chosen.mode
@@ -475,24 +482,29 @@ class SandboxPool:
             except Exception as err:  # noqa: BLE001 - raised by the next start, where the caller's handling is
                 self._soon_failed = err
 
-    def run(self, program: Union[Program, str], problems: Sequence[ProblemCalls]) -> SubmissionRun:
-        """Load `program` (or a module's source) in a fresh process and run every problem's calls; blocks."""
+    def run(self, program: Union[Program, str], problems: Sequence[ProblemCalls], spent: float = 0.0,
+            spare: bool = False) -> SubmissionRun:
+        """Load `program` (or a module's source) in a fresh process and run every problem's calls; blocks.
+        `spent`: wall seconds earlier jobs of the same attempt took (a fast path that failed), which its budget
+        no longer holds (qkv_runtime.limits.job_seconds); the run's `seconds` is what this one took. `spare`:
+        with no worker idle, start one more, up to `most` (`map` decides when)."""
         if isinstance(program, str):
             program = Program(source=program)
         encoding = time.thread_time()
         problem_set = encode_problem_set(problems, self.limits)  # before the copy: it is cached per call list
-        job = encode_job(program)
+        seconds = job_seconds(self.limits, spent)
+        job = encode_job(program, seconds)
         self.cpu.add(send=time.thread_time() - encoding)
         problems = tuple(problems)
         self.start()
-        worker = self._idle.get()
+        worker = self._take_worker(spare)
         try:
             for _ in range(3):
                 if not worker.alive():
                     worker.kill()
                     worker.start()
                 try:
-                    return worker.run(problem_set, job, problems)
+                    return worker.run(problem_set, job, problems, seconds)
                 except _NotDelivered:
                     continue
                 except _WorkerLost as lost:
@@ -502,28 +514,56 @@ class SandboxPool:
         finally:
             self._idle.put(worker)
 
-    def map(self, jobs: Iterable[Optional[tuple[K, Union[Program, str], Sequence[ProblemCalls]]]]
-            ) -> Iterator[tuple[K, SubmissionRun]]:
-        """Run many submissions, `jobs` at a time; yields (key, run) as each completes. `jobs` is read as workers
-        come free (up to twice their number ahead), so it may be a stream of work that arrives meanwhile (see
-        `take`)."""
+    def _take_worker(self, spare: bool) -> _Worker:
+        if spare:
+            try:
+                return self._idle.get_nowait()
+            except queue.Empty:
+                with self._lock:
+                    extra = _Worker(self, len(self._workers)) if len(self._workers) < self.most else None
+                    if extra is not None:
+                        self._workers.append(extra)
+                if extra is not None:
+                    return extra  # not started: `run` starts a worker that is not alive
+        return self._idle.get()
+
+    def map(self, jobs: Iterable[Optional[tuple]]) -> Iterator[tuple[K, SubmissionRun]]:
+        """Run many submissions; yields (key, run) as each completes. Each job is (key, program, problems) or
+        (key, program, problems, spent), `spent` being the seconds earlier jobs of the same attempt took (see
+        `run`). `jobs` is read as workers come free (until `jobs` fresh ones wait), so it may be a stream of work
+        that arrives meanwhile (see `take`). Fair to fresh work (fair.py): a job that ran long holds no slot, and
+        one that comes long (a rerun of an attempt whose first run ran long: `spent`) waits behind fresh ones."""
         self.start()
-        pending: dict[concurrent.futures.Future, K] = {}
+        fair: FairQueue[tuple] = FairQueue(self.jobs, self.most)
+        running: dict[concurrent.futures.Future, tuple[int, K]] = {}  # -> (its number in `fair`, key)
         source = iter(jobs)
-        with concurrent.futures.ThreadPoolExecutor(self.jobs, thread_name_prefix="qkv-sandbox") as executor:
+        ended = False
+        with concurrent.futures.ThreadPoolExecutor(self.most, thread_name_prefix="qkv-sandbox") as executor:
             while True:
-                batch, idle, ended = take(source, 2 * self.jobs - len(pending))
-                for key, program, problems in batch:
-                    pending[executor.submit(self.run, program, problems)] = key
-                if not pending:
-                    if ended:
+                idle = False
+                while not ended and not idle and fair.wants_more():
+                    batch, idle, ended = take(source, 1)
+                    for key, program, problems, *rest in batch:
+                        spent = float(rest[0]) if rest else 0.0
+                        fair.add((key, program, problems, spent), long=spent >= LONG_SECONDS)
+                for number, (key, program, problems, spent) in fair.start(time.monotonic()):
+                    running[executor.submit(self.run, program, problems, spent, True)] = (number, key)
+                if not ended and not idle and fair.wants_more():
+                    continue  # what started made room to take more
+                if not running:
+                    if ended and not fair.waiting:
                         return
                     time.sleep(IDLE_SECONDS)
                     continue
-                done, _ = concurrent.futures.wait(pending, timeout=IDLE_SECONDS if idle else None,
+                # woken when a job ends, when a running one turns long while fresh ones wait (it frees a slot),
+                # and to ask a stream that had nothing again
+                waits = [w for w in (fair.wait(time.monotonic()), IDLE_SECONDS if idle else None) if w is not None]
+                done, _ = concurrent.futures.wait(running, timeout=min(waits) if waits else None,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
-                    yield pending.pop(future), future.result()
+                    number, key = running.pop(future)
+                    fair.ended(number)
+                    yield key, future.result()
 
     def close(self) -> None:
         """Stop the workers and remove their files; the pool can be started again."""

@@ -127,6 +127,7 @@ class SubmissionRun:
     stdout: str
     cell_errors: tuple[str, ...] = ()  # a notebook's cells that failed while it loaded
     cpu: SandboxCpu = SandboxCpu()
+    seconds: float = 0.0  # wall time of its job, sent to last frame (what it spent of the attempt's budget)
 
 
 # ---------------------------------------------------------------- jobs
@@ -192,9 +193,11 @@ def encode_problem_set(problems: Sequence[ProblemCalls], limits: Limits) -> byte
     return frame
 
 
-def encode_job(program: Program) -> bytes:
-    """One submission's job frame: its program alone; it runs the calls of the problem set its worker holds."""
-    return frame_of(b'{"kind":"job","program":' + encode_json(program.to_json()) + b"}")
+def encode_job(program: Program, seconds: float) -> bytes:
+    """One submission's job frame: its program and the wall seconds it may take (what is left of the attempt's
+    budget, qkv_runtime.limits.job_seconds); it runs the calls of the problem set its worker holds."""
+    return frame_of(b'{"kind":"job","seconds":' + encode_json(round(seconds, 3)) + b',"program":'
+                    + encode_json(program.to_json()) + b"}")
 
 
 # ---------------------------------------------------------------- answers

@@ -1,10 +1,12 @@
 """Background graders: each assignment's accepted attempts, claimed from its gradebook and graded on the
 route `qkv grade` uses (a warm sandbox pool here, or the Dask cluster), each recorded exactly once.
 
-A grader hands its route a stream of attempts, each claimed when the route has room for it (the
-pool's workers and as many again ready; None while nothing waits but some are graded, so the route asks
+A grader hands its route a stream of attempts, each claimed when the route has room for it (as many
+ready as the pool has workers; None while nothing waits but some are graded, so the route asks
 again within a moment), so the route's workers never wait for the slowest attempt of a batch, and one
-handed in meanwhile goes on at once. A woken grader (a new attempt) starts at once, an idle one looks
+handed in meanwhile goes on at once. It holds one attempt of a student at a time (the next waits behind
+the last), so no student holds more than one worker; the local route is fair to fresh attempts besides
+(SandboxPool.map: an attempt that ran long yields its slot, and its rerun waits behind fresh ones). A woken grader (a new attempt) starts at once, an idle one looks
 again every second (another web process may have accepted one). While it grades it renews its claims,
 so a grader of another process takes over only the attempts of a grader that died. The late policy is
 `qkv grade`'s: the time is when the server received the attempt.

@@ -24,13 +24,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from qkv_runtime.limits import LOWEST_PRIORITY
 from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, write_all
 
 from . import link
 from .confine import PR_SET_PDEATHSIG, prctl
 from .job import ProblemSet, problem_set_of, read_frame
-from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds
-from .supervisor import MAX_PID, Answer, Kill, Phase, Supervisor
+from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds, processes
+from .supervisor import MAX_PID, Answer, Kill, Lower, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
 EXIT_DIRTY = 4  # what a job left (a process, its folder) could not be cleared: the pool starts a fresh worker
@@ -57,7 +58,7 @@ def serve_jobs(config: Dict[str, Any], zygote: socket.socket) -> int:
             hand_over(zygote, held)
         elif header.get("kind") != "job" or held is None:
             return EXIT_NO_PROBLEM_SET
-        elif not handle_job(data, held, config, zygote, before):
+        elif not handle_job(data, held, config, zygote, before, job_seconds(header)):
             return EXIT_DIRTY
 
 
@@ -82,15 +83,22 @@ def ask(zygote: socket.socket, message: Dict[str, Any], expect: str, fds: int = 
     return reply, got
 
 
-def handle_job(job: bytes, held: ProblemSet, config: Dict[str, Any], zygote: socket.socket, started: float) -> bool:
+def job_seconds(header: Dict[str, Any]) -> Optional[float]:
+    """The wall seconds the grader gives this job (what is left of the attempt's budget), None if it names none."""
+    seconds = header.get("seconds")
+    return float(seconds) if type(seconds) in (int, float) and 0 <= seconds < 1e6 else None
+
+
+def handle_job(job: bytes, held: ProblemSet, config: Dict[str, Any], zygote: socket.socket, started: float,
+               seconds: Optional[float] = None) -> bool:
     """One job (its frame's bytes), from the fork of its child, which runs the problem set `held`, to the grader's
     last frame; False when what it left could not be cleared (a process, or its folder), so that the worker ends.
-    `started`: the handler's CPU clock before it read the job."""
+    `started`: the handler's CPU clock before it read the job; `seconds`: the job's budget, if the grader gave one."""
     reply, (job_w, main_r, out_r, pidfd) = ask(zygote, {"do": "fork"}, "pid", fds=4)
     child = Child(int(reply["pid"]), pidfd, config["uid"])
     try:
         deliver(job_w, job, child, time.monotonic() + held.limits.load_seconds)
-        supervisor, cpu = supervise(held, child, main_r, out_r, zygote)
+        supervisor, cpu = supervise(held, child, main_r, out_r, zygote, seconds)
         reaped, _ = ask(zygote, {"do": "reap"}, "reaped")
     finally:
         os.close(pidfd)
@@ -135,6 +143,30 @@ class Child:
             if ours:
                 kill_group(group)
 
+    def lower(self, groups: tuple) -> None:
+        """The lowest CPU priority for these process groups (the attempt ran long), under `kill`'s guards: with a
+        slot uid only that uid's processes, without one only groups of the child's own session. What they fork
+        later inherits it, and an unprivileged process cannot raise it again."""
+        if self.uid is not None:
+            for process in processes():
+                if process.uid == self.uid and process.group in groups:
+                    _lower(os.PRIO_PROCESS, process.pid)
+            return
+        for group in groups:
+            try:
+                ours = 1 < group <= MAX_PID and os.getsid(group) == self.pid
+            except OSError:
+                continue
+            if ours:
+                _lower(os.PRIO_PGRP, group)
+
+
+def _lower(which: int, who: int) -> None:
+    try:
+        os.setpriority(which, who, LOWEST_PRIORITY)
+    except OSError:
+        pass  # gone already; or a member it may not touch, which the kernel skips
+
 
 def deliver(job_w: int, data: bytes, child: Child, deadline: float) -> None:
     """Write the job into the child's pipe; a child that has not read it by `deadline` is killed
@@ -155,10 +187,10 @@ def deliver(job_w: int, data: bytes, child: Child, deadline: float) -> None:
 
 
 def supervise(job: ProblemSet, child: Child, main_r: int, out_r: int,
-              zygote: socket.socket) -> Tuple[Supervisor, Dict[str, float]]:
+              zygote: socket.socket, seconds: Optional[float] = None) -> Tuple[Supervisor, Dict[str, float]]:
     """Run the job's event loop until the child is gone; the supervisor then holds the outcome. Also gives the
     CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls")."""
-    supervisor = Supervisor(job.problems, job.limits, child.pid, time.monotonic(), group_cpu_seconds)
+    supervisor = Supervisor(job.problems, job.limits, child.pid, time.monotonic(), group_cpu_seconds, seconds)
     frames = FrameBuffer(MAX_CHILD_BLOB)
     link_fd = zygote.fileno()
     open_fds = {main_r, out_r, link_fd}
@@ -172,6 +204,8 @@ def supervise(job: ProblemSet, child: Child, main_r: int, out_r: int,
                 outbox.append(action.data)
             elif isinstance(action, Kill):
                 child.kill(action.groups)
+            elif isinstance(action, Lower):
+                child.lower(action.groups)
 
     while supervisor.waiting:
         now = time.monotonic()

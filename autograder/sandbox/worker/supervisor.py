@@ -11,7 +11,10 @@ problem to start) <-> PROBLEM (one problem's calls) -> AFTER (done; the child is
 given a moment to exit). Deadlines: load_seconds for LOAD, problem_seconds per
 problem, GRACE_SECONDS for bookkeeping in BETWEEN and AFTER. A phase that got too
 little CPU to have used its time (a neighbour's fork bomb) may run on, up to
-STARVED_FACTOR times its limit.
+STARVED_FACTOR times its limit. The whole attempt has a budget (qkv_runtime.limits.
+job_seconds): when its cap, attempt_seconds, runs out the submission is stopped,
+starved or not, and the problems it left are not run. An attempt still running after LONG_SECONDS is lowered to the
+lowest CPU priority (`Lower`), so that it takes the CPU only from no one.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from qkv_runtime.values import MAX_ANSWER_STR, clean_text, fmt_bytes, plain_answers, plain_defined
 from qkv_runtime.wire import MAX_CALLS_PER_FRAME, MAX_OUTPUTS_PER_CALL, Status, encode_frame
-from qkv_runtime.limits import Limits
+from qkv_runtime.limits import LONG_SECONDS, Limits
 
 GRACE_SECONDS = 3.0  # the child's own bookkeeping between problems, and its exit
 STARVED_FACTOR = 3.0
@@ -59,7 +62,14 @@ class Answer:
     data: bytes  # encoded frames for the grader
 
 
-Action = Union[Kill, Answer]
+@dataclass(frozen=True)
+class Lower:
+    """Give these process groups the lowest CPU priority (the attempt has run long)."""
+
+    groups: Tuple[int, ...]
+
+
+Action = Union[Kill, Answer, Lower]
 
 
 @dataclass
@@ -94,22 +104,34 @@ class State:
     phase_output: int = 0
     channel_open: bool = True
     finished: bool = False  # the closing frames were made
+    ends: float = 0.0  # when the attempt's budget runs out
+    long_at: float = 0.0  # when the attempt becomes a long one (lowered)
+    lowered: bool = False
+    out_of_budget: bool = False  # stopped when its budget ran out: nothing the child sends after is taken
 
 
 class Supervisor:
     """Feed it events; each returns the actions to carry out. `deadline` says when to call `tick`."""
 
     def __init__(self, problems: List[Dict[str, Any]], limits: Limits, child: int, now: float,
-                 cpu_of: Callable[[int], float]) -> None:
+                 cpu_of: Callable[[int], float], seconds: Optional[float] = None) -> None:
+        """`seconds`: what is left of the attempt's budget for this job (earlier jobs of the attempt spent the
+        rest), when the grader says; the budget named in messages is the whole attempt's."""
         self.problems = problems
         self.limits = limits
         self.cpu_of = cpu_of
-        self.state = State(started=now, deadline=now + limits.load_seconds, groups=[child])
+        self.budget = limits.attempt_seconds
+        ends = now + (self.budget if seconds is None else min(self.budget, seconds))
+        self.state = State(started=now, deadline=now + limits.load_seconds, groups=[child], ends=ends,
+                           long_at=now + LONG_SECONDS)
         self._actions: List[Action] = []
 
     @property
     def deadline(self) -> float:
-        return self.state.deadline
+        s = self.state
+        if s.phase is Phase.AFTER or s.child_status is not None:
+            return s.deadline
+        return min(s.deadline, s.ends, s.deadline if s.lowered else s.long_at)
 
     @property
     def waiting(self) -> bool:
@@ -169,6 +191,15 @@ class Supervisor:
     def tick(self, now: float) -> List[Action]:
         """The deadline passed."""
         s = self.state
+        running = s.child_status is None and s.phase is not Phase.AFTER
+        if running and now >= s.ends:
+            self._out_of_budget(now)
+            return self._take()
+        if running and not s.lowered and now >= s.long_at:
+            s.lowered = True
+            self._actions.append(Lower((s.groups[0],) + ((s.current.pid,) if s.current else ())))
+            if now < s.deadline:
+                return self._take()
         if s.child_status is not None:
             s.channel_open = False  # the child is gone: stop waiting for what its leftovers might write
         elif s.phase is Phase.LOAD:
@@ -202,6 +233,8 @@ class Supervisor:
 
     def _on_frame(self, header: Dict[str, Any], blob: bytes, now: float) -> None:
         s = self.state
+        if s.out_of_budget:
+            return  # in the pipe when the budget ran out: what ran in budget is kept, nothing after
         kind = header["kind"]
         if s.phase is Phase.LOAD and kind == "loaded":
             s.loaded = {"answers": plain_answers(header.get("answers")),
@@ -349,6 +382,21 @@ class Supervisor:
         self.state.phase = Phase.AFTER
         self.state.deadline = now + GRACE_SECONDS
 
+    def _out_of_budget(self, now: float) -> None:
+        """The attempt's budget ran out: what runs is stopped and charged, the problems not reached are not run."""
+        s = self.state
+        s.out_of_budget = True
+        stopped = f"{self._budget_text()} ran out"
+        if s.phase is Phase.LOAD:
+            s.load = (Status.TIMEOUT, f"stopped: {stopped} while loading")
+        elif s.phase is Phase.PROBLEM and s.current and not s.current.verdict:
+            s.current.verdict = (Status.TIMEOUT, f"stopped: {stopped}{WHERE}")
+        self._kill(*s.groups)
+        self._enter_after(now)
+
+    def _budget_text(self) -> str:
+        return f"the attempt's time budget of {self.budget:g} s (attempt_seconds)"
+
     def _starved(self, group: int, limit: float, now: float) -> bool:
         if now - self.state.started >= STARVED_FACTOR * limit:
             return False
@@ -403,7 +451,8 @@ class Supervisor:
                          s.current.verdict or (Status.CRASHED, f"stopped{WHERE}: the submission's main process ended"))
         for problem in self.problems:
             if problem["id"] not in s.reported:
-                reason = "the submission stopped before this problem" if s.loaded else "the module did not load"
+                reason = (f"{self._budget_text()} ran out before this problem" if s.out_of_budget
+                          else "the submission stopped before this problem" if s.loaded else "the module did not load")
                 self._report(problem["id"], (Status.NOT_RUN, f"not run: {reason}"))
         # After a broken channel nothing the child said can be told apart from forgery.
         loaded = s.loaded if s.loaded and s.load is None and s.failure is None else {}
@@ -423,6 +472,8 @@ class Supervisor:
             return s.load
         if s.loaded is None:
             return self._death_status("while loading")
+        if s.out_of_budget:
+            return Status.TIMEOUT, f"stopped: {self._budget_text()} ran out"
         if s.failure:
             return s.failure
         if s.next_problem >= len(self.problems):
