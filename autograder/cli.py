@@ -442,7 +442,7 @@ def history(name: str, student: str, grades: Path | None) -> None:
 
 @main.command("export-grades")
 @click.argument("name")
-@click.option("--format", "fmt", required=True, type=click.Choice(list(GRADE_FORMATS)),
+@click.option("--format", "fmt", required=True, metavar="|".join(GRADE_FORMATS),
               help="; ".join(f"{f.name}: {f.label}" for f in GRADE_FORMATS.values()))
 @click.option("--grades", type=click.Path(path_type=Path), metavar="DIR",
               help="the grading folder (qkv grade's --out; default: grades/NAME)")
@@ -460,6 +460,8 @@ def export_grades(name: str, fmt: str, grades: Path | None, out: Path | None, ro
     from autograder.classroom.grades_export import comments_path, export_files, export_notes, grade_column
     from autograder.private import write_private
 
+    if fmt not in GRADE_FORMATS:
+        raise QkvError("--format", f"unknown format {fmt!r}: choose {', '.join(GRADE_FORMATS)}")
     folder = _grades_folder(name, grades)
     class_roster = read_roster(roster) if roster else None
     out = out or folder / f"{name}-{fmt}.csv"

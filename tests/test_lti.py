@@ -504,13 +504,13 @@ def test_a_class_list_page_that_names_another_site_gets_no_access_token(tool, pl
 
 @pytest.mark.slow
 def test_a_revoked_student_is_refused_at_launch_until_reinstated(tool, platform, tmp_path):
-    """Issue 45, item 8: the LMS's vouching does not undo `qkv tokens --revoke`; a new token does."""
+    """Issue 45, item 8: the LMS's vouching does not undo `qkv tokens --revoke`; `--reinstate` does."""
     fox = learner("1006", "fox@uni.example")
     assert launch(tool, platform, fox)[1].status_code == 303
     qkv(tool.root, "tokens", NAME, "--db", tool.store, "--revoke", "s2026006")
     browser, answer, _ = launch(tool, platform, fox)
     refused(browser, answer, "your access to this course was revoked")
-    qkv(tool.root, "tokens", NAME, "--db", tool.store, "--roster", ROSTER, "--student", "s2026006",
+    qkv(tool.root, "tokens", NAME, "--db", tool.store, "--roster", ROSTER, "--reinstate", "s2026006",
         "--out", tmp_path / "tokens.csv")
     browser, answer, _ = launch(tool, platform, fox)
     assert answer.status_code == 303 and "signed in as s2026006 (student)" in Page(browser.get(f"/a/{NAME}").text).text
