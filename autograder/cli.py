@@ -294,7 +294,9 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
     if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows
                                        if r.status != "skipped"):
-        console.print(intake_table(run.rows))
+        needing_a_look = intake_table(run.rows)
+        if needing_a_look is not None:
+            console.print(needing_a_look)
         console.print(f"intake: {intake_counts(run.rows)}; every row is in [bold]{escape(str(run.out))}/intake.csv[/]")
     else:
         for item in run.intake:

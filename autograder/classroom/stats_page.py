@@ -19,6 +19,7 @@ from rich.text import Text
 
 from autograder.classroom.stats import HIGH_FACILITY, LOW_DISCRIMINATION, ItemAnalysis
 from autograder.report.summary import terminal_safe
+from autograder.wording import counted
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("autograder.classroom", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined)
@@ -29,6 +30,7 @@ def _number(value: Optional[float], digits: int = 2) -> str:
 
 
 _ENV.filters["num"] = _number
+_ENV.filters["counted"] = counted
 
 
 def _svg(figure) -> Markup:
@@ -53,7 +55,7 @@ def plots(analysis: ItemAnalysis) -> dict[str, Markup]:
     ax.hist(analysis.totals, bins=bins, range=(0, analysis.max_score or 1), color="#4c72b0", edgecolor="white")
     ax.set_xlabel("total score")
     ax.set_ylabel("students")
-    ax.set_title(f"Scores of {analysis.students} students")
+    ax.set_title(f"Scores of {counted(analysis.students, 'student')}")
     out["histogram"] = _svg(fig)
     plt.close(fig)
 
@@ -104,7 +106,7 @@ def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = (), correct
 
 
 def stats_table(analysis: ItemAnalysis) -> Table:
-    table = Table(title=f"Item analysis: {analysis.students} students"
+    table = Table(title=f"Item analysis: {counted(analysis.students, 'student')}"
                         + (f" ({analysis.excluded} not run, left out)" if analysis.excluded else ""))
     for column, justify in (("problem", "left"), ("mean", "right"), ("facility", "right"), ("r_pb", "right"),
                             ("upper-lower", "right"), ("flags", "left")):
