@@ -6,10 +6,11 @@ two seeds give two exams of the same difficulty. The seed picks the problems and
 with the student id, their numbers; the problems do not depend on the student, so
 a class sits the same questions, each student with numbers of their own. The true
 and false statements drawn are made to hold equal points where swaps of problems of
-the same difficulty can do it (in the same topic first, no kind beyond its share of the paper), and a draw that cannot keep
-the rule an assignment keeps (bank/measures.py's `paper_balance_finding`) is refused. The choice
-questions drawn are then swapped the same way until a guesser by length earns as near chance as
-the pool allows (`length_lean`), the verdicts kept as even.
+the same difficulty can do it (in the same topic first, no kind beyond its share of the
+paper and one), and a draw that cannot keep the rule an assignment keeps
+(bank/measures.py's `paper_balance_finding`) is refused. The choice questions drawn are
+then swapped the same way until a guesser by length earns as near chance as the pool
+allows (`length_lean`), the verdicts kept as even.
 """
 
 from __future__ import annotations
@@ -224,7 +225,7 @@ def _most_of_a_kind(chosen: list[tuple[str, Problem]]) -> int:
 
 
 def _kinds_apart(chosen: list[tuple[str, Problem]], kinds: set[str]) -> int:
-    """How far the most drawn kind is ahead of the least drawn (0 for none drawn), over the kinds of the pool."""
+    """How far the most drawn kind is ahead of the least drawn, over the kinds of the pool (one not drawn counts 0)."""
     counts = Counter(p.kind for _, p in chosen)
     return max(counts.values()) - min(counts[kind] for kind in kinds)
 
