@@ -24,6 +24,7 @@ from autograder.errors import QkvError
 from autograder.isolation_modes import IsolationMode, IsolationRequest
 from autograder.exam_formats import PAPER_FORMATS, QUIZ_FORMATS
 from autograder.report.summary import terminal_safe
+from autograder.wording import counted
 from autograder.serve.command import serve, tokens
 from autograder.serve.lti.command import lti
 
@@ -110,12 +111,16 @@ def new(name: str, kind: str, topic: str) -> None:
 
 @main.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
-def validate(path: Path | None) -> None:
-    """Check every problem file under PATH (default: the course's bank, with the bundled problems it takes)."""
+@click.option("--tables", is_flag=True,
+              help="also print the bank by topic and kind, its true/false and choice balance per topic, and the "
+                   "variants of each hand calculation")
+def validate(path: Path | None, tables: bool) -> None:
+    """Check every problem file under PATH (default: the course's bank, with the bundled problems it takes).
+
+    What is wrong comes last, where the terminal leaves it in view; the tables only with --tables."""
     from autograder.bank.load import load_bank
     from autograder.bank.validate import validate_report
     from autograder.course.bank import load_course_bank
-    from autograder.kinds import KINDS
 
     report = load_bank(path) if path is not None else load_course_bank(current_course())
     bank, findings = report.bank, validate_report(report)
@@ -125,8 +130,29 @@ def validate(path: Path | None) -> None:
     for problem_id, replaced in sorted(bank.overrides.items()):
         err_console.print(f"[yellow]note:[/] {escape(str(bank.paths[problem_id]))} overrides the bundled "
                           f"{escape(problem_id)} ({escape(str(replaced))})", highlight=False, soft_wrap=True)
+    if tables:
+        _print_tables(bank)
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(str(warning))}", highlight=False, soft_wrap=True)
     for finding in findings:
         err_console.print(f"[red]{escape(str(finding))}[/]", highlight=False, soft_wrap=True)
+    if findings:
+        files = len({finding.where.split(":")[0] for finding in findings})
+        fail(f"{counted(len(findings), 'problem')} found in {counted(files, 'file')}")
+    from autograder import extras
+
+    if not extras.available("torch"):
+        err_console.print(f"[yellow]note:[/] torch references were not checked ({escape(extras.install_hint('torch'))})",
+                          highlight=False, soft_wrap=True)
+    console.print(f"[green]{counted(len(bank.problems), 'problem')} valid[/]"
+                  + ("" if tables else " (--tables shows the bank by topic, its guessing balance and hand calculations)"),
+                  highlight=False)
+
+
+def _print_tables(bank) -> None:
+    """The bank by topic and kind, then its measures."""
+    from autograder.kinds import KINDS
+
     table = Table(title=f"Question bank: {escape(str(bank.root))}")
     table.add_column("topic")
     for kind in KINDS:
@@ -141,17 +167,6 @@ def validate(path: Path | None) -> None:
         table.add_row(topic, *[str(counts[k] or "") for k in KINDS], f"{counts['points']:g}")
     console.print(table)
     _print_measures(bank)
-    for warning in warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(str(warning))}", highlight=False, soft_wrap=True)
-    if findings:
-        files = len({finding.where.split(":")[0] for finding in findings})
-        fail(f"{len(findings)} problem(s) found in {files} file(s)")
-    from autograder import extras
-
-    if not extras.available("torch"):
-        err_console.print(f"[yellow]note:[/] torch references were not checked ({escape(extras.install_hint('torch'))})",
-                          highlight=False, soft_wrap=True)
-    console.print(f"[green]{len(bank.problems)} problems valid[/]")
 
 
 def _print_measures(bank) -> None:
@@ -174,10 +189,10 @@ def _print_measures(bank) -> None:
     summaries = [s for s in (kind_of(p).draw_summary(p) for _, p in sorted(bank.problems.items())) if s]
     if summaries:
         hand = Table(title=f"Hand calculations: {VARIANTS_CHECKED} variants each")
-        for column in ("problem", "distinct", "by hand", "spread"):
-            hand.add_column(column, justify="right" if column == "distinct" else "left")
+        for column in ("problem", "different answers", "by hand", "spread"):
+            hand.add_column(column, justify="right" if column == "different answers" else "left")
         for found in summaries:
-            hand.add_row(found.problem_id, str(found.distinct), escape(found.rules), escape(found.spread))
+            hand.add_row(found.problem_id, str(found.answers), escape(found.rules), escape(found.spread))
         console.print(hand)
 
 
@@ -290,7 +305,9 @@ def grade(name: str, submissions: Path, out: Path | None, dist: Path | None, job
         err_console.print(f"[yellow]note:[/] {escape(terminal_safe(note))}")
     if class_roster is not None or any(r.layout not in ("", "plain") or r.status != "graded" for r in run.rows
                                        if r.status != "skipped"):
-        console.print(intake_table(run.rows))
+        needing_a_look = intake_table(run.rows)
+        if needing_a_look is not None:
+            console.print(needing_a_look)
         console.print(f"intake: {intake_counts(run.rows)}; every row is in [bold]{escape(str(run.out))}/intake.csv[/]")
     else:
         for item in run.intake:

@@ -109,6 +109,41 @@ def _rectangular(value: Any, depth: int = 0) -> np.ndarray:
 _GROUPED = re.compile(r"[-+]?\d{1,3}(?:(?P<sep>[,_' \u2009\u202f])\d{3})(?:(?P=sep)\d{3})*(?:\.\d+)?")
 
 
+# minus signs as a PDF, a word processor or a web page sets them (U+2212 minus, the dashes and hyphens, the small
+# and full-width hyphen-minus): a pasted "−1" is the -1 it shows
+_MINUS_FORMS = str.maketrans({char: "-" for char in "\u2212\u2010\u2011\u2012\u2013\u2014\u2015\ufe58\ufe63\uff0d"})
+
+
+def plain_minus(text: str) -> str:
+    """The text with every minus or dash form typed as ASCII's hyphen-minus."""
+    return text.translate(_MINUS_FORMS)
+
+
+# a comma between two digits: a digit group's in 1,050,624, a list's in 1,2,3, or a decimal comma in 0,67
+_COMMA_IN_DIGITS = re.compile(r"(?<=\d),(?=\d)")
+
+
+def _refuse_decimal_comma(text: str, count: Optional[int]) -> None:
+    """Refuses a text where a comma between digits could be a decimal comma, which is never guessed: where the text
+    read with points for those commas is numbers too (and as many as expected, when that is known). "5,000" could
+    be five or five thousand; "0,67 0,24" two numbers, not four. "1,050,624" and "1,2,3" cannot be read with points,
+    and "10,200" where two numbers are expected can only be two: those stay as they are read."""
+    if not _COMMA_IN_DIGITS.search(text):
+        return
+    try:
+        with_points = _rectangular(_nested_numbers(_COMMA_IN_DIGITS.sub(".", text))).size
+    except AnswerFormatError:
+        return
+    if count is not None and with_points != count:
+        return
+    number = re.search(r"\d+,\d+", text).group(0)
+    grouped = re.fullmatch(r"\d{1,3},\d{3}", number)
+    whole = f" or, for a whole number, no comma ({number.replace(',', '')})" if grouped else ""
+    raise AnswerFormatError(
+        f"the comma in {quoted(number)} could be a decimal comma, which is not guessed: type a decimal point "
+        f"({number.replace(',', '.')}){whole}, and a space or a comma and a space between numbers")
+
+
 def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dict] = None, *,
                   arithmetic: bool = True) -> np.ndarray:
     """A scalar, vector or matrix typed as a number, a string or nested lists.
@@ -116,7 +151,9 @@ def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dic
     `count`, when known, is how many numbers the answer has: digit groups ("1,050,624", "1 050 624")
     are then read as one number only where one number is expected, and "10,200" is two where two are.
     Without it, commas between groups of three digits make one number and spaces separate numbers.
-    Where one number is expected it may be typed as arithmetic (`parse_expression`) of integers and
+    A comma between digits that could be a decimal comma is refused, never guessed (`_refuse_decimal_comma`), and
+    a pasted minus sign (U+2212, a dash) is a minus. Where one number is expected it may be typed as arithmetic
+    (`parse_expression`) of integers and
     the problem's whole-number `symbols` ({"d": 512}): `n*m` too, and "1048576 -2048" is then the
     difference, not two numbers. Never inside a list, whose entries are numbers (`arithmetic` False).
     """
@@ -124,11 +161,12 @@ def parse_numbers(value: Any, count: Optional[int] = None, symbols: Optional[dic
         raise AnswerFormatError(f"expected {_NUMBER_HINT}, got a true/false value")
     if not isinstance(value, str):
         return _rectangular(value)
-    text = value.strip()
+    text = plain_minus(value.strip())
     if not text:
         raise AnswerFormatError(f"the answer is empty: expected {_NUMBER_HINT}")
     if len(text) > MAX_NUMBERS_TEXT:
         raise AnswerFormatError(f"the answer is longer than {MAX_NUMBERS_TEXT:,} characters")
+    _refuse_decimal_comma(text, count)
     if ";" in text:  # "1 2; 3 4" is a matrix, row by row
         rows = [parse_numbers(r.strip("[]() ")).reshape(-1) for r in text.split(";") if r.strip("[]() ")]
         if len({row.size for row in rows}) > 1:
@@ -245,9 +283,16 @@ def _split_at(text: str, spans: list) -> list:
     return pieces + [text[start:]]
 
 
+# "n by d_v" is said of a matrix's shape everywhere, and is read as n x d_v; other words between dims ("n times d",
+# "n and d") are no spelling of a shape, and are refused as one (never read as a third dim)
+_BY = re.compile(r"(?<=\S)\s+by\s+(?=\S)", re.IGNORECASE)
+_NOT_DIMS = frozenset({"times", "and", "of", "rows", "columns", "cols", "shape", "is", "matrix"})
+
+
 def _shape_dims(text: str) -> list:
-    """Split a typed shape into its dims at the separators outside brackets: ',' first, then 'x' (or ×, \\times),
-    then spaces: "(n, (d/h))", "n x (d/h)", "[n d_v]" and "3x4" all split as written."""
+    """Split a typed shape into its dims at the separators outside brackets: ',' first, then 'x' (or ×, \\times,
+    by), then spaces: "(n, (d/h))", "n x (d/h)", "[n d_v]" and "3x4" all split as written."""
+    text = _BY.sub(" x ", text)
     text = _unwrap(text.replace("×", " x ").replace("\\times", " x "))
     top = _top_level(text)
     commas = [m.span() for m in re.finditer(",", top)]
@@ -276,8 +321,8 @@ def parse_shape(value: Any) -> tuple[str, ...]:
         dims = _shape_dims(value.strip())
     else:
         raise _unreadable_shape(value)
-    dims = [canonical_dim(d) for d in dims if d.strip()]
-    if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) or not _balanced(d) for d in dims):
+    dims = [canonical_dim(plain_minus(d)) for d in dims if d.strip()]
+    if not dims or any(not re.fullmatch(r"[a-z0-9/()+*-]+", d) or not _balanced(d) or d in _NOT_DIMS for d in dims):
         raise _unreadable_shape(value)
     return tuple(dims)
 
@@ -376,6 +421,7 @@ def _arithmetic_text(text: str, symbols: Optional[dict], names: bool = False) ->
 
 def parse_expression(text: str, symbols: Optional[dict] = None) -> float:
     """One number typed as arithmetic (`4*512^2`, `2^26`, `3*d^2+3*d` with d a symbol of the problem)."""
+    text = plain_minus(text)
     what = "the expression " + quoted(text, 40)
     if len(text) > MAX_EXPRESSION_TEXT:
         raise AnswerFormatError(f"the expression is longer than {MAX_EXPRESSION_TEXT} characters")

@@ -19,6 +19,7 @@ from autograder.exam.paper import INSTRUCTIONS
 from autograder.kinds import kind_of
 from autograder.kinds.numeric.checks import MIN_VARIANTS, checked_variants, numeric_findings
 from autograder.kinds.numeric.model import NumericProblem
+from autograder.kinds.numeric.parts import part_answer
 from autograder.kinds.numeric.variants import draw_variant
 from autograder.kinds.shape import ShapeProblem, check_shape
 from autograder.selfcheck import qkv_check
@@ -250,6 +251,62 @@ def test_a_notation_must_name_a_dim_of_the_answer():
         ShapeProblem(**fields, notations={"d_k": "d"})
     with pytest.raises(ValueError, match="notations.h: already a parameter"):
         ShapeProblem(**fields, parameters={"h": 8, "d": 64, "n": 3}, notations={"h": "d/h"})
+
+
+def test_n_by_d_v_is_the_shape_and_other_words_between_dims_cannot_be_read(bank):
+    """'by' is how a shape is said ("a 3 by 4 matrix"); any other word between the dims is no spelling of a shape, and
+    is refused as unreadable (asked again by the drill, "could not read" everywhere), never judged a wrong shape."""
+    problem = bank.get("output-shape")
+    assert problem.answer == ["n", "d_v"]
+    for typed in ("n by d_v", "n BY d_v", "(n by d_v)"):
+        assert check_shape(problem, typed).correct, typed
+    assert not check_shape(problem, "d_v by n").correct
+    for typed in ("n times d_v", "n and d_v", "n rows d_v columns"):
+        verdict = check_shape(problem, typed)
+        assert not verdict.correct and verdict.message.startswith("could not read the answer"), (typed, verdict)
+
+
+@pytest.mark.parametrize("typed, count, point", [
+    ("5,000", 1, "5.000"),  # five, or five thousand?
+    ("5,000", None, "5.000"),
+    ("10,200", 1, "10.200"),
+    ("0,67 0,24 0,09", 3, "0.67"),
+    ("0,67 0,24 0,09", None, "0.67"),
+    ("0,5", 1, "0.5"),
+    ("1,5; 2,5", None, "1.5"),
+])
+def test_a_comma_that_could_be_a_decimal_comma_is_refused_and_a_point_asked_for(typed, count, point):
+    with pytest.raises(AnswerFormatError, match="could be a decimal comma") as err:
+        parse_numbers(typed, count)
+    assert f"type a decimal point ({point})" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_commas_that_cannot_be_decimal_commas_are_read_as_before():
+    assert parse_numbers("1,050,624", 1).item() == 1050624  # two commas: digit groups
+    assert parse_numbers("1,050,624").item() == 1050624
+    assert parse_numbers("1,050.5", 1).item() == 1050.5  # a point and a comma: the comma groups
+    assert parse_numbers("10,200", 2).tolist() == [10, 200]  # two expected: two numbers
+    assert parse_numbers("1,2,3", 3).tolist() == [1, 2, 3]
+    assert parse_numbers("0.67, 0.24, 0.09", 3).tolist() == [0.67, 0.24, 0.09]
+    assert parse_numbers(["1,050,624", "-3"], 2).tolist() == [1050624, -3]
+
+
+@pytest.mark.parametrize("minus", ["\u2212", "\u2013", "\u2012", "\u2010", "\u2011", "\ufe63", "\uff0d"])
+def test_a_minus_sign_pasted_from_a_pdf_is_a_minus(minus):
+    assert parse_numbers(f"1, 1, {minus}1, {minus}1", 4).tolist() == [1, 1, -1, -1]
+    assert parse_numbers(f"[{minus}0.5 {minus}1.5e{minus}2]", 2).tolist() == [-0.5, -0.015]
+    assert parse_numbers(f"4*512^2 {minus} 2048", 1).item() == 4 * 512**2 - 2048
+
+
+def test_a_normalised_token_with_unicode_minus_signs_passes_in_every_route(release):
+    data, written, manifest = release
+    problem = written["layer-norm-by-hand"]
+    kind, variant = kind_of(problem), _variant(problem, manifest)
+    answer = {part.name: part_answer(part, variant.answers[part.name]).replace("-", "\u2212") for part in problem.parts}
+    assert "\u2212" in answer["normalised"]  # a normalised token has entries below its mean
+    assert _grader(kind, problem, variant, answer) == 1.0
+    assert _selfcheck(data, problem.id, answer)
+    assert _nbgrader(kind, problem, variant, answer) == pytest.approx(1.0)
 
 
 # ------------------------------------------------------------ hand problems that test the method

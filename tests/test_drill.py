@@ -13,7 +13,7 @@ import pytest
 
 from autograder.kinds.numeric.render import fmt
 from autograder.kinds.resolve import resolve
-from autograder.exam.drill import run_drill
+from autograder.exam.drill import questions, run_drill
 from autograder.exam.select import DEFAULT_KINDS, ExamItem, ExamSpec, draw_exam, instantiate
 from autograder.kinds import MultipleChoiceProblem, NumericProblem, ShapeProblem, TrueFalseProblem, kind_of
 from autograder.kinds.numeric.parts import part_answer
@@ -108,11 +108,25 @@ def test_shape_and_choice_misconceptions_are_named(bank):
 def test_malformed_answers_are_asked_again_not_marked(bank):
     item = item_of(bank, "one-query-by-hand")
     right = right_answers(item)
-    ask, say, said = scripted(["hello", "1, 2", right[0], "skip", *right[2:]])
+    ask, say, said = scripted(["hello", "1, 2", right[0], right[1], "skip"])
     summary = run_drill([item], ask, say)
     text = "\n".join(said)
     assert "could not read 'hello'" in text and 'expected 3 number(s), got 2 in "1, 2"' in text
-    assert "skipped" in text and summary.earned == pytest.approx(item.problem.points * 3 / 4)
+    assert "skipped" in text and summary.earned == pytest.approx(item.problem.points * 2 / 4)
+
+
+def test_skip_leaves_the_whole_problem_for_the_next(bank):
+    """'skip' at a problem's first part asks none of its other parts: the next answer typed is the next problem's."""
+    first, second = item_of(bank, "one-query-by-hand"), item_of(bank, "concat-shape")
+    second = ExamItem(2, second.problem, second.variant, second.group)
+    assert len(questions(first)) == 4
+    ask, say, said = scripted(["skip", *right_answers(second)])
+    summary = run_drill([first, second], ask, say)
+    text = "\n".join(said)
+    assert text.count("skipped") == 1 and "Worked solution" in text
+    assert [s.earned for s in summary.scores] == [0, second.problem.points] and not summary.stopped_early
+    asked = [line for line in said if line.startswith("  ") and line.endswith("> ")]
+    assert len(asked) == 1 + len(questions(second))
 
 
 def test_end_of_input_gives_the_summary_so_far(bank):

@@ -69,7 +69,7 @@ def test_every_draw_holds_as_many_points_of_true_statements_as_of_false_ones(ban
     from autograder.bank.measures import verdict_points
 
     statements = 0
-    for seed in range(8):
+    for seed in range(10):  # kinds share a draw, so fewer statements each: 10 seeds draw over 100
         for spec in (ExamSpec(count=10, seed=seed), ExamSpec(count=20, seed=seed),
                      ExamSpec(count=6, seed=seed, kinds=("true_false", "multiple_choice"))):
             true, false = verdict_points((i.problem, i.problem.points) for i in draw_exam(bank, spec).items)

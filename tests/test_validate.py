@@ -276,3 +276,28 @@ def test_no_hidden_test_of_the_bundled_bank_is_passed_by_a_stand_in() -> None:
         met.setdefault((stand_in.problem, stand_in.test.name), set()).add(stand_in.what)
     assert set(met) == hidden
     assert all({"zeros", "ones"} <= whats for whats in met.values())
+
+
+def test_errors_come_last_the_tables_on_request_and_the_numbers_agree(tmp_path: Path) -> None:
+    """A bank with one problem whose 24 parameter sets give 6 answers: without --tables no table is drawn and the
+    error is the last line before the summary; with --tables the hand calculations' table counts the same 6
+    answers the error does (it said "distinct 24" beside "only 6 different answers")."""
+    shutil.copy(FIXTURES / "few-variants" / "few-variants.yaml", tmp_path)
+    plain = CliRunner().invoke(main, ["validate", str(tmp_path)])
+    assert plain.exit_code == 1
+    assert "┃" not in plain.output and "Hand calculations" not in plain.output
+    errors = [line for line in plain.stderr.splitlines() if line.strip()]
+    assert "only 6 different answers in 200 draws" in errors[-2] and errors[-1].startswith("error: 1 problem found in 1 file")
+    tables = CliRunner().invoke(main, ["validate", "--tables", str(tmp_path)])
+    assert tables.exit_code == 1 and "Hand calculations" in tables.stdout
+    row = next(line for line in tables.stdout.splitlines() if "few-variants" in line)
+    assert re.search(r"│\s*6\s*│", row), row
+    assert "different answers" in tables.stdout and "distinct" not in tables.stdout
+    # the error comes after every table, also where one output holds both streams
+    assert tables.output.rindex("only 6 different answers") > tables.output.rindex("Hand calculations")
+
+
+def test_a_valid_bank_says_so_in_one_line_without_tables() -> None:
+    result = CliRunner().invoke(main, ["validate", str(WARNINGS / "longest-choice")])
+    assert result.exit_code == 0
+    assert "┃" not in result.stdout and re.fullmatch(r"1 problem valid \(--tables shows .*\)", " ".join(result.stdout.split()))

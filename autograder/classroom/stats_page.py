@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from typing import Optional
 
 import jinja2
@@ -19,6 +20,7 @@ from rich.text import Text
 
 from autograder.classroom.stats import HIGH_FACILITY, LOW_DISCRIMINATION, ItemAnalysis
 from autograder.report.summary import terminal_safe
+from autograder.wording import counted
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("autograder.classroom", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined)
@@ -29,6 +31,7 @@ def _number(value: Optional[float], digits: int = 2) -> str:
 
 
 _ENV.filters["num"] = _number
+_ENV.filters["counted"] = counted
 
 
 def _svg(figure) -> Markup:
@@ -40,20 +43,31 @@ def _svg(figure) -> Markup:
     return Markup(text)
 
 
+MISCONCEPTIONS_DRAWN = 10
+LABEL_LINE = 28  # characters of a bar's label line
+
+
+def _short_label(text: str) -> str:
+    lines = textwrap.wrap(" ".join(text.split()), LABEL_LINE, max_lines=2, placeholder=" …")
+    return "\n".join(lines) or "-"
+
+
 def plots(analysis: ItemAnalysis) -> dict[str, Markup]:
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out = {}
     matplotlib.rcParams["svg.hashsalt"] = "qkv"  # the same ids on every run
     fig, ax = plt.subplots(figsize=(6, 3))
     bins = min(40, max(5, int(analysis.max_score) or 10))
     ax.hist(analysis.totals, bins=bins, range=(0, analysis.max_score or 1), color="#4c72b0", edgecolor="white")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # students are counted whole: no tick at 0.5
     ax.set_xlabel("total score")
     ax.set_ylabel("students")
-    ax.set_title(f"Scores of {analysis.students} students")
+    ax.set_title(f"Scores of {counted(analysis.students, 'student')}")
     out["histogram"] = _svg(fig)
     plt.close(fig)
 
@@ -74,12 +88,15 @@ def plots(analysis: ItemAnalysis) -> dict[str, Markup]:
     out["scatter"] = _svg(fig)
     plt.close(fig)
 
-    shown = analysis.misconceptions[:15]
-    fig, ax = plt.subplots(figsize=(6, max(1.5, 0.35 * len(shown) + 1)))
-    labels = [f"{c.problem}: {c.misconception}"[:60] for c in shown]
+    shown = analysis.misconceptions[:MISCONCEPTIONS_DRAWN]
+    # a label of two short lines at most, so that the figure keeps its width and its type stays readable when the
+    # page scales it (labels of 60 characters on one line shrank it to a quarter); the table below has them whole
+    fig, ax = plt.subplots(figsize=(6, max(1.5, 0.42 * len(shown) + 1)))
+    labels = [_short_label(f"{c.problem}: {c.misconception}") for c in shown]
     ax.barh(range(len(shown)), [c.share * 100 for c in shown], color="#dd8452")
-    ax.set_yticks(range(len(shown)), labels)
+    ax.set_yticks(range(len(shown)), labels, fontsize=9)
     ax.invert_yaxis()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("% of students")
     ax.set_title("Named misconceptions matched" if shown else "No named misconception matched")
     out["misconceptions"] = _svg(fig)
@@ -104,7 +121,7 @@ def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = (), correct
 
 
 def stats_table(analysis: ItemAnalysis) -> Table:
-    table = Table(title=f"Item analysis: {analysis.students} students"
+    table = Table(title=f"Item analysis: {counted(analysis.students, 'student')}"
                         + (f" ({analysis.excluded} not run, left out)" if analysis.excluded else ""))
     for column, justify in (("problem", "left"), ("mean", "right"), ("facility", "right"), ("r_pb", "right"),
                             ("upper-lower", "right"), ("flags", "left")):

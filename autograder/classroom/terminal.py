@@ -17,6 +17,7 @@ from autograder.classroom.collect import IntakeRow
 from autograder.classroom.deadlines import LateOutcome
 from autograder.classroom.history import Change, Grading, diff
 from autograder.report.summary import points, terminal_safe
+from autograder.wording import counted
 
 
 def _t(value: object) -> Text:
@@ -35,9 +36,12 @@ def _needs_a_look(row: IntakeRow) -> bool:
     return bool(row.message) and row.message != "the LMS marks it LATE"  # lateness has its own table
 
 
-def intake_table(rows: Sequence[IntakeRow], limit: int = 40) -> Table:
-    """Every row that needs a look: anything not plainly graded (all rows are in intake.csv)."""
+def intake_table(rows: Sequence[IntakeRow], limit: int = 40) -> Table | None:
+    """Every row that needs a look: anything not plainly graded (all rows are in intake.csv); None when no row
+    does, rather than a table of headers alone."""
     shown = [r for r in rows if _needs_a_look(r)]
+    if not shown:
+        return None
     table = Table(title=f"Intake: {intake_counts(rows)}")
     table.add_column("status", no_wrap=True)
     table.add_column("entry", overflow="fold", ratio=2)
@@ -60,7 +64,7 @@ def _when(moment: dt.datetime | None) -> str:
 def late_table(late: dict[str, LateOutcome], limit: int = 40) -> Table:
     """The students whose lateness cost points, or who were late within the grace or an extension."""
     shown = [(s, o) for s, o in sorted(late.items()) if o.penalty or o.late_seconds > 0 or o.extension]
-    table = Table(title=f"Late penalties: {sum(1 for _, o in late.items() if o.penalty)} of {len(late)} students")
+    table = Table(title=f"Late penalties: {sum(1 for _, o in late.items() if o.penalty)} of {counted(len(late), 'student')}")
     table.add_column("student", no_wrap=True)
     table.add_column("due", no_wrap=True)
     table.add_column("handed in", no_wrap=True)

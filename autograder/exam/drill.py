@@ -19,7 +19,8 @@ from autograder.kinds.items import DrillQuestion
 from qkv_runtime.answers import AnswerFormatError
 
 SKIP, QUIT = "skip", "quit"
-HELP = "Type your answer and press Enter; 'skip' shows the solution, 'quit' (or Ctrl-D) ends with your score."
+HELP = ("Type your answer and press Enter; 'skip' leaves the problem (its parts still unanswered) and shows its "
+        "solution, 'quit' (or Ctrl-D) ends with your score.")
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,10 @@ def drill_problem(item: ExamItem, total: int, ask: Callable[[str], str], say: Ca
     earned, all_right = 0.0, True
     for question in questions(item):
         typed = _ask_until_readable(question, ask, say)
-        if typed is None:
+        if typed is None:  # a skip leaves the problem, not the part: the parts after it are not asked
             say("  - skipped")
             all_right = False
-            continue
+            break
         verdict = question.judge(typed)
         if verdict.correct:
             earned += question.points

@@ -40,8 +40,23 @@ def split_math(text: str) -> tuple[str, list[Math]]:
     return _SEGMENT.sub(cut, text), found
 
 
+# an asterisk of arithmetic, between operands with no space (4*512, a*2, (1-a)*10, n**2): Markdown would pair two
+# of them as emphasis and drop them ("4*512^2 + 4*512" printed as 4512^2 + 4512 in italics)
+_ARITHMETIC_ASTERISK = re.compile(r"(?<=[\w)\]])\*{1,2}(?=[\w(\[])")
+
+
+def literal_asterisks(text: str) -> str:
+    """Markdown whose asterisks of arithmetic are escaped, so that they print as typed; code spans and formulas,
+    which Markdown does not read, are left as they are."""
+    out, last = [], 0
+    for match in _SEGMENT.finditer(text):
+        out += [_ARITHMETIC_ASTERISK.sub(lambda m: "\\*" * len(m.group(0)), text[last:match.start()]), match.group(0)]
+        last = match.end()
+    return "".join(out) + _ARITHMETIC_ASTERISK.sub(lambda m: "\\*" * len(m.group(0)), text[last:])
+
+
 def _markdown_with(text: str, render_math) -> str:
-    stripped, found = split_math(text)
+    stripped, found = split_math(literal_asterisks(text))
     body = _MARKDOWN.render(stripped)
     return _PLACEHOLDER.sub(lambda m: render_math(found[int(m.group(1))]), body)
 

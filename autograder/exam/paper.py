@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import jinja2
 
 from autograder.exam.katex import KatexAssets
-from autograder.exam.markup import page_html
+from autograder.exam.markup import literal_asterisks, page_html
 from autograder.exam.select import Exam, ExamItem
 from autograder.kinds import kind_of
 from autograder.kinds.items import Blank, ProblemKey
@@ -34,6 +34,7 @@ class PaperItem:
     meta: str
     body: str  # Markdown with LaTeX
     blanks: tuple[Blank, ...] = ()
+    work_lines: int = 0  # room to work it out, in lines, between the question and the blanks
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def exam_paper(exam: Exam) -> Paper:
     items = []
     for item in exam.items:
         body, blanks = question(item)
-        items.append(PaperItem(item.number, item.problem.title, item_meta(item), body, blanks))
+        items.append(PaperItem(item.number, item.problem.title, item_meta(item), body, blanks,
+                               kind_of(item.problem).work_lines(item.problem)))
     return Paper("Practice exam: Transformer fundamentals", version_line(exam), INSTRUCTIONS, tuple(items))
 
 
@@ -104,6 +106,7 @@ _TEMPLATES = jinja2.Environment(
     autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
 )
 _TEMPLATES.filters["page_html"] = page_html
+_TEMPLATES.filters["markdown"] = literal_asterisks
 
 
 def paper_markdown(paper: Paper) -> str:

@@ -1,15 +1,16 @@
 """Drawing an exam: the bank and the examiner's choices (topics, kinds, count, seed, student) in; numbered problems,
-balanced over topics, difficulty and true/false verdicts, each with its variant, out.
+balanced over topics, difficulty, kinds and true/false verdicts, each with its variant, out.
 
 The difficulty mix depends only on the pool and the count, never on the seed, so
 two seeds give two exams of the same difficulty. The seed picks the problems and,
 with the student id, their numbers; the problems do not depend on the student, so
 a class sits the same questions, each student with numbers of their own. The true
 and false statements drawn are made to hold equal points where swaps of problems of
-the same difficulty can do it (in the same topic first), and a draw that cannot keep
-the rule an assignment keeps (bank/measures.py's `paper_balance_finding`) is refused. The choice
-questions drawn are then swapped the same way until a guesser by length earns as near chance as
-the pool allows (`length_lean`), the verdicts kept as even.
+the same difficulty can do it (in the same topic first, no kind beyond its share of the
+paper and one), and a draw that cannot keep the rule an assignment keeps
+(bank/measures.py's `paper_balance_finding`) is refused. The choice questions drawn are
+then swapped the same way until a guesser by length earns as near chance as the pool
+allows (`length_lean`), the verdicts kept as even.
 """
 
 from __future__ import annotations
@@ -121,15 +122,20 @@ def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> 
     rank = list(groups)
     rng.shuffle(rank)  # which group goes first when several are equally behind
     picked: dict[str, int] = {topic: 0 for topic in groups}
+    kinds: Counter = Counter()  # problems drawn of each kind
     chosen: list[tuple[str, Problem]] = []
     # the scarcest difficulty first, so that few groups holding it does not crowd them later
     for difficulty in sorted(DIFFICULTIES, key=lambda d: (available[d] - quota[d], d)):
         for _ in range(quota[difficulty]):
-            holding = [t for t in rank if any(p.difficulty == difficulty for p in left[t])]
-            topic = min(holding, key=lambda t: (picked[t], rank.index(t)))
-            problem = rng.choice([p for p in left[topic] if p.difficulty == difficulty])
+            # the group furthest behind, and in it the kind furthest behind: a bank of many true/false statements
+            # would otherwise give a paper of them (6 of 10), where the kinds should share it as the topics do
+            fits = [(t, p) for t in rank for p in left[t] if p.difficulty == difficulty]
+            topic, _ = min(fits, key=lambda tp: (picked[tp[0]], kinds[tp[1].kind], rank.index(tp[0])))
+            problem = rng.choice([p for t, p in fits if t == topic and kinds[p.kind] == min(
+                kinds[q.kind] for u, q in fits if u == topic)])
             left[topic].remove(problem)
             picked[topic] += 1
+            kinds[problem.kind] += 1
             chosen.append((topic, problem))
     # lengths first with a free hand, the verdicts evened after, then lengths again as far as the verdicts allow
     balance_lengths(chosen, left, picked, rng, keep_verdicts=False)
@@ -160,8 +166,10 @@ def _choices(problem: Problem) -> bool:
 
 def balance_verdicts(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
                      rng: random.Random) -> None:
-    """Even the true and false points: a swap that changes a statement."""
-    _rebalance(chosen, left, picked, rng, _gap, lambda a, b: _statement(a) or _statement(b), lambda trial: True)
+    """Even the true and false points: a swap that changes a statement (a kind may then hold one problem more
+    than its share)."""
+    _rebalance(chosen, left, picked, rng, _gap, lambda a, b: _statement(a) or _statement(b), lambda trial: True,
+               spare=1)
 
 
 def balance_lengths(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
@@ -171,17 +179,23 @@ def balance_lengths(chosen: list[tuple[str, Problem]], left: dict[str, list[Prob
     right choices at one end of the lengths, which no rule of the bank's topics sees."""
     kept = _gap(chosen)
     _rebalance(chosen, left, picked, rng, _lean, lambda a, b: _choices(a) or _choices(b),
-               lambda trial: not keep_verdicts or _gap(trial) <= kept + 1e-9)
+               lambda trial: not keep_verdicts or _gap(trial) <= kept + 1e-9, spare=0)
 
 
 def _rebalance(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
                rng: random.Random, measure: Callable[[list[tuple[str, Problem]]], float],
-               swappable: Callable[[Problem, Problem], bool], keeps: Callable[[list[tuple[str, Problem]]], bool]) -> None:
+               swappable: Callable[[Problem, Problem], bool], keeps: Callable[[list[tuple[str, Problem]]], bool],
+               spare: int) -> None:
     """Swap drawn problems for undrawn ones of the same difficulty (pairs `swappable` allows), the swap that lowers
-    `measure` most (in the same topic first) and `keeps` accepts, until no swap lowers it further; a swap into
-    another topic only where that topic has fewer problems, so that the spread over topics stays as even as it was."""
+    `measure` most (in the same topic first, then the one leaving the kinds nearest even) and `keeps` accepts, until
+    no swap lowers it further; a swap into another topic only where that topic has fewer problems, so that the
+    spread over topics stays as even as it was."""
+    # a swap may change a problem's kind, but never give a kind more than its share of the paper and `spare` (or
+    # than the most drawn kind has already): an odd number of statements is evened by a problem of another kind
+    kinds = {p.kind for _, p in chosen} | {p.kind for pool in left.values() for p in pool}
+    share = -(-len(chosen) // len(kinds)) + spare
     while measure(chosen) > 1e-9:
-        current, swaps = measure(chosen), []
+        current, swaps, most = measure(chosen), [], max(share, _most_of_a_kind(chosen))
         for i, (topic, problem) in enumerate(chosen):
             for other, pool in left.items():
                 if other != topic and picked[other] >= picked[topic]:
@@ -191,18 +205,29 @@ def _rebalance(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]]
                         continue
                     trial = chosen[:i] + [(other, candidate)] + chosen[i + 1:]
                     value = measure(trial)
-                    if value < current - 1e-9 and keeps(trial):
-                        swaps.append((other != topic, value, i, other, candidate))
+                    if value < current - 1e-9 and keeps(trial) and _most_of_a_kind(trial) <= most:
+                        swaps.append((other != topic, value, _kinds_apart(trial, kinds), i, other, candidate))
         if not swaps:
             return
-        best = min(swaps, key=lambda s: s[:2])[:2]
-        _, _, i, other, candidate = rng.choice(sorted((s for s in swaps if s[:2] == best), key=lambda s: (s[2], s[4].id)))
+        best = min(swaps, key=lambda s: s[:3])[:3]
+        _, _, _, i, other, candidate = rng.choice(sorted((s for s in swaps if s[:3] == best),
+                                                         key=lambda s: (s[3], s[5].id)))
         topic, problem = chosen[i]
         left[topic].append(problem)
         left[other].remove(candidate)
         picked[topic] -= 1
         picked[other] += 1
         chosen[i] = (other, candidate)
+
+
+def _most_of_a_kind(chosen: list[tuple[str, Problem]]) -> int:
+    return max(Counter(p.kind for _, p in chosen).values())
+
+
+def _kinds_apart(chosen: list[tuple[str, Problem]], kinds: set[str]) -> int:
+    """How far the most drawn kind is ahead of the least drawn, over the kinds of the pool (one not drawn counts 0)."""
+    counts = Counter(p.kind for _, p in chosen)
+    return max(counts.values()) - min(counts[kind] for kind in kinds)
 
 
 def instantiate(problem: Problem, seed: int, student: str | None) -> Variant | None:

@@ -64,6 +64,7 @@ def picture(got: Sequence[np.ndarray], want: Sequence[np.ndarray], args: Sequenc
                               "want": _cells(_first_slice(w)), "got": _cells(_first_slice(g.astype(float)))}
     if w.ndim > 2:
         record["of"] = int(np.prod(w.shape[:-2]))  # the drawing is the first of this many matrices
+        record["shape"] = [int(n) for n in w.shape]  # the page names the slice: [0, 0, :, :] of 2 x 8 x 10 x 10
     mask = _mask(args, kwargs, w.shape)
     if mask is not None:
         record["mask"] = mask

@@ -213,6 +213,11 @@ class Kind(ABC):
     def paper_question(self, problem, variant: Variant | None) -> tuple[str, tuple[Blank, ...]]:
         """What an exam paper asks (Markdown) and the blanks the student fills in."""
 
+    def work_lines(self, problem) -> int:
+        """Lines of room an exam paper leaves under the question to work it out: none where the blanks are room
+        enough (a verdict and its reason, a letter)."""
+        return 0
+
     @abstractmethod
     def key(self, problem, variant: Variant | None) -> ProblemKey:
         """The right answers as a student writes them, the worked solution and the common wrong answers."""

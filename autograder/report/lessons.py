@@ -157,6 +157,15 @@ def summarise(result: SubmissionResult, functions: dict[str, str], messages: dic
     return summary
 
 
+def mistake_titles(result: SubmissionResult) -> list[str]:
+    """Each recognised mistake once, largest first, as the feedback page heads it ("columns softmax in
+    softmax-rows", "your answer to why-scale"): a code problem's function is named by its problem's id, as a
+    result holds no function names. A test's `misconception` is an id for code and a sentence or a shape for a
+    written answer, which listed side by side read as a jumble."""
+    functions = {p.problem_id: p.problem_id for p in result.problems if _is_code(p)}
+    return [lesson.title for lesson in summarise(result, functions, {}).lessons]
+
+
 def _is_code(problem: ProblemResult) -> bool:
     """Answered by a function the grader ran (its tests), not by an ANSWERS entry."""
     return KINDS[problem.kind].code

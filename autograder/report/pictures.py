@@ -202,6 +202,16 @@ class Image:
     group: str = "compare"  # pictures read together: "compare" (yours, expected, scale) or "difference"
 
 
+def slice_words(record: dict) -> str:
+    """Which matrix of a larger array the pictures show ("slice [0, 0, :, :] of the 2 × 8 × 10 × 10 array"), or ""
+    for a matrix that is the whole output; a record written before shapes were kept says how many there were."""
+    shape = record.get("shape") or []
+    if len(shape) > 2:
+        index = ", ".join(["0"] * (len(shape) - 2) + [":", ":"])
+        return f"slice [{index}] of the {' × '.join(str(n) for n in shape)} array"
+    return f"the first of {record['of']} matrices" if record.get("of") else ""
+
+
 def _matrix(rows: Any) -> Matrix:
     return tuple(tuple(None if x is None else float(x) for x in row) for row in rows)
 
@@ -220,13 +230,14 @@ def test_pictures(record: dict[str, Any], test_name: str) -> list[Image]:
         low, high = min(finite, default=0.0), max(finite, default=1.0)
     scale = Scale(low, high, CIVIDIS, ("dark blue", "yellow"))
     size = f"{len(got)} by {len(got[0])}"
-    first = f" (the first of {record['of']} matrices)" if record.get("of") else ""
+    shown = slice_words(record)
+    first = f", {shown}" if shown else ""
     mask = tuple(tuple(bool(v) for v in row) for row in record["mask"]) if record.get("mask") else None
     images = [
         Image(matrix_image(got, scale, mask), f"Your {what} for test {test_name}, {size}{first}: {describe(got)}",
-              f"your {what}", "matrix"),
-        Image(matrix_image(want, scale, mask), f"Expected {what} for test {test_name}, {size}: {describe(want)}",
-              f"expected {what}", "matrix"),
+              f"your {what}{first}", "matrix"),
+        Image(matrix_image(want, scale, mask), f"Expected {what} for test {test_name}, {size}{first}: "
+                                               f"{describe(want)}", f"expected {what}{first}", "matrix"),
         Image(scale_image(scale), f"Colour scale of both pictures: {number(low)} is {scale.words[0]}, "
                                   f"{number(high)} is {scale.words[1]}", "colour scale", "scale"),
     ]

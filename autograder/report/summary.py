@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autograder.results import SubmissionResult
+from autograder.wording import counted
 
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
@@ -59,6 +60,8 @@ def points(value: float) -> str:
 
 def gradebook_table(results: Sequence[SubmissionResult], limit: int = 40) -> Table:
     """One line per student: total, status, where points were lost and which mistakes were recognised."""
+    from autograder.report.lessons import mistake_titles  # loads the kinds, which the terminal's other views need not
+
     table = Table(title="Gradebook")
     table.add_column("student")
     table.add_column("total", justify="right")
@@ -68,7 +71,7 @@ def gradebook_table(results: Sequence[SubmissionResult], limit: int = 40) -> Tab
     for result in sorted(results, key=lambda r: r.student)[:limit]:
         lost = [f"{p.problem_id} ({points(p.score)}/{points(p.max_score)})"
                 for p in result.problems if p.score < p.max_score - 1e-9]
-        mistakes = sorted({t.misconception for p in result.problems for t in p.tests if t.misconception})
+        mistakes = mistake_titles(result)
         if result.score == 0:
             lost_text = "everything" + (f": {result.message}" if result.message else "")
         else:
@@ -78,5 +81,5 @@ def gradebook_table(results: Sequence[SubmissionResult], limit: int = 40) -> Tab
                       Text(terminal_safe(result.status)), Text(terminal_safe(lost_text or "-")),
                       Text(terminal_safe(", ".join(mistakes) or "-")))
     if len(results) > limit:
-        table.caption = f"first {limit} of {len(results)} students; all are in gradebook.csv"
+        table.caption = f"first {limit} of {counted(len(results), 'student')}; all are in gradebook.csv"
     return table

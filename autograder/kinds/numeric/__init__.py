@@ -129,6 +129,8 @@ def numeric_groups(problem: NumericProblem, points: float, seed: int, variants: 
 
 # ---------------------------------------------------------------------- kind
 
+MAX_WORK_LINES = 10  # room to work on an exam paper, whatever the parts: a problem of many parts repeats one step
+
 
 class NumericKind(WrittenKind):
     name = "numeric"
@@ -213,6 +215,9 @@ class NumericKind(WrittenKind):
         return Marked(right / len(problem.parts), "; ".join(notes), named[0] if named else None)
 
     # ------------------------------------------------------------- exam
+
+    def work_lines(self, problem: NumericProblem) -> int:
+        return min(MAX_WORK_LINES, 2 + 2 * len(problem.parts))  # a hand calculation is worked out step by step
 
     def blanks(self, problem: NumericProblem, variant: Variant | None) -> tuple[Blank, ...]:
         assert variant is not None

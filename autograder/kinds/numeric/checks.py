@@ -49,7 +49,7 @@ def checked_variants(problem) -> list[Variant]:
 class DrawSummary:
     problem_id: str
     variants: int
-    distinct: int
+    answers: int  # different answers among the variants: what students could share, as the variety check counts
     rules: str
     spread: str
 
@@ -61,20 +61,24 @@ def summary(problem) -> DrawSummary | None:
     variants = checked_variants(problem)
     if not variants:
         return None
-    distinct = len({repr(sorted(v.params.items())) for v in variants})
     rules = problem.by_hand
     named = [] if rules is None else [f"{k}" for k, v in rules.model_dump(exclude_defaults=True).items() if v]
     spread = spread_report(rules, [v.quantities for v in variants]) if rules is not None else ""
-    return DrawSummary(problem.id, len(variants), distinct, ", ".join(named), spread)
+    return DrawSummary(problem.id, len(variants), different_answers(variants), ", ".join(named), spread)
+
+
+def different_answers(drawn: list[Variant]) -> int:
+    """How many different answers the variants have. Answers, not parameters, are what students share: a parameter
+    the answer ignores adds no variant (142 parameter sets were 47 answers)."""
+    return len({repr([np.round(np.asarray(a, dtype=float), 9).tolist() for _, a in sorted(v.answers.items())])
+                for v in drawn})
 
 
 def _variety_findings(drawn: list[Variant]) -> list[str]:
-    # answers, not parameters, are what students share: a parameter the answer ignores adds no variant
-    answers = {repr([np.round(np.asarray(a, dtype=float), 9).tolist() for _, a in sorted(v.answers.items())])
-               for v in drawn}
-    if len(answers) >= MIN_VARIANTS:
+    answers = different_answers(drawn)
+    if answers >= MIN_VARIANTS:
         return []
-    return [f"parameters: only {len(answers)} different answers in {len(drawn)} draws; per-student numbers need "
+    return [f"parameters: only {answers} different answers in {len(drawn)} draws; per-student numbers need "
             f"at least {MIN_VARIANTS} (students could share the few answers): widen the ranges or choices"]
 
 

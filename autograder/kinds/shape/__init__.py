@@ -114,6 +114,9 @@ class ShapeKind(AllOrNothingKind):
     def guessed(self, problem: ShapeProblem, variant, guess) -> Any:
         return guess.shape
 
+    def work_lines(self, problem: ShapeProblem) -> int:
+        return 3  # the shapes multiplied, written out
+
     def blanks(self, problem: ShapeProblem, variant) -> tuple[Blank, ...]:
         return (Blank("shape"),)
 
