@@ -210,9 +210,24 @@ def layer_norm_by_hand(x):
     return {"mean": mean, "variance": variance, "normalised": normalised}
 
 
+MIN_DEVIATIONS = 3  # distinct deviations from the mean a normalised token needs, or it comes out all +-1
+
+
+def few_deviations(x) -> str | None:
+    """Why a token is too plain to normalise by hand (fewer than 3 distinct deviations from its mean: with two,
+    the normalised token is all +-1 whatever is understood of the division), or None."""
+    x = _f(x)
+    distinct = len(set(np.round(x - x.mean(), 9).tolist()))
+    if distinct < MIN_DEVIATIONS:
+        return f"only {distinct} distinct deviation(s) from the mean (the normalised token is all +-1)"
+    return None
+
+
 def layer_norm_by_hand_feasible(params, answers):
     if answers["variance"] == 0:
         return "all features are equal"
+    if few_deviations(params["x"]):
+        return few_deviations(params["x"])
     if not float(answers["mean"]).is_integer():
         return "the mean is not a whole number"
     if answers["variance"] > 30:
