@@ -399,6 +399,12 @@ def dot_product_spread_wrong_variance_scaled_once(d_k):
 # ---------------------------------------------------------- positional encoding
 
 
+def pe_offset_follow_up():
+    """PE[7] . PE[10] for d = 2 (one pair, angle = position): cos 3, the offset alone."""
+    pe = ref.sinusoidal_positional_encoding(11, 2)
+    return float(pe[7] @ pe[10])
+
+
 def pe_entry(p, d, j):
     i = j // 2
     if j >= d:  # no such column: NaN answers make the draw be rejected
