@@ -379,21 +379,30 @@ def cost_scaling_wrong_ffn_quadratic(n, d, h, factor):
     return {**answers, "ffn_growth": factor**2}
 
 
-def dot_product_spread(d_k):
-    """Variance and standard deviation of q.k for independent unit-variance entries, before and after scaling."""
+def dot_product_spread(d_k, q_var=1, k_var=1):
+    """Variance and standard deviation of q.k for independent entries of mean 0 (variances q_var and k_var),
+    before and after scaling: each product q_i k_i has variance q_var k_var, and d_k of them add up."""
+    variance = d_k * q_var * k_var
+    return {"variance": variance, "std": math.sqrt(variance), "scaled_std": math.sqrt(q_var * k_var)}
+
+
+def dot_product_spread_wrong_linear_std(d_k, q_var=1, k_var=1):
+    """Takes the standard deviation to be the variance; dividing q.k by sqrt(d_k) then leaves a standard
+    deviation of variance / sqrt(d_k), which is what this mistake gives for the scaled score."""
+    variance = d_k * q_var * k_var
+    return {"variance": variance, "std": variance, "scaled_std": variance / math.sqrt(d_k)}
+
+
+def dot_product_spread_wrong_variance_scaled_once(d_k, q_var=1, k_var=1):
+    """Divides the variance (not the standard deviation) by sqrt(d_k): scaled variance variance / sqrt(d_k), so a
+    standard deviation of its square root for the scaled score."""
+    variance = d_k * q_var * k_var
+    return {"variance": variance, "std": math.sqrt(variance), "scaled_std": math.sqrt(variance / math.sqrt(d_k))}
+
+
+def dot_product_spread_wrong_unit_entries(d_k, q_var=1, k_var=1):
+    """Takes every entry to have variance 1, as the lecture's case does, whatever the entries' variances."""
     return {"variance": d_k, "std": math.sqrt(d_k), "scaled_std": 1.0}
-
-
-def dot_product_spread_wrong_linear_std(d_k):
-    """Takes the standard deviation to be the variance, d_k; dividing q.k by sqrt(d_k) then leaves a
-    standard deviation of d_k / sqrt(d_k) = sqrt(d_k), which is what this mistake gives for the scaled score."""
-    return {"variance": d_k, "std": d_k, "scaled_std": d_k / math.sqrt(d_k)}
-
-
-def dot_product_spread_wrong_variance_scaled_once(d_k):
-    """Divides the variance (not the standard deviation) by sqrt(d_k): scaled variance sqrt(d_k), so a
-    standard deviation of d_k ** 0.25 for the scaled score."""
-    return {"variance": d_k, "std": math.sqrt(d_k), "scaled_std": d_k ** 0.25}
 
 
 # ---------------------------------------------------------- positional encoding
