@@ -209,15 +209,18 @@ def learned(statements: Iterable[Any], cue: Callable[[Any], Any]) -> Callable[[A
 
 
 def verdict_findings(bank: Bank) -> list[str]:
-    """'field: reason' for each cue whose learned verdicts earn more than half the bank's statements and the margin."""
+    """'field: reason' for each cue whose learned verdicts earn more than half the bank's statements and the margin,
+    and more than one verdict for all of them does (an unbalanced bank is the balance rule's finding)."""
     statements = [p for p in bank.problems.values() if kind_of(p).truth(p) is not None]
     if len(statements) < BANK_FROM:
         return []
     out = []
+    true = sum(bool(kind_of(p).truth(p)) for p in statements)
+    one_verdict = max(true, len(statements) - true)  # what the balance rule (measures.py) answers for
     for name, cue in VERDICT_CUES.items():
         guess = learned(statements, cue)
         right = sum(guess(p) == kind_of(p).truth(p) for p in statements)
-        if right / len(statements) > 0.5 + BANK_MARGIN:
+        if right > one_verdict and right / len(statements) > 0.5 + BANK_MARGIN:
             groups = Counter((cue(p), kind_of(p).truth(p)) for p in statements)
             told = ", ".join(f"{value}: {groups[value, True]} true, {groups[value, False]} false"
                              for value in sorted({v for v, _ in groups}, key=str))
