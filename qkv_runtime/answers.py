@@ -308,7 +308,9 @@ def _shape_dims(text: str) -> list:
 
 def canonical_dim(dim: str) -> str:
     dim = _unwrap(dim).lower().replace(" ", "").replace("_", "").replace("·", "*")
-    return _unwrap(dim.replace("{", "").replace("}", "").replace("\\", ""))
+    dim = _unwrap(dim.replace("{", "").replace("}", "").replace("\\", ""))
+    # a number written before a name multiplies it, as on paper: 4d is 4*d (not after '/': d/2h stays unread)
+    return re.sub(r"(?<![a-z0-9/.])(\d+)(?=[a-z(])", r"\1*", dim)
 
 
 def parse_shape(value: Any) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import numpy_ref as ref
+from .hand_calculations import few_deviations
 
 
 def _f(a):
@@ -87,6 +88,8 @@ def layer_norm_batch(x, scale, shift):
 def layer_norm_batch_feasible(params, answers):
     if answers["variances"][0] > 16:
         return "the first token's variance is above 16"
+    if few_deviations(params["x"]):  # both tokens normalise to the same values, rearranged
+        return few_deviations(params["x"])
     X = _two_tokens(**params)
     if np.any(X[0] == X[1]):
         return "a feature is the same in both tokens (its batch statistics would divide by 0)"
@@ -117,6 +120,8 @@ def add_and_norm_by_hand_feasible(params, answers):
         return "all features of the sum are equal"
     if answers["variance"] > 25:
         return "the variance is above 25"
+    if few_deviations(_f(params["x"]) + _f(params["f"])):
+        return few_deviations(_f(params["x"]) + _f(params["f"]))
     f = _f(params["f"])
     if np.all(f == f[0]):
         return "the sublayer output is constant"

@@ -210,9 +210,24 @@ def layer_norm_by_hand(x):
     return {"mean": mean, "variance": variance, "normalised": normalised}
 
 
+MIN_DEVIATIONS = 3  # distinct deviations from the mean a normalised token needs, or it comes out all +-1
+
+
+def few_deviations(x) -> str | None:
+    """Why a token is too plain to normalise by hand (fewer than 3 distinct deviations from its mean: with two,
+    the normalised token is all +-1 whatever is understood of the division), or None."""
+    x = _f(x)
+    distinct = len(set(np.round(x - x.mean(), 9).tolist()))
+    if distinct < MIN_DEVIATIONS:
+        return f"only {distinct} distinct deviation(s) from the mean (the normalised token is all +-1)"
+    return None
+
+
 def layer_norm_by_hand_feasible(params, answers):
     if answers["variance"] == 0:
         return "all features are equal"
+    if few_deviations(params["x"]):
+        return few_deviations(params["x"])
     if not float(answers["mean"]).is_integer():
         return "the mean is not a whole number"
     if answers["variance"] > 30:
@@ -364,24 +379,39 @@ def cost_scaling_wrong_ffn_quadratic(n, d, h, factor):
     return {**answers, "ffn_growth": factor**2}
 
 
-def dot_product_spread(d_k):
-    """Variance and standard deviation of q.k for independent unit-variance entries, before and after scaling."""
+def dot_product_spread(d_k, q_var=1, k_var=1):
+    """Variance and standard deviation of q.k for independent entries of mean 0 (variances q_var and k_var),
+    before and after scaling: each product q_i k_i has variance q_var k_var, and d_k of them add up."""
+    variance = d_k * q_var * k_var
+    return {"variance": variance, "std": math.sqrt(variance), "scaled_std": math.sqrt(q_var * k_var)}
+
+
+def dot_product_spread_wrong_linear_std(d_k, q_var=1, k_var=1):
+    """Takes the standard deviation to be the variance; dividing q.k by sqrt(d_k) then leaves a standard
+    deviation of variance / sqrt(d_k), which is what this mistake gives for the scaled score."""
+    variance = d_k * q_var * k_var
+    return {"variance": variance, "std": variance, "scaled_std": variance / math.sqrt(d_k)}
+
+
+def dot_product_spread_wrong_variance_scaled_once(d_k, q_var=1, k_var=1):
+    """Divides the variance (not the standard deviation) by sqrt(d_k): scaled variance variance / sqrt(d_k), so a
+    standard deviation of its square root for the scaled score."""
+    variance = d_k * q_var * k_var
+    return {"variance": variance, "std": math.sqrt(variance), "scaled_std": math.sqrt(variance / math.sqrt(d_k))}
+
+
+def dot_product_spread_wrong_unit_entries(d_k, q_var=1, k_var=1):
+    """Takes every entry to have variance 1, as the lecture's case does, whatever the entries' variances."""
     return {"variance": d_k, "std": math.sqrt(d_k), "scaled_std": 1.0}
 
 
-def dot_product_spread_wrong_linear_std(d_k):
-    """Takes the standard deviation to be the variance, d_k; dividing q.k by sqrt(d_k) then leaves a
-    standard deviation of d_k / sqrt(d_k) = sqrt(d_k), which is what this mistake gives for the scaled score."""
-    return {"variance": d_k, "std": d_k, "scaled_std": d_k / math.sqrt(d_k)}
-
-
-def dot_product_spread_wrong_variance_scaled_once(d_k):
-    """Divides the variance (not the standard deviation) by sqrt(d_k): scaled variance sqrt(d_k), so a
-    standard deviation of d_k ** 0.25 for the scaled score."""
-    return {"variance": d_k, "std": math.sqrt(d_k), "scaled_std": d_k ** 0.25}
-
-
 # ---------------------------------------------------------- positional encoding
+
+
+def pe_offset_follow_up():
+    """PE[7] . PE[10] for d = 2 (one pair, angle = position): cos 3, the offset alone."""
+    pe = ref.sinusoidal_positional_encoding(11, 2)
+    return float(pe[7] @ pe[10])
 
 
 def pe_entry(p, d, j):

@@ -224,6 +224,8 @@ def test_hostile_arithmetic_is_refused_alike_in_every_route(release):
     ("pe-shape", ["n x d_model", "(n, d_{model})", "n x d"], ["n x 2d", "n x 2d_model", "n+1 x d"]),
     ("split-heads-batch-shape", ["b x h x n x d_k", "(2, 8, 10, 64)"], ["b x h x n x d"]),
     ("concat-shape", ["n x d_model", "10 x 512"], ["n x d_k"]),
+    # a number before a name multiplies it, as on paper (issue 47): 4d is 4*d
+    ("ffn-weight-shape", ["d x 4d", "d x 4*d", "(d, 4d)", "d x 4 d", "512 x 2048", "d x d_ff"], ["4d x d", "d x d", "d x 4"]),
 ])
 def test_the_taught_notations_of_a_dim_are_the_dim(bank, problem_id, accepted, refused):
     problem = bank.get(problem_id)

@@ -430,6 +430,17 @@ def test_two_hundred_variants_of_every_numeric_problem_keep_their_hand_rules(ban
     assert checked == 200 * len(problems) and len(problems) >= 14
 
 
+@pytest.mark.parametrize("problem_id", ["layer-norm-by-hand", "add-and-norm-by-hand", "layer-norm-batch-axis"])
+def test_every_layer_norm_draw_has_three_distinct_deviations(bank: Bank, problem_id: str) -> None:
+    """Issue 47: a token with two distinct deviations from its mean normalises to all +-1 (56-66% of these
+    problems' draws did), which a student types without dividing by anything; every draw now has at least three."""
+    problem = bank.get(problem_id)
+    for seed in range(200):
+        variant = draw_variant(problem, seed, "s2026001" if seed % 2 else None)
+        for token in np.atleast_2d(variant.answers["normalised"]):
+            assert len(set(np.round(token, 6).tolist())) >= 3, (problem_id, variant.params)
+
+
 def test_the_mislabels_the_issue_found_are_fixed(bank: Bank) -> None:
     """Each mistake's wrong method is the mistake its message names, and corrections say what is true."""
     variance = bank.get("dot-product-variance")

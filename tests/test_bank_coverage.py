@@ -34,6 +34,8 @@ LECTURE_TOPICS = {
     "residuals as a gradient path": ["residual-gradient", "residual-purpose"],
     "cells of weight 0.01 are still computed": ["small-weights-still-computed"],
     "the softmax Jacobian diag(a) - a a^T": ["softmax-jacobian-by-hand"],
+    "Lecture 16, 16.6: the dot product of two sinusoidal position vectors depends only on their offset":
+        ["sinusoidal-offset"],
     # issue 24: the lecture sections and the misconceptions the lectures warn about that had no problem
     "L08 p.1-4: a Transformer arranges familiar modules; the weights mixing positions come from the input":
         ["transformer-ingredients"],

@@ -160,3 +160,21 @@ def test_the_follow_up_numbers_of_the_missing_topics(bank: Bank) -> None:
         assert math.isclose(follow.number, number, abs_tol=follow.tolerance.abs), (problem_id, follow.number, number)
     w_v = bank.get("key-equals-value").follow_up
     assert tuple(int(x) for x in w_v.expected_shape()) == (512, 128)
+
+
+def test_the_sinusoidal_offset_property(bank: Bank) -> None:
+    """Issue 47: the dot product of two sinusoidal position vectors depends only on their offset and, for small
+    offsets, falls as it grows; the reference's encoding shows it, against the closed form sum_i cos(offset w_i),
+    and sinusoidal-offset's follow-up is cos 3."""
+    from solutions.numpy_ref import sinusoidal_positional_encoding
+
+    d = 16
+    pe = sinusoidal_positional_encoding(64, d)
+    w = 1 / 10000 ** (np.arange(0, d, 2) / d)
+    for offset in range(0, 12):
+        dots = [pe[p] @ pe[p + offset] for p in range(0, 64 - offset)]
+        assert np.allclose(dots, np.cos(offset * w).sum(), atol=1e-9), offset
+    falls = [np.cos(k * w).sum() for k in range(0, 4)]
+    assert all(a > b for a, b in zip(falls, falls[1:])), falls
+    problem = bank.get("sinusoidal-offset")
+    assert problem.answer is False and problem.follow_up.number == pytest.approx(math.cos(3), abs=1e-4)

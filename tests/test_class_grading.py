@@ -188,7 +188,7 @@ def test_the_stored_answers_are_the_written_ones(canvas_class):
     _, out = canvas_class
     with sqlite3.connect(out / GRADEBOOK_FILE) as db:
         answers = json.loads(db.execute("SELECT answers FROM gradings WHERE student = 's2026001'").fetchone()[0])
-    assert answers["mha-heads-and-parameters"] == "C" and answers["rnn-sequential"]["answer"] is False
+    assert answers["mha-heads-and-parameters"] == "B" and answers["rnn-sequential"]["answer"] is False
 
 
 # ------------------------------------------------------------------------- exports

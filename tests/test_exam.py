@@ -210,7 +210,8 @@ def independent_answers(problem_id: str, p: dict) -> dict:
         weights = ref.softmax_rows(np.asarray(p["scores"], float))
         return {"weights": weights, "output": ref.attention_output(weights[None], p["V"])[0]}
     if problem_id == "dot-product-variance":
-        return {"variance": p["d_k"], "std": math.sqrt(p["d_k"]), "scaled_std": 1.0}
+        spread = p["q_var"] * p["k_var"]  # of one product q_i k_i of independent entries
+        return {"variance": p["d_k"] * spread, "std": math.sqrt(p["d_k"] * spread), "scaled_std": math.sqrt(spread)}
     if problem_id == "masked-renormalisation":
         scores, values = np.log(np.asarray(p["e"], float)), np.asarray(p["v"], float)
         keep = np.arange(3) != p["masked"]

@@ -1,12 +1,14 @@
-"""Scores that only understanding earns (issue 24, items 1 and 2): the guessing strategies, played through the
-grader's own judging on the whole bank, on each shipped assignment and on drawn exams, earn what chance does.
+"""Scores that only understanding earns (issue 24, items 1 and 2; issue 47, item 3): the guessing strategies,
+played through the grader's own judging on the whole bank, on each shipped assignment and on drawn exams, earn
+what chance does.
 
 A student who knows nothing reads the prompt for a cue, answers all true or all false, and picks the longest
-or the shortest choice. None may earn more than chance plus 5 points (of 100) on the verdicts or on the
-choices, and the cue no more than one verdict for everything. Then what enforces it: `qkv build` refuses an
-assignment whose verdicts are unbalanced, `qkv validate` a topic whose right choices sit at one end of the
-lengths, and no student text shows a statement's correction or reason.
-"""
+or the shortest choice; or reads the form of the text: explanation punctuation, hedging or absolute words, the
+follow-up's form, the words a choice shares with its question. None may earn more than chance plus 5 points (of
+100) on the verdicts or on the choices, nor any combination of them, and the prompt's cue no more than one verdict
+for everything. Then what enforces it: `qkv build` refuses an assignment whose verdicts are unbalanced,
+`qkv validate` a topic whose right choices sit at one end of the lengths or differ in form from their
+distractors, and no student text shows a statement's correction or reason."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from autograder.assemble.manifest import find_manifest, resolve_assignment
-from autograder.bank import guessing, measures
+from autograder.bank import cues, guessing, measures
 from autograder.bank.guessing import Guesser, Sitting
 from autograder.bank.load import Bank, load_bank
 from autograder.bank.validate import bank_warnings, validate_bank
@@ -65,7 +67,20 @@ def papers(bank: Bank) -> dict[str, list[list[Sitting]]]:
 
 VERDICTS = {"all true": guessing.always(True), "all false": guessing.always(False)}
 PICKS = {"the longest": guessing.longest, "the shortest": guessing.shortest, "the first shown": guessing.first,
-         "the last shown": guessing.last, "the first shown between the length ends": guessing.between_ends}
+         "the last shown": guessing.last, "the first shown between the length ends": guessing.between_ends,
+         # issue 47: the form of the text and its overlap with the question
+         **{f"the first shown {'with' if prefer else 'without'} {form.name}": guessing.by_form(form.has, prefer)
+            for form in cues.FORMS for prefer in (True, False)},
+         "the most words shared with the question": guessing.most_overlap,
+         "the fewest words shared with the question": guessing.least_overlap}
+
+
+def cue_verdicts(bank: Bank) -> dict:
+    """Issue 47's verdict cues: each cue of the statement learned from the bank's key, all of them read together,
+    and the test-wise rules about hedging and absolute words."""
+    return {**{f"the usual verdict of {name}": guessing.learned_cue(bank, cue) for name, cue in cues.VERDICT_CUES.items()},
+            "the verdict most of those cues give": guessing.cues_together(bank),
+            "true when hedged": guessing.hedged_true, "false when absolute": guessing.absolute_false}
 NUMBERS = (0, 1, 2, 0.5, 4)  # typed into every numeric part and follow-up
 SHAPES = ("n x d", "n x n", "n x d_k", "d x d")  # typed for every shape
 
@@ -92,6 +107,10 @@ def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank,
             f"{scope}: answering {name} earns {score.share:.1%} of the verdicts"
     best_single = max(scores["all true"].earned, scores["all false"].earned)
     assert scores["the cue"].earned <= best_single + 1e-9, f"{scope}: the wording tells the verdict"
+    for name, guess in cue_verdicts(bank).items():
+        score = guessing.verdict_score(paper, guess)
+        assert score.share <= 0.5 + _slack(paper, "verdicts", score.total), \
+            f"{scope}: answering {name} earns {score.share:.1%} of the verdicts"
     for name, pick in PICKS.items():
         score = guessing.choice_score(paper, pick)
         assert score.total > 0, f"{scope} holds no choice question to guess"
@@ -103,7 +122,8 @@ def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank,
         assert score.share <= _slack(paper, "all", score.total), \
             f"{scope}: typing {guesser.number if guesser.shape is None else guesser.shape} everywhere earns " \
             f"{score.share:.1%} of the written points"
-    combined = guessing.best_combination(paper, verdicts.values(), PICKS.values(), NUMBERS, SHAPES)
+    combined = guessing.best_combination(paper, [*verdicts.values(), *cue_verdicts(bank).values()], PICKS.values(),
+                                         NUMBERS, SHAPES)
     score = guessing.paper_score(paper, combined)
     assert score.share <= score.chance_share + _slack(paper, "all", score.total), \
         f"{scope}: the best combination earns {score.share:.1%} of the written points against " \
@@ -119,7 +139,7 @@ def test_the_guessers_are_scored_by_the_grader(bank: Bank) -> None:
     assert guessing.verdict_score(paper, guessing.always(True)).earned == 0.0
     right = bank.get("heads-reduce-cost")
     order = kind_of(right).variant(right, 0, "same", None)
-    score = guessing.choice_score([[Sitting(right, 2.0, order)]], lambda shown: right.follow_up.answer)
+    score = guessing.choice_score([[Sitting(right, 2.0, order)]], lambda shown, asked: right.follow_up.answer)
     assert (score.earned, score.total, score.chance) == (1.0, 1.0, 0.25)
     leaky = {pid: p.model_copy(update={"prompt": "If it is false, correct it." if not p.answer else "Say why."})
              for pid, p in bank.problems.items() if kind_of(p).truth(p) is not None}
@@ -273,3 +293,63 @@ def test_constants_are_typed_in_every_blank_and_scored_by_the_grader(bank: Bank)
     both = guessing.best_combination(paper, [guessing.always(not follow.answer), guessing.always(follow.answer)],
                                      [guessing.first], [1, 0], ["n x n", "n x d_v"])
     assert guessing.paper_score(paper, both).earned == shape.points + follow.points
+
+
+# ------------------------------------------------------ cues of form (issue 47, item 3)
+
+
+FORM_CUES = {  # a form -> a right choice written in it, two distractors without it, two with it
+    "explanation punctuation": ("Rows: the keys of one query.", ["Columns, one key's queries.", "The whole grid."],
+                                ["Columns: one key's queries.", "The grid; all of it."]),
+    "a hedging word": ("It may differ by the row.", ["It is the same for rows.", "It is set by row size."],
+                       ["It may be fixed by rows.", "It often equals one."]),
+    "an absolute word": ("It always sums to one.", ["It sums to what it is.", "It sums to n by rows."],
+                         ["It never sums to one.", "It is every row's sum."]),
+    "word overlap": ("The softmax axis of the score table.", ["The columns of the keys.", "The features of a value."],
+                     ["The score table's softmax axis.", "The axis of the softmax score table."]),
+}
+LONG_PLAIN = "The diagonal of the grid, from its top left to its bottom right."  # keeps the right one off the ends
+PROMPT = "Which axis of the score table does the softmax run along?"
+
+
+def _form_problem(n: int, right: str, others: list[str]) -> str:
+    return _choice_problem(f"form-{n}", "cues/form", right, [*others, LONG_PLAIN]).replace(
+        "Which of these is the one?", PROMPT)
+
+
+@pytest.mark.parametrize("form", sorted(FORM_CUES))
+def test_validate_refuses_a_topic_whose_right_choices_differ_in_form(tmp_path: Path, form: str) -> None:
+    """Three questions whose right choice alone has the form: a guesser who prefers it earns 75 points above
+    chance, and validate names the form; with the form on two distractors too, nothing is refused."""
+    right, plain, formed = FORM_CUES[form]
+    for n in range(3):
+        (tmp_path / f"form-{n}.yaml").write_text(_form_problem(n, right, plain))
+    found = [str(f) for f in validate_bank(load_bank(tmp_path).bank)]
+    assert len(found) == 1 and found[0].startswith(str(tmp_path / "form-0.yaml")), found
+    assert "earns 75% of the 3 choice questions of the topic cues above chance" in found[0], found
+    assert form in found[0], found
+    for n in range(3):
+        (tmp_path / f"form-{n}.yaml").write_text(_form_problem(n, right, formed))
+    assert [str(f) for f in validate_bank(load_bank(tmp_path).bank)] == []
+
+
+def test_validate_refuses_a_bank_whose_follow_up_form_tells_the_verdict(bank: Bank) -> None:
+    """The review's cue (a number follow-up meaning true) made total: every number follow-up true, every other
+    false. The shipped bank's statements pass."""
+    statements = {pid: p for pid, p in bank.problems.items() if kind_of(p).truth(p) is not None}
+    assert cues.verdict_findings(Bank(statements, {pid: bank.paths[pid] for pid in statements}, bank.root)) == []
+    told = {pid: p.model_copy(update={"answer": p.follow_up.form == "number"}) for pid, p in statements.items()}
+    found = cues.verdict_findings(Bank(told, {pid: bank.paths[pid] for pid in told}, bank.root))
+    assert len(found) == 1 and found[0].startswith(
+        f"true_false: the follow-up's form tells the verdict of {len(told)} of {len(told)} statements"), found
+
+
+def test_the_shipped_choices_show_no_form_cue(bank: Bank) -> None:
+    """Over the bank's choice questions each form earns at most 5 points above chance, by the expected share (the
+    review found the right choice alone written as "claim: reason" in 11 of 36 sets: 25 points above chance)."""
+    questions = cues.questions(bank)
+    assert len(questions) >= 36
+    for strategy in cues.strategies():
+        gain, _ = cues.lean(questions, strategy)
+        assert gain <= cues.BANK_MARGIN, (strategy.name, gain)
+    assert cues.choice_findings(bank) == {}

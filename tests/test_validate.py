@@ -73,6 +73,9 @@ CASES: dict[str, tuple[str, str]] = {
     # a hidden test a function returning zeros passes (issue 24): its points are earned without knowing anything
     "passed-by-zeros": (
         "passed-by-zeros.yaml", r"^: hidden test 'values all zero': passed by a function that returns zeros\b"),
+    # a right choice written as "claim: reason" among plain distractors (issue 47): picking by form earns it
+    "planted-cue": ("cue-axis.yaml", r"^: choices: a guesser who prefers explanation punctuation .* earns 75% of the 3 "
+                    r"choice questions of the topic cues above chance \(it alone in cue-axis, cue-mask, cue-scale\)"),
     # two misconceptions with one answer on every part one gets wrong: the grader could name the wrong one
     "indistinct-mistakes": (
         "indistinct-mistakes.yaml",

@@ -11,7 +11,8 @@ that ignores its input (kinds/implement/power.py); what an `implement` problem
 `builds_on` must be other implement problems of the bank. Then what only the whole
 bank shows (bank/measures.py): the balance of true and false statements, and numbers
 that one problem's text quotes from another's answers; `bank_warnings` adds the
-choice questions whose right choice is clearly the longest.
+choice questions whose right choice is clearly the longest. A form of the text that tells
+the answer (bank/cues.py) is an error too.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def check_problem(problem: Problem) -> list[str]:
 
 
 def validate_bank(bank: Bank) -> list[Finding]:
-    from autograder.bank import measures
+    from autograder.bank import cues, measures
 
     findings = []
     functions = {p.id for p in bank.problems.values() if kind_of(p).code}
@@ -100,6 +101,10 @@ def validate_bank(bank: Bank) -> list[Finding]:
         findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
     for problem_id, found in sorted(measures.leaks(bank).items()):
         findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
+    # a form of the text that tells the answer: explanation punctuation, hedging or absolute words, word overlap
+    for problem_id, found in sorted(cues.choice_findings(bank).items()):
+        findings += [Finding(str(bank.paths[problem_id]), what) for what in found]
+    findings += [Finding(str(bank.root), what) for what in cues.verdict_findings(bank)]
     return findings
 
 

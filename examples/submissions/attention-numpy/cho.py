@@ -805,7 +805,9 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                             'output': 11.0,
                             'masked_weights': [0.0, 0.1666666667, 0.8333333333],
                             'masked_output': 12.3333333333},
- 'layer-norm-by-hand': {'mean': 5.0, 'variance': 1.0, 'normalised': [1.0, 1.0, -1.0, -1.0]},
+ 'layer-norm-by-hand': {'mean': 4.0,
+                        'variance': 9.0,
+                        'normalised': [1.0, 0.3333333333, 0.3333333333, -1.6666666667]},
  'ffn-by-hand': {'pre': [2.0, -1.0, -1.0], 'hidden': [2.0, 0.0, 0.0], 'output': [0.0, 2.0]},
  'mha-parameter-count': {'weights': 1478656.0, 'biases': 2432.0, 'total': 1481088.0},
  'score-growth': {'scores_old': 1638400.0, 'scores_new': 6553600.0, 'ratio': 4.0},
@@ -838,7 +840,7 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                                  'length n. The O(n^2) term of a layer comes from attention, which '
                                  'pairs every position with every other.'},
  'ffn-shared-weights': {'answer': True, 'follow_up': 'B', 'correction': ''},
- 'mha-heads-and-parameters': 'C'}
+ 'mha-heads-and-parameters': 'B'}
 
 
 def softmax_rows(S, mask=None):
