@@ -42,6 +42,9 @@ SECTIONS = (
     Section("serve", "serve.py", "`qkv serve` on loopback",
             "A class handing in at once through the browser's forms, each client reading its attempt's page again "
             "when the page says; once more with `kill -9` of the server midway and a restart on the same store.", own_report=True),
+    Section("serve_looping", "serve.py", "`qkv serve` with looping students in the class",
+            "The same class with a fraction of looping students (`--looping`), whose every function never returns: "
+            "what an honest student waits beside them, and what the looping ones wait.", own_report=True),
     Section("cluster", "cluster.py", "`qkv grade --cluster local:N` against the local grader",
             "The same class graded locally and on a local Dask cluster with as many workers, in one run."),
     Section("stats", "stats.py", "`qkv stats` on 10,000 graded submissions",
