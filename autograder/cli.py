@@ -232,7 +232,7 @@ def build(name: str, out: Path | None) -> None:
 @click.option("--roster", type=click.Path(path_type=Path), metavar="FILE",
               help="roster CSV (id,name,email,canvas_user_id,sis_id,moodle_participant_id,section,extension,...: docs/class.md): every hand-in is matched to its ids")
 @click.option("--strict", is_flag=True, help="grade nothing while intake has conflicts, off-roster or unmatched hand-ins")
-@click.option("--isolation", type=click.Choice(list(IsolationRequest)),
+@click.option("--isolation", type=click.Choice([r.value for r in IsolationRequest]),
               help="require: bubblewrap, or root with the grader's files unreadable; allow-rlimits: fall back to "
                    "resource limits only (student code can read your files); default: the assignment's policy")
 @click.option("--cluster", metavar="ADDRESS",

@@ -580,7 +580,7 @@ def test_a_letter_means_the_choice_a_students_own_order_puts_there(bank: Bank) -
 
 def test_a_false_statement_earns_half_for_its_verdict_and_half_for_its_follow_up(bank: Bank) -> None:
     problem = bank.get("ffn-quadratic")
-    assert check_true_false(problem, {"answer": False, "follow_up": "327,680", "correction": ""}).fraction == 1.0
+    assert check_true_false(problem, {"answer": False, "follow_up": "327680", "correction": ""}).fraction == 1.0
     assert check_true_false(problem, {"answer": False, "follow_up": None, "correction": "It is linear."}).fraction == 0.5
     banana = check_true_false(problem, {"answer": False, "correction": "banana"})
     assert banana.fraction == 0.5 and "kept for your instructor" in banana.message

@@ -204,7 +204,7 @@ def test_messages_keep_their_brackets_through_the_terminal_markup(tmp_path: Path
     bank.mkdir()
     shutil.copy(FIXTURES.parent / "warnings" / "longest-choice" / "longest-is-right.yaml", bank)
     without_torch = "import sys; sys.modules['torch'] = None; from autograder.cli import main; main()"  # as in the core
-    run = subprocess.run([sys.executable, "-c", without_torch, "validate", str(bank)], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", without_torch, "validate", "--tables", str(bank)], capture_output=True, text=True,
                          cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr
     assert f"Questionbank:{bank}" in "".join(run.stdout.split())  # the title, however rich wrapped it

@@ -51,7 +51,7 @@ def _roster(given: Optional[Path]):
               help="a folder of SQLite gradebooks (default: grades/serve) or postgresql://USER@HOST/DATABASE")
 @click.option("--cluster", metavar="ADDRESS", help="grade on a Dask cluster, as qkv grade --cluster")
 @click.option("--jobs", type=click.IntRange(1, 256), help="attempts graded at once (default: CPU cores + 1)")
-@click.option("--isolation", type=click.Choice(list(IsolationRequest)),
+@click.option("--isolation", type=click.Choice([r.value for r in IsolationRequest]),
               help="override the manifests' isolation policy (as qkv grade)")
 @click.option("--secure-cookies", is_flag=True, help="mark cookies Secure (set it when a TLS proxy is in front)")
 @click.option("--proxy", is_flag=True,
