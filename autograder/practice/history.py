@@ -88,10 +88,21 @@ def _read_bounded(path: Path) -> bytes | None:
         return None
     except OSError as err:
         raise _Unusable(f"cannot be read ({err.strerror or err})") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise _Unusable("is not a file")
-        data = handle.read(MAX_BYTES + 1)
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as err:
+        raise _Unusable(f"cannot be read ({err.strerror or err})") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > MAX_BYTES:
         raise _Unusable(f"is larger than {MAX_BYTES // 2**20} MiB, more than a practice history holds")
     return data
@@ -115,7 +126,7 @@ def _decode(data: bytes) -> History:
 
 def _put_aside(path: Path) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    aside = path.with_name(f"{path.name}.aside-{stamp}")
     os.replace(path, aside)
     return aside
 
