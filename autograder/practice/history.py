@@ -21,8 +21,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from autograder.private import write_private
 from autograder.practice.rule import Try
 
-FORMAT = "qkv-practice-history"
-VERSION = 1
+FORMAT: Literal["qkv-practice-history"] = "qkv-practice-history"
+VERSION: Literal[1] = 1
 MAX_BYTES = 4 * 1024 * 1024
 MAX_TRIES = 20_000  # years of daily practice; a file with more is not one a drill wrote
 DEFAULT_NAME = "qkv-practice-history.json"
