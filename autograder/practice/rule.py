@@ -131,23 +131,31 @@ def _review(memo: ProblemMemory, attempt: Try, card_id: int) -> Card:
     return reviewed
 
 
-def _detecting(catalogue: dict[str, PracticeProblem], held: HeldMisconception) -> list[str]:
-    return sorted({p.id for p in catalogue.values() if held.name in p.detects} | {held.named_by})
+def _detectors(catalogue: Iterable[PracticeProblem]) -> dict[str, frozenset[str]]:
+    """Each misconception the catalogue can show: the problems that can."""
+    index: dict[str, set[str]] = {}
+    for problem in catalogue:
+        for name in problem.detects:
+            index.setdefault(name, set()).add(problem.id)
+    return {name: frozenset(ids) for name, ids in index.items()}
 
 
-def after(catalogue: Sequence[PracticeProblem], memory: Memory, attempt: Try) -> Memory:
-    """The memory once one more try is counted: the rule's step (the module's docstring). A try of a problem not
-    in the catalogue (the bank changed) still counts for its own problem."""
-    by_id = {p.id: p for p in catalogue}
+def _can_show(detectors: dict[str, frozenset[str]], held: HeldMisconception) -> frozenset[str]:
+    return detectors.get(held.name, frozenset()) | {held.named_by}
+
+
+def _step(detectors: dict[str, frozenset[str]], memory: Memory, attempt: Try) -> Memory:
     memo = memory.of(attempt.problem_id)
     mastery, streak = _mastery_after(memo, attempt)
     card = _review(memo, attempt, len(memory.problems) + 1)
     problems = {**memory.problems, attempt.problem_id: ProblemMemory(mastery, streak, memo.tries + 1, attempt.at, card)}
+    if not attempt.right and not attempt.misconceptions:  # nothing named, nothing cleared
+        return Memory(problems, memory.held, attempt.problem_id)
     held: list[HeldMisconception] = []
     for each in memory.held:
         if each.name in attempt.misconceptions:
             continue  # named again: held afresh below, first in line
-        if attempt.right and attempt.problem_id in _detecting(by_id, each):
+        if attempt.right and attempt.problem_id in _can_show(detectors, each):
             if each.right_since + 1 >= CLEARED_AFTER:
                 continue
             each = replace(each, right_since=each.right_since + 1)
@@ -156,17 +164,23 @@ def after(catalogue: Sequence[PracticeProblem], memory: Memory, attempt: Try) ->
     return Memory(problems, named + tuple(held), attempt.problem_id)
 
 
-def remember(catalogue: Sequence[PracticeProblem], tries: Iterable[Try]) -> Memory:
+def after(catalogue: Iterable[PracticeProblem], memory: Memory, attempt: Try) -> Memory:
+    """The memory once one more try is counted: the rule's step (the module's docstring). A try of a problem not
+    in the catalogue (the bank changed) still counts for its own problem."""
+    return _step(_detectors(catalogue), memory, attempt)
+
+
+def remember(catalogue: Iterable[PracticeProblem], tries: Iterable[Try]) -> Memory:
     """The tries, oldest first, replayed by the rule."""
-    memory = Memory()
+    detectors, memory = _detectors(catalogue), Memory()
     for attempt in tries:
-        memory = after(catalogue, memory, attempt)
+        memory = _step(detectors, memory, attempt)
     return memory
 
 
 def next_problem(catalogue: Sequence[PracticeProblem], memory: Memory, now: datetime) -> NextProblem | None:
     """The problem to give next by the rule (the module's docstring); None for an empty catalogue."""
-    by_id = {p.id: p for p in catalogue}
+    by_id, detectors = {p.id: p for p in catalogue}, _detectors(catalogue)
 
     def pick(ids: Iterable[str]) -> str | None:
         return min((i for i in ids if i in by_id), default=None, key=lambda i: (
@@ -174,7 +188,7 @@ def next_problem(catalogue: Sequence[PracticeProblem], memory: Memory, now: date
             memory.of(i).last_try or datetime.min.replace(tzinfo=now.tzinfo), i))
 
     for held in memory.held:
-        chosen = pick(_detecting(by_id, held))
+        chosen = pick(_can_show(detectors, held))
         if chosen is not None:
             return NextProblem(chosen, Reason.MISCONCEPTION, held.name)
     due = [pid for pid, _ in memory.due(now) if pid in by_id]
