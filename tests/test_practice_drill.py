@@ -14,6 +14,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from autograder.exam.drill import by_the_rule, in_order, run_practice
 from autograder.exam.select import ExamSpec, draw_exam, instantiate
@@ -210,6 +212,40 @@ def test_a_written_history_reads_back_the_same(tmp_path):
     path = tmp_path / "h.json"
     path.write_bytes(encode(history))
     assert load_history(path) == Loaded(history)
+
+
+valid_tries = st.builds(
+    Try, st.text(min_size=1, max_size=40), st.integers(0, 2**63 - 1),
+    st.datetimes(timezones=st.just(timezone.utc)), st.floats(0, 1),
+    st.lists(st.text(min_size=1, max_size=60), max_size=3).map(tuple))
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(valid_tries, max_size=8), st.none() | st.builds(Pending, st.text(min_size=1, max_size=40),
+                                                                  st.integers(0, 2**63 - 1)))
+def test_any_history_written_reads_back(tmp_path, tries, pending):
+    history = History(tuple(tries), pending)
+    path = tmp_path / "h.json"
+    path.write_bytes(encode(history))
+    assert load_history(path) == Loaded(history)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode)
+       | st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=10),
+                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                          st.sampled_from(["format", "version", "tries", "pending", "problem", "seed", "at", "score"]),
+                          inner, max_size=5)).map(lambda v: json.dumps(v).encode()))
+def test_any_bytes_give_a_history_or_one_line(tmp_path, data):
+    path = tmp_path / "any.json"
+    path.write_bytes(data)
+    loaded = load_history(path)
+    if loaded.message is None:
+        assert encode(loaded.history)  # what was read is a history that can be written again
+    else:
+        assert loaded.history == History() and "\n" not in loaded.message and not path.exists()
+    for left in tmp_path.iterdir():
+        left.unlink()
 
 
 @pytest.mark.slow
