@@ -383,7 +383,8 @@ def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: 
 @main.command()
 @click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking (default: all)")
 @click.option("--kinds", metavar="K,...", help="problem kinds, as `qkv validate` lists them (default: every kind but code)")
-@click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="problems (at most the topic's)")
+@click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True,
+              help="problems this run (a drawn drill: at most the topics hold)")
 @click.option("--seed", type=click.IntRange(0),
               help="repeat a drawn drill: the same seed gives the same problems (default: chosen by your history)")
 @click.option("--history", "history_file", type=click.Path(path_type=Path), default="qkv-practice-history.json",
@@ -406,11 +407,12 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
         raise QkvError("--kinds", "the drill cannot run code: practise implement problems with `qkv build` and `qkv check`")
     bank = load_course_bank_strict(current_course())
     pool = {p.id: p for ps in topic_groups(bank, parse_list(topics), chosen_kinds).values() for p in ps}
+    problems = catalogue(pool.values())
     loaded = load_history(history_file)
     if loaded.message:
         click.echo(f"qkv practice: {loaded.message}", err=True)
     if seed is None:
-        plan = by_the_rule(catalogue(pool.values()), lambda: secrets.randbelow(2**31))
+        plan = by_the_rule(problems, lambda: secrets.randbelow(2**31))
         click.echo(f"qkv practice: {count} problem(s) chosen for you from {len(pool)}, each on fresh numbers "
                    f"(history: {history_file})")
     else:
@@ -424,7 +426,7 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
             click.echo(typed)
         return typed
 
-    run_practice(pool, catalogue(pool.values()), count, loaded.history, plan, lambda h: save_history(history_file, h),
+    run_practice(pool, problems, count, loaded.history, plan, lambda h: save_history(history_file, h),
                  ask=ask, say=click.echo, now=lambda: datetime.now(timezone.utc))
 
 
