@@ -67,11 +67,12 @@ def test_a_misconception_named_is_targeted_next_on_a_fresh_variant(bank):
     text = "\n".join(said_lines)
     assert "(resumed where you stopped)" in text and f"Misconception: {message}" in text
     assert f"(chosen for a misconception you hold: {message})" in text
-    assert f"[2/3] {problem.title}" in text  # the only problem of the pool that can show it
+    target = bank.get(kept[-1].pending.problem_id)
+    assert message in catalogue([target])[0].detects and f"[2/3] {target.title}" in text
     assert summary.stopped_early and [s.misconceptions for s in summary.scores] == [(message,)]
     last = kept[-1]
     assert [(t.problem_id, t.seed, t.score, t.misconceptions) for t in last.tries] == [("why-scale", 11, 0.0, (message,))]
-    assert last.pending == Pending("why-scale", 1001)  # a new seed for the new try
+    assert last.pending == Pending(target.id, 1001)  # a new seed for the new try
     assert "Misconceptions you hold" in said_lines[-1] and message in said_lines[-1]
 
 
@@ -149,27 +150,28 @@ def test_offline_the_drill_resumes_from_its_history_and_targets_a_held_misconcep
     assert stat.S_IMODE(history_file.stat().st_mode) == 0o600
 
     # the network off from here: the next problem is the one that can show the misconception, and quitting leaves it
-    chosen = [p.id for p in catalogue(bank.problems.values()) if misconception.message in p.detects]
-    assert chosen == [problem.id]
+    detectors = {p.id for p in catalogue(bank.problems.values()) if misconception.message in p.detects}
+    assert problem.id in detectors
     offline = ("--topics", "attention/softmax", "--kinds", "numeric", "--count", "1")
     second = practise(tmp_path, *offline, answers=["quit"], prefix=netless)
     assert "Misconceptions you hold" in second.stdout and misconception.message in second.stdout
     assert f"(chosen for a misconception you hold: {misconception.message})" in second.stdout
-    shown = problem_block(second.stdout, f"[1/1] {problem.title}")
     pending = json.loads(history_file.read_text())["pending"]
-    assert pending["problem"] == problem.id and pending["seed"] != 7  # a fresh variant
+    target = bank.get(pending["problem"])
+    assert target.id in detectors and pending["seed"] != 7  # a fresh variant
+    shown = problem_block(second.stdout, f"[1/1] {target.title}")
 
     # again: the same problem on the same variant, where the student stopped; answered right this time
-    fresh = instantiate(problem, pending["seed"], None)
+    fresh = instantiate(target, pending["seed"], None)
     third = practise(tmp_path, *offline, prefix=netless,
-                     answers=[part_answer(part, fresh.answers[part.name]) for part in problem.parts])
+                     answers=[part_answer(part, fresh.answers[part.name]) for part in target.parts])
     assert "(resumed where you stopped)" in third.stdout
-    assert problem_block(third.stdout, f"[1/1] {problem.title}") == shown
-    assert third.stdout.count("✓ correct") == len(problem.parts) and "mastery of this problem: 20%" in third.stdout
+    assert problem_block(third.stdout, f"[1/1] {target.title}") == shown
+    assert third.stdout.count("✓ correct") == len(target.parts) and "mastery of this problem: 20%" in third.stdout
     assert "(1/2 right since" in third.stdout  # still held: one right answer of the two that clear it
     kept = json.loads(history_file.read_text())
     assert [(t["problem"], t["seed"], t["score"]) for t in kept["tries"]] == [
-        (problem.id, 7, 0.5), (problem.id, pending["seed"], 1.0)]
+        (problem.id, 7, 0.5), (target.id, pending["seed"], 1.0)]
     assert kept["pending"] is None and stat.S_IMODE(history_file.stat().st_mode) == 0o600
 
 
