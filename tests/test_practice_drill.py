@@ -168,7 +168,7 @@ def test_offline_the_drill_resumes_from_its_history_and_targets_a_held_misconcep
     assert "(resumed where you stopped)" in third.stdout
     assert problem_block(third.stdout, f"[1/1] {target.title}") == shown
     assert third.stdout.count("✓ correct") == len(target.parts) and "mastery of this problem: 20%" in third.stdout
-    assert "(1/2 right since" in third.stdout  # still held: one right answer of the two that clear it
+    assert f"(named in {problem.id}; 1/2 right answers since)" in third.stdout  # still held: one right answer of the two that clear it
     kept = json.loads(history_file.read_text())
     assert [(t["problem"], t["seed"], t["score"]) for t in kept["tries"]] == [
         (problem.id, 7, 0.5), (target.id, pending["seed"], 1.0)]

@@ -220,7 +220,8 @@ def run_practice(pool: dict[str, Problem], catalogue: tuple[PracticeProblem, ...
         except _Stop:
             summary.stopped_early = True
             break
-        attempt = Try(problem.id, pick.seed, now(), min(1.0, score.earned / score.possible), score.misconceptions)
+        share = min(1.0, score.earned / score.possible) if score.possible else 0.0
+        attempt = Try(problem.id, pick.seed, now(), share, score.misconceptions)
         history = History(history.tries + (attempt,), None)
         keep(history)
         memory = after(catalogue, memory, attempt)
@@ -241,7 +242,7 @@ def memory_text(catalogue: tuple[PracticeProblem, ...], memory: Memory, tries: i
     if memory.held:
         lines.append(f"Misconceptions you hold (each cleared by {CLEARED_AFTER} right answers to problems that "
                      "can show it):")
-        lines += [f"  - {held.name} ({held.right_since}/{CLEARED_AFTER} right since; {held.named_by})"
+        lines += [f"  - {held.name} (named in {held.named_by}; {held.right_since}/{CLEARED_AFTER} right answers since)"
                   for held in memory.held]
     else:
         lines.append("No misconception held.")
