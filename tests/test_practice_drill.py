@@ -123,9 +123,10 @@ def netless() -> list[str]:
     pytest.fail("neither `unshare -n` nor bwrap can take the network away here")
 
 
-def practise(folder: Path, *args: str, answers: list[str], prefix: list[str] = ()) -> subprocess.CompletedProcess:
+def practise(folder: Path, *args: str, answers: list[str], prefix: list[str] = (), umask: int = 0o022
+             ) -> subprocess.CompletedProcess:
     run = subprocess.run([*prefix, str(QKV), "practice", *args], input="\n".join(answers) + "\n", cwd=folder,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=120, umask=umask)
     assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr
     return run
 
@@ -259,7 +260,7 @@ def test_qkv_practice_says_one_line_and_starts_afresh(fixture, tmp_path):
     else:
         shutil.copy(FIXTURES / fixture, path)
     os.chmod(path, 0o644)
-    run = practise(tmp_path, "--kinds", "true_false", "--count", "1", answers=["skip"])
+    run = practise(tmp_path, "--kinds", "true_false", "--count", "1", answers=["skip"], umask=0)  # as the guide asks
     lines = said(run.stderr)
     assert len(lines) == 1 and re.fullmatch(
         r"qkv practice: qkv-practice-history\.json: .+; kept as qkv-practice-history\.json\.aside-\d+T\d+; "
@@ -267,3 +268,11 @@ def test_qkv_practice_says_one_line_and_starts_afresh(fixture, tmp_path):
     assert "No practice kept yet" in run.stdout
     kept = json.loads(path.read_text())
     assert len(kept["tries"]) == 1 and stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.slow
+def test_a_history_in_new_folders_is_owner_only_whatever_the_umask(tmp_path):
+    practise(tmp_path, "--kinds", "true_false", "--count", "1", "--history", "mine/prep/history.json",
+             answers=["skip"], umask=0)
+    assert [stat.S_IMODE((tmp_path / p).stat().st_mode) for p in ("mine", "mine/prep", "mine/prep/history.json")] \
+        == [0o700, 0o700, 0o600]
