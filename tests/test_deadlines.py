@@ -9,6 +9,7 @@ import pytest
 
 from autograder.assemble.manifest import parse_manifest
 from autograder.classroom.deadlines import apply_policy, policy_from
+from autograder.late_policy import LatePolicy
 from autograder.classroom.roster import Extension
 from autograder.errors import QkvError
 
@@ -85,6 +86,8 @@ def test_the_bundle_carries_the_late_policy(built_numpy):
     from autograder.bundle import read_bundle
 
     bundle = read_bundle(built_numpy.out / "autograder")
-    assert bundle.late == {"grace_minutes": 15.0, "penalty_percent": 10.0, "per": "day", "cap_percent": 50.0,
-                           "last": "2026-12-25T23:59:00+08:00"}
+    assert bundle.late == LatePolicy(grace_minutes=15, penalty_percent=10, per="day", cap_percent=50,
+                                     last=dt.datetime(2026, 12, 25, 23, 59, tzinfo=Z))
+    assert bundle.late.to_json() == {"grace_minutes": 15.0, "penalty_percent": 10.0, "per": "day", "cap_percent": 50.0,
+                                     "last": "2026-12-25T23:59:00+08:00"}  # as assignment.json holds it
     assert policy_from(bundle.due, bundle.late).last == dt.datetime(2026, 12, 25, 23, 59, tzinfo=Z)

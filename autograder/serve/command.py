@@ -78,7 +78,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
 
     course = find_course()
     sync_s = _sync_period(course.config.lti, lti_sync_hours)
-    assignments = {name: served_assignment(name, course.output("dist", name)) for name in names}
+    assignments = {name: served_assignment(name, course.output("dist", name), course.assignments)
+                   for name in names}
     class_roster, which = _roster(roster)
     store = _store(db)
     books, notes = {}, {}
@@ -88,7 +89,6 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             notes[name] = note
         if isinstance(store, Path):
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
-        settle_class(a, books[name], class_roster)
     state = ServiceState(assignments, books, open_accounts(store), class_roster, secure_cookies=secure_cookies,
                          notes=notes, lti=_lti_tool(course, store))
     protect = protected(assignments, store, course)
@@ -104,6 +104,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             return open_route(a.bundle, a.bundle_dir, jobs, limits, isolation or a.bundle.isolation, cluster,
                               protect=protect)
         state.graders[name] = Grader(a, books[name], class_roster, route, report)
+        settle_class(state.graders[name].service, a)
         state.graders[name].start()
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
