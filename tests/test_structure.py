@@ -330,7 +330,8 @@ def test_each_graded_submission_has_its_late_outcome_worked_out_once_on_both_fro
     from autograder.routes.class_grading import bundle_fingerprint, grade_class
     from autograder.serve.course import served_assignment
     from autograder.serve.grader import Grader
-    from autograder.serve.instructor import feedback_page, settle_class
+    from autograder.serve.app.student import feedback_page
+    from autograder.serve.instructor import settle_class
     from conftest import key_module
 
     counted: list[str] = []

@@ -1,5 +1,4 @@
-"""What the service shows from a gradebook, through the code the CLI uses: a feedback page (report/), the
-class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py), the
+"""What the service shows its staff from a gradebook, through the code the CLI uses: the class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py), the
 copying signals (classroom/signals.py, on each student's counted attempt),
 and the late outcomes kept beside the grades (by the grading service, grade/service.py) so that those exports
 apply the late policy.
@@ -7,44 +6,20 @@ apply the late policy.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from autograder.classroom import classbook
-from autograder.classroom.classbook import outcome_of
 from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.classroom.grades_export import export_files, grade_column, grade_lines
 from autograder.classroom.roster import Roster
 from autograder.classroom.stats_page import class_report
 from autograder.grade.gradebook import Gradebook
-from autograder.grade.gradebook.records import Attempt
 from autograder.grade.intake import submission_from_bytes
-from autograder.report.feedback import feedback_html
 from autograder.grade.service import GradingService
 from autograder.serve.course import ServedAssignment
 from autograder.serve.pages import Refusal, when
-
-def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.datetime) -> bool:
-    """Whether nobody can hand in any more: every student's last date (their extension's) has passed. Only then
-    do the service's feedback pages show hidden tests' details and worked solutions: a student past their own
-    due date may still hand in, and a classmate with an extension still works."""
-    students = [s.id for s in roster.students] if roster else []
-    lasts = [a.dates_of(student, roster)[1] for student in students] or [a.dates_of("", roster)[1]]
-    return all(last is not None and now > last for last in lasts)
-
-
-def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt) -> str:
-    """The attempt's feedback, with the late outcome the grading service kept with its grading."""
-    graded = book.grading_result(attempt.grading) if attempt.grading else None
-    if graded is None or attempt.grading is None:
-        return ""
-    result, isolation = graded
-    entry = book.grading_late(attempt.grading) if a.bundle.due else None
-    return feedback_html(result, a.bundle.title, a.bundle.due, isolation, outcome_of(entry) if entry else None,
-                         a.bundle, reveal=closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc)))
-
 
 def settle_class(service: GradingService, a: ServedAssignment) -> None:
     """At start: the class (title, roster, late policy) and every counted attempt's late outcome, as kept (worked
