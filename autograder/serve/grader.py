@@ -168,7 +168,8 @@ class Grader:
         # it from waiting. They stay held until then, so a failure here leaves them to `_run`'s giving back
         # (under the lock, so that no renewal copied before it writes a fresh claim over the one given back)
         with self._held_lock:
-            unrecorded = [a for a in attempt_ids if (found := self.book.attempt(a)) and found.state is not AttemptState.GRADED]
+            unrecorded = [a for a in attempt_ids
+                          if (found := self.book.attempt(a)) and found.state is not AttemptState.GRADED]
             if unrecorded:
                 self.book.renew_claims(unrecorded, time.time() - STALE_SECONDS - 1)
                 self._wake.set()
