@@ -66,8 +66,8 @@ class Writes:
         (`qkv grade`: this one). With `attempt`, the grading of an attempt `qkv serve` accepted: it is recorded
         once (a second grading of an attempt already graded, say after a restart, returns None and writes
         nothing) and the attempt is marked graded in the same transaction. `late` is its late outcome (the
-        grading service's, grade/service.py): kept with it, its final score the grading's, and the counted
-        grading's kept beside the class (class_late) for the exports. Returns the grading's id."""
+        grading service's, grade/service.py): kept with it, its final score the grading's, and, for an
+        attempt, the counted grading's kept beside the class (class_late) for the exports. Returns its id."""
         # a mistake of a function built on is stored as "that problem/mistake", so the class counts it where it starts
         tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed),
                   f"{t.cause}/{t.misconception}" if t.cause and t.misconception else t.misconception)
@@ -100,6 +100,7 @@ class Writes:
             if late is not None:
                 self._db.execute("INSERT INTO grading_late VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                  (grading, *_late_row(late)[1:]))
+            if late is not None and attempt is not None:  # `qkv grade` keeps the whole class's once, at the end
                 self._db.execute("DELETE FROM class_late WHERE student = ?", (result.student,))
                 self._db.execute("INSERT INTO class_late SELECT ?, due, submitted_at, time_source, late_seconds, raw,"
                                  " penalty, final, max_score, rule, extension FROM grading_late WHERE grading = ?",
@@ -110,10 +111,10 @@ class Writes:
                     rules: LateRules = LateRules()) -> None:
         """Replace the class beside the grades in one transaction: the title, the roster (kept as it was when
         `roster` is None), every late outcome, and the late policy they were worked out under."""
+        kept_rules = {"due": rules.due, "late": rules.late.to_json() if rules.late else None}
         with self._db.write():
             self._db.executemany("INSERT INTO class_meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
-                                 " excluded.value", [
-                ("title", title), ("late_rules", json.dumps({"due": rules.due, "late": rules.late.to_json() if rules.late else None}))])
+                                 " excluded.value", [("title", title), ("late_rules", json.dumps(kept_rules))])
             if roster is not None:
                 self._db.execute("DELETE FROM class_roster")
                 self._db.executemany("INSERT INTO class_roster VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
