@@ -16,6 +16,7 @@ computed by (bank/folders.py).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +31,7 @@ from autograder.bank.load import load_problem, parse_problem
 from autograder.kinds.model import Tolerance
 from autograder.errors import QkvError
 from autograder.kinds import Problem
+from autograder.late_policy import LatePolicy
 from qkv_runtime.limits import Limits
 
 FORMAT_VERSION = 2
@@ -109,7 +111,7 @@ class GradingBundle:
     problem_order: tuple[str, ...]
     limits: Limits = Limits()
     isolation: str = "require"  # the manifest's policy: "require" or "allow-rlimits"
-    late: dict[str, Any] | None = None  # the manifest's late policy as plain data (classroom/deadlines.py reads it)
+    late: LatePolicy | None = None  # the manifest's late policy (classroom/deadlines.py applies it)
     serve: dict[str, Any] = field(default_factory=dict)  # the manifest's `serve` settings as plain data (serve/ reads)
 
     @property
@@ -173,7 +175,8 @@ def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, 
         "format": FORMAT_VERSION,
         "name": bundle.name, "title": bundle.title, "track": bundle.track, "seed": bundle.seed,
         "variants": bundle.variants, "due": bundle.due, "problem_order": list(bundle.problem_order),
-        "limits": bundle.limits.to_json(), "isolation": bundle.isolation, "late": bundle.late,
+        "limits": bundle.limits.to_json(), "isolation": bundle.isolation,
+        "late": bundle.late.to_json() if bundle.late else None,
         "serve": bundle.serve, "code": code,
         "written": [{"id": w.id, "points": w.points} for w in bundle.written],
     }
@@ -186,6 +189,14 @@ def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, 
 
 
 # -------------------------------------------------------------------- reading
+
+
+def bundle_fingerprint(folder: Path) -> str:
+    """What names a build of the bundle in `folder`: a gradebook is bound to it, and a rebuilt one grades again."""
+    digest = hashlib.sha256()
+    for name in ("assignment.json", "arrays.npz"):
+        digest.update((folder / name).read_bytes())
+    return digest.hexdigest()
 
 
 def _decode_value(spec: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
@@ -247,6 +258,6 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         name=meta["name"], title=meta["title"], track=meta["track"], seed=meta["seed"], variants=meta["variants"],
         due=meta["due"], code=tuple(code), written=tuple(written), problem_order=tuple(meta["problem_order"]),
         limits=Limits.from_json(meta["limits"]), isolation=str(meta["isolation"]),
-        late=meta.get("late") if isinstance(meta.get("late"), dict) else None,
+        late=LatePolicy.model_validate(meta["late"]) if isinstance(meta.get("late"), dict) else None,
         serve=meta.get("serve") if isinstance(meta.get("serve"), dict) else {},
     )

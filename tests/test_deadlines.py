@@ -9,6 +9,7 @@ import pytest
 
 from autograder.assemble.manifest import parse_manifest
 from autograder.classroom.deadlines import apply_policy, policy_from
+from autograder.late_policy import LatePolicy
 from autograder.classroom.roster import Extension
 from autograder.errors import QkvError
 
@@ -85,6 +86,24 @@ def test_the_bundle_carries_the_late_policy(built_numpy):
     from autograder.bundle import read_bundle
 
     bundle = read_bundle(built_numpy.out / "autograder")
-    assert bundle.late == {"grace_minutes": 15.0, "penalty_percent": 10.0, "per": "day", "cap_percent": 50.0,
-                           "last": "2026-12-25T23:59:00+08:00"}
+    assert bundle.late == LatePolicy(grace_minutes=15, penalty_percent=10, per="day", cap_percent=50,
+                                     last=dt.datetime(2026, 12, 25, 23, 59, tzinfo=Z))
+    assert bundle.late.to_json() == {"grace_minutes": 15.0, "penalty_percent": 10.0, "per": "day", "cap_percent": 50.0,
+                                     "last": "2026-12-25T23:59:00+08:00"}  # as assignment.json holds it
     assert policy_from(bundle.due, bundle.late).last == dt.datetime(2026, 12, 25, 23, 59, tzinfo=Z)
+
+
+def test_one_late_policy_type_with_its_defaults_in_one_place():
+    """The manifest, the bundle and the gradebook share late_policy.py's LatePolicy; a bare date written as text
+    (a quoted YAML date, or the bundle's JSON) is the end of that day, as a YAML date is, never midnight."""
+    from autograder.assemble import manifest
+    from autograder.bundle import GradingBundle
+    from autograder.grade.gradebook.records import LateRules
+
+    assert manifest.LatePolicy is LatePolicy
+    assert GradingBundle.__dataclass_fields__["late"].type == "LatePolicy | None"
+    assert LateRules.__dataclass_fields__["late"].type == "Optional[LatePolicy]"
+    assert policy_from("2026-12-18", None).rules == LatePolicy() == LatePolicy.model_validate(LatePolicy().to_json())
+    as_text = policy_from("2026-12-18", {"last": "2026-12-20"})
+    assert as_text.rules.last == dt.date(2026, 12, 20)
+    assert as_text.last == dt.datetime(2026, 12, 20, 23, 59, 59, tzinfo=dt.timezone.utc)

@@ -20,6 +20,7 @@ from autograder.classroom.classbook import open_gradebook, store_class, stored_l
 from autograder.classroom.deadlines import LateOutcome
 from autograder.classroom.roster import parse_roster
 from autograder.errors import QkvError
+from autograder.late_policy import LatePolicy
 from autograder.grade.gradebook import FORMAT, GRADEBOOK_FILE, Gradebook, GradingContext
 from autograder.results import ProblemResult, SubmissionResult, TestResult
 from conftest import QKV, ROOT, said
@@ -55,7 +56,7 @@ def result(student: str, score: float, digest: str = "") -> SubmissionResult:
 
 
 DUE = "2026-12-18T23:59:00+00:00"
-RULES = {"penalty_percent": 10, "per": "day"}  # no grace: the LATE marker alone costs a day
+RULES = LatePolicy(penalty_percent=10, per="day")  # no grace: the LATE marker alone costs a day
 ROSTER = ("id,name,email,lms_id,section,extension,pronouns\n"
           's1,"O\'Brien, Siobhán",s1@x,1001,A,,she\n'
           "s2,Bo,s2@x,1002,B,48,\n")
@@ -151,3 +152,37 @@ def test_the_readers_refuse_a_gradebook_of_another_format_in_one_line(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr and refusal in done.stderr, done.stderr
     assert len(said(done.stderr)) == 1, done.stderr
     assert (tmp_path / GRADEBOOK_FILE).read_bytes() == before, "a reader changed the gradebook"
+
+
+OLD = Path(__file__).parent / "fixtures" / "gradebooks" / "format4-before-one-path"  # write_format4.py says how
+
+
+def test_a_gradebook_of_before_the_grading_service_reads_the_same(tmp_path):
+    """Written by the code before late outcomes were kept with each grading: the exports' late outcomes, the
+    history's final scores and the attempt's final score read as that code wrote them (worked out by hand here:
+    10% of 10 points a started day after 2026-12-18T23:59Z), and the grading service, opening it, keeps the same
+    outcomes with each counted grading rather than new ones."""
+    import shutil
+
+    from autograder.bundle import GradingBundle
+    from autograder.grade.service import GradingService
+
+    by_hand = {"s1": (9.0, 1.0, 8.0, "1 day late: -10% of 10 points"),
+               "s2": (7.0, 0.0, 7.0, "on time (with the extension)"),
+               "s3": (6.0, 3.0, 3.0, "3 days late: -30% of 10 points")}
+    for copy in ("read", "old"):  # SQLite writes its WAL index beside even a gradebook opened to read
+        shutil.copytree(OLD, tmp_path / copy)
+    with open_gradebook(tmp_path / "read", "tiny") as book:
+        kept = stored_late(book)
+        assert {s: (o.raw, o.penalty, o.final, o.rule) for s, o in kept.items()} == by_hand
+        assert [s.id for s in stored_roster(book).students] == ["s1", "s2", "s3"]
+        assert book.late_rules().late == LatePolicy(penalty_percent=10, per="day")
+        assert [(o.penalty, o.final) for o in history.late_outcomes(book, history.trail(book, "s1"))] == [
+            (2.0, 6.0), (1.0, 8.0)]
+        assert book.attempt("a" * 22).final == 3.0
+    bundle = GradingBundle("tiny", "Tiny", "numpy", 1, "same", DUE, (), (), ("P",), late=LatePolicy(penalty_percent=10))
+    with Gradebook(tmp_path / "old" / GRADEBOOK_FILE) as book:
+        service = GradingService(bundle, book, stored_roster(book))
+        assert service.settled() == kept
+        assert service.kept_late(book.attempt("a" * 22).grading) == kept["s3"]
+        assert {c.student: c.late is not None for c in book.counted_late()} == {"s1": True, "s2": True, "s3": True}

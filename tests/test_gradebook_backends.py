@@ -88,7 +88,7 @@ def test_the_counted_attempt_follows_the_manifest(book, counting, counted):
     # received in this order; graded in another (several graders), so "latest" is by receipt, not by grading
     ids = [accept(book, "ada", at)[0] for at in (1000.0, 1001.0, 1002.0)]
     for attempt, score in [(ids[2], 0.5), (ids[0], 1.0), (ids[1], 2.0)]:
-        book.record(result("ada", score), "bwrap", attempt=attempt, final=score, counting=counting)
+        book.record(result("ada", score), "bwrap", attempt=attempt, counting=counting)
     assert book.results()[0][0].score == counted
     assert [a.score for a in book.attempts_of("ada") if a.counted] == [counted]
     assert book.latest_scores().scores.tolist() == [[counted]]

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from autograder.classroom.deadlines import LatePolicy
+from autograder.classroom.deadlines import Deadline
 from autograder.serve.course import served_assignment
 from autograder.serve.pages import when
 from conftest import QKV, ROOT, gradebook_rows
@@ -66,7 +66,7 @@ def numpy_root(served_numpy, tmp_path_factory) -> Path:
     return root
 
 
-def numpy_policy(root: Path) -> LatePolicy:
+def numpy_policy(root: Path) -> Deadline:
     """The dates of the course's build, as the service reads them."""
     return served_assignment(NAME, root / "dist" / NAME).policy
 

@@ -18,7 +18,10 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ("autograder", "qkv_runtime")
@@ -260,3 +263,119 @@ def test_no_import_hook_in_the_engine():
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"\bsys\.(meta_path|path_hooks)\b", line.split("#", 1)[0])]
     assert hooks == []
+
+
+# ------------------------------------------------------------------ one grading path
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for found in graph.get(todo.pop(), ()):
+            if found not in seen:
+                seen.add(found)
+                todo.append(found)
+    return seen
+
+
+def _wrong_ways(graph: dict[str, set[str]]) -> list[str]:
+    """What the grading service, or the service's grader, reaches that a front door owns: the CLI's routes/ or the
+    staff views (serve/instructor.py); the grading service reaches no part of the web service either."""
+    wrong = []
+    for start, banned in (("autograder.serve.grader", ("autograder.routes", "autograder.serve.instructor")),
+                          ("autograder.grade.service", ("autograder.routes", "autograder.serve"))):
+        wrong += [f"{start} -> {m}" for m in sorted(_reached(graph, start))
+                  if any(m == b or m.startswith(b + ".") for b in banned)]
+    return wrong
+
+
+def test_the_grading_service_and_the_services_grader_reach_no_front_door():
+    graph = import_graph(ROOT)
+    assert "autograder.grade.service" in graph and "autograder.serve.grader" in graph
+    assert _wrong_ways(graph) == []
+
+
+def test_the_front_door_rule_finds_a_grader_that_reaches_the_staff_views():
+    """The rule itself, on a graph made for it: a staff view reached through another module is found, and the
+    grading service reaching the CLI's route (and the service's pages through it) is."""
+    graph = {"autograder.serve.grader": {"autograder.classroom.history", "autograder.grade.service"},
+             "autograder.classroom.history": {"autograder.serve.instructor"}, "autograder.serve.instructor": set(),
+             "autograder.grade.service": {"autograder.routes.class_grading"},
+             "autograder.routes.class_grading": {"autograder.serve.course"}, "autograder.serve.course": set()}
+    assert _wrong_ways(graph) == ["autograder.serve.grader -> autograder.routes.class_grading",
+                                  "autograder.serve.grader -> autograder.serve.instructor",
+                                  "autograder.grade.service -> autograder.routes.class_grading",
+                                  "autograder.grade.service -> autograder.serve.course"]
+
+
+def test_the_late_rules_are_applied_in_the_grading_service_alone():
+    """classroom/deadlines.py's `apply_policy` is named (imported or called) by the grading service alone, so a
+    late outcome is worked out where a grading is kept and read everywhere else."""
+    users = sorted(str(path.relative_to(ROOT)) for folder in ENGINE for path in (ROOT / folder).rglob("*.py")
+                   if "/references/" not in path.as_posix() and re.search(r"\bapply_policy\b", path.read_text())
+                   and path.name != "deadlines.py")
+    assert users == ["autograder/grade/service.py"]
+
+
+@pytest.mark.slow
+def test_each_graded_submission_has_its_late_outcome_worked_out_once_on_both_front_doors(built_numpy, tmp_path,
+                                                                                         monkeypatch):
+    """Counted on the rules themselves, wherever a module holds them: `qkv grade` of a class (a file with no
+    program among them), the same class again (nothing new: none), and `qkv serve`'s grader with the feedback
+    pages and the class settled at start read after it (none more)."""
+    from autograder.classroom import deadlines
+    from autograder.grade.gradebook import Gradebook
+    from autograder.grade.gradebook.records import AttemptState, NewAttempt
+    from autograder.grade.route import open_route
+    from autograder.routes.class_grading import bundle_fingerprint, grade_class
+    from autograder.serve.course import served_assignment
+    from autograder.serve.grader import Grader
+    from autograder.serve.app.student import feedback_page
+    from autograder.serve.instructor import settle_class
+    from conftest import key_module
+
+    counted: list[str] = []
+    original = deadlines.apply_policy
+
+    def counting(policy, raw, max_score, *rest, **named):
+        counted.append(f"{raw}/{max_score}")
+        return original(policy, raw, max_score, *rest, **named)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "apply_policy", None) is original:
+            monkeypatch.setattr(module, "apply_policy", counting)
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    key = key_module(built_numpy.assignment)
+    (subs / "ann.py").write_text(key)
+    (subs / "bob.py").write_text(key.replace("def ", "def _", 1))
+    (subs / "cy.ipynb").write_text("{not a notebook")
+    bundle = built_numpy.out / "autograder"
+    first = grade_class(bundle, subs, tmp_path / "out", jobs=1, timeout=3.0, isolation="allow-rlimits")
+    assert len(first.results) == 3 and len(counted) == 3, counted
+    again = grade_class(bundle, subs, tmp_path / "out", jobs=1, timeout=3.0, isolation="allow-rlimits")
+    assert again.graded_now == 0 and len(counted) == 3 and again.late == first.late
+
+    counted.clear()
+    assignment = served_assignment("attention-numpy", built_numpy.out)
+    with Gradebook(tmp_path / "served.sqlite", assignment=assignment.name) as book:
+        book.check_assignment(assignment.name, bundle_fingerprint(assignment.bundle_dir))
+        for n, (student, body) in enumerate([("ann", key), ("bob", key), ("ann", key + "\n")]):
+            assert book.accept(NewAttempt(f"attempt-{n}", student, time.time(), "attention_numpy.py", f"d{n}",
+                                          body.encode()), 10, 10) is None
+        grader = Grader(assignment, book, None, lambda: open_route(assignment.bundle, assignment.bundle_dir, 1,
+                                                                   assignment.bundle.limits, "allow-rlimits", None))
+        grader.start()
+        try:
+            deadline = time.monotonic() + 300
+            while any(book.attempt(f"attempt-{n}").state is not AttemptState.GRADED for n in range(3)):
+                assert time.monotonic() < deadline, "the grader did not grade the attempts"
+                time.sleep(0.05)
+        finally:
+            grader.stop()
+        assert len(counted) == 3, counted
+        for n in range(3):
+            assert "Your due date" in feedback_page(assignment, book, None, book.attempt(f"attempt-{n}"))
+        settle_class(grader.service, assignment)
+        assert len(counted) == 3, counted

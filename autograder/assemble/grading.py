@@ -70,6 +70,6 @@ def grading_bundle(assignment: Assignment) -> GradingBundle:
         written=tuple(WrittenProblem(p.problem.id, p.points, p.problem) for p in assignment.written),
         problem_order=tuple(p.problem.id for p in assignment.problems),
         limits=assignment.limits, isolation=manifest.grading.isolation,
-        late=manifest.late.model_dump(mode="json") if manifest.late else None,
+        late=manifest.late,
         serve=manifest.serve.model_dump(mode="json"),
     )

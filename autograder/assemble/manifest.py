@@ -21,6 +21,7 @@ from autograder.bank import measures
 from autograder.bank.load import Bank
 from autograder.bundle import module_name
 from autograder.grading_policy import GradingPolicy
+from autograder.late_policy import LatePolicy
 from qkv_runtime.limits import Limits
 from autograder.kinds.model import ProblemId, Track
 from autograder.errors import QkvError
@@ -36,17 +37,6 @@ class _Strict(BaseModel):
 class ProblemEntry(_Strict):
     id: ProblemId
     points: float | None = Field(default=None, gt=0, le=1000)
-
-
-class LatePolicy(_Strict):
-    """What handing in after `due` costs (autograder/classroom/deadlines.py; docs/class.md)."""
-
-    grace_minutes: float = Field(default=0, ge=0, le=7 * 24 * 60, description="minutes after the due date still on time")
-    penalty_percent: float = Field(default=0, ge=0, le=100,
-                                   description="percent of the assignment's points taken per started `per` late")
-    per: Literal["hour", "day"] = "day"
-    cap_percent: float = Field(default=100, ge=0, le=100, description="the most the lateness penalty takes, in percent")
-    last: dt.datetime | dt.date | None = Field(default=None, description="hand-ins after this get zero")
 
 
 class LmsLinks(_Strict):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 from autograder.classroom.deadlines import LateOutcome
 from autograder.classroom.roster import LEGACY_KINDS, Extension, IdKind, Roster, Student, parse_extension
 from autograder.errors import QkvError
+from autograder.late_policy import LatePolicy
 from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook, LateEntry, LateRules, RosterEntry
 
 
@@ -32,7 +33,7 @@ def extension_of(roster: Optional[Roster], student: str) -> Optional[Extension]:
 
 
 def store_class(book: Gradebook, roster: Optional[Roster], late: dict[str, LateOutcome], title: str,
-                due: Optional[str] = None, rules: Optional[dict[str, Any]] = None) -> None:
+                due: Optional[str] = None, rules: Optional[LatePolicy] = None) -> None:
     """Keep what this run knew of the class; `due` and `rules` are the bundle's due date and late policy."""
     entries = None if roster is None else [
         RosterEntry(s.id, s.name, s.email, "", s.section, _extension_text(s),
@@ -63,10 +64,13 @@ def stored_roster(book: Gradebook) -> Optional[Roster]:
     return Roster(tuple(student(e) for e in entries), "the gradebook's roster")
 
 
+def outcome_of(e: LateEntry) -> LateOutcome:
+    return LateOutcome(e.raw, e.penalty, e.final, e.max_score, e.rule, e.due, e.submitted_at, e.time_source,
+                       e.late_seconds, e.extension)
+
+
 def stored_late(book: Gradebook) -> dict[str, LateOutcome]:
-    return {e.student: LateOutcome(e.raw, e.penalty, e.final, e.max_score, e.rule, e.due, e.submitted_at,
-                                   e.time_source, e.late_seconds, e.extension)
-            for e in book.class_late()}
+    return {e.student: outcome_of(e) for e in book.class_late()}
 
 
 @contextlib.contextmanager

@@ -21,31 +21,38 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Optional
+from functools import cached_property
+from typing import Any, Mapping, Optional
 
 from autograder.classroom.roster import Extension
+from autograder.late_policy import LatePolicy
 
 UNIT = {"hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
 
 
 @dataclass(frozen=True)
-class LatePolicy:
+class Deadline:
+    """The assignment's due date as a moment, with the late policy that applies after it (the bundle's `due` and
+    `late`): what the rules below read. The policy's fields and defaults are late_policy.py's alone."""
+
     due: Optional[dt.datetime] = None
-    grace_minutes: float = 0.0
-    penalty_percent: float = 0.0
-    per: Literal["hour", "day"] = "day"
-    cap_percent: float = 100.0
-    last: Optional[dt.datetime] = None
+    rules: LatePolicy = LatePolicy()
+
+    @cached_property
+    def last(self) -> Optional[dt.datetime]:
+        """The last date (`late.last`) as a moment, in the due date's zone when it names none."""
+        return as_moment(self.rules.last, self.due.tzinfo if self.due and self.due.tzinfo else dt.timezone.utc)
 
     def describe(self) -> str:
         if self.due is None:
             return "no due date"
+        rules = self.rules
         parts = [f"due {self.due.isoformat(timespec='minutes')}"]
-        if self.grace_minutes:
-            parts.append(f"{self.grace_minutes:g} minutes' grace")
-        if self.penalty_percent:
-            parts.append(f"-{self.penalty_percent:g}% of the points per {self.per} late"
-                         + (f", at most -{self.cap_percent:g}%" if self.cap_percent < 100 else ""))
+        if rules.grace_minutes:
+            parts.append(f"{rules.grace_minutes:g} minutes' grace")
+        if rules.penalty_percent:
+            parts.append(f"-{rules.penalty_percent:g}% of the points per {rules.per} late"
+                         + (f", at most -{rules.cap_percent:g}%" if rules.cap_percent < 100 else ""))
         if self.last:
             parts.append(f"zero after {self.last.isoformat(timespec='minutes')}")
         return "; ".join(parts)
@@ -77,19 +84,13 @@ def as_moment(value: dt.datetime | dt.date | str | None, zone: dt.tzinfo) -> Opt
     return value if value.tzinfo else value.replace(tzinfo=zone)
 
 
-def policy_from(due: str | None, late: Mapping[str, Any] | None) -> LatePolicy:
-    """The bundle's `due` and `late` (plain data, as the manifest wrote them) as a LatePolicy."""
-    moment = as_moment(due, dt.timezone.utc)
-    zone = moment.tzinfo if moment else dt.timezone.utc
-    late = dict(late or {})
-    return LatePolicy(
-        due=moment, grace_minutes=float(late.get("grace_minutes") or 0), penalty_percent=float(late.get("penalty_percent") or 0),
-        per=late.get("per") or "day", cap_percent=float(100 if late.get("cap_percent") is None else late["cap_percent"]),
-        last=as_moment(late.get("last"), zone),
-    )
+def policy_from(due: str | None, late: LatePolicy | Mapping[str, Any] | None) -> Deadline:
+    """The bundle's `due` and `late` as a Deadline (`late` as the bundle holds it, or as its JSON data)."""
+    rules = late if isinstance(late, LatePolicy) else LatePolicy.model_validate(dict(late or {}))
+    return Deadline(as_moment(due, dt.timezone.utc), rules)
 
 
-def student_due(policy: LatePolicy, extension: Optional[Extension]) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
+def student_due(policy: Deadline, extension: Optional[Extension]) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
     """(the student's due date, the student's last date)."""
     if policy.due is None:
         return None, policy.last
@@ -110,7 +111,7 @@ def _round(x: float) -> float:
     return round(x, 4)
 
 
-def apply_policy(policy: LatePolicy, raw: float, max_score: float, submitted_at: Optional[dt.datetime],
+def apply_policy(policy: Deadline, raw: float, max_score: float, submitted_at: Optional[dt.datetime],
                  extension: Optional[Extension] = None, time_source: str = "", lms_late: bool = False) -> LateOutcome:
     due, last = student_due(policy, extension)
     ext = str(extension) if extension else ""
@@ -133,14 +134,15 @@ def apply_policy(policy: LatePolicy, raw: float, max_score: float, submitted_at:
         return outcome(0.0, "on time" + suffix)
     if last is not None and submitted_at > last:
         return outcome(raw, f"after the last date {last.isoformat(timespec='minutes')}: zero", late)
-    if late <= policy.grace_minutes * 60:
-        return outcome(0.0, f"within the {policy.grace_minutes:g}-minute grace" + suffix, late)
-    if not policy.penalty_percent:
+    rules = policy.rules
+    if late <= rules.grace_minutes * 60:
+        return outcome(0.0, f"within the {rules.grace_minutes:g}-minute grace" + suffix, late)
+    if not rules.penalty_percent:
         return outcome(0.0, "late, no penalty in the policy", late)
-    units = math.ceil(late / UNIT[policy.per].total_seconds())
-    percent = units * policy.penalty_percent
-    capped = percent >= policy.cap_percent
-    percent = min(percent, policy.cap_percent)
-    unit = policy.per + ("s" if units != 1 else "")
+    units = math.ceil(late / UNIT[rules.per].total_seconds())
+    percent = units * rules.penalty_percent
+    capped = percent >= rules.cap_percent
+    percent = min(percent, rules.cap_percent)
+    unit = rules.per + ("s" if units != 1 else "")
     rule = f"{units} {unit} late: -{percent:g}% of {max_score:g} points" + (" (the cap)" if capped else "") + suffix
     return outcome(max_score * percent / 100.0, rule, late)

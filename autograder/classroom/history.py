@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from autograder.classroom.classbook import extension_of, stored_roster
-from autograder.classroom.deadlines import LateOutcome, apply_policy, policy_from
-from autograder.grade.gradebook import Gradebook, Grading
+from autograder.classroom.classbook import stored_roster
+from autograder.classroom.deadlines import LateOutcome, policy_from
+from autograder.grade.gradebook import Gradebook, Grading, HandIn
+from autograder.grade.service import late_outcome
 from autograder.report.spreadsheet import csv_text
 
 __all__ = ["Change", "Grading", "changes", "changes_csv", "diff", "late_outcomes", "trail"]
@@ -43,10 +44,10 @@ def late_outcomes(book: Gradebook, gradings: Iterable[Grading]) -> list[LateOutc
     """Each grading's score after the late penalty: from its own hand-in time and LATE marker, under the late
     policy and the extensions of the last `qkv grade` (so the latest grading's is what the exports read)."""
     rules = book.late_rules()
-    policy = policy_from(rules.due, rules.late)
+    deadline = policy_from(rules.due, rules.late)
     roster = stored_roster(book)
-    return [apply_policy(policy, g.score, g.max_score, g.handed_in, extension_of(roster, g.student), g.time_source,
-                         g.late_marked) for g in gradings]
+    return [late_outcome(deadline, roster, g.student, g.score, g.max_score,
+                         HandIn(g.handed_in, g.time_source, g.late_marked)) for g in gradings]
 
 
 def diff(before: Grading, after: Grading) -> Change:

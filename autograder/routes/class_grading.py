@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import shutil
 import tempfile
 import zipfile
@@ -31,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Optional
 
-from autograder.bundle import GradingBundle, read_bundle
+from autograder.bundle import GradingBundle, bundle_fingerprint, read_bundle
 from autograder.classroom import classbook, history
 from autograder.classroom.collect import ClassIntake, IntakeRow, collect
-from autograder.classroom.deadlines import LateOutcome, LatePolicy, apply_policy, policy_from
+from autograder.classroom.deadlines import LateOutcome, as_moment
 from autograder.classroom.roster import Roster
 from autograder.course.find import find_course
 from autograder.errors import QkvError
@@ -42,7 +41,7 @@ from autograder.grade.cluster_security import TlsFiles
 from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook, GradingContext
 from autograder.grade.intake import IntakeNote, Submission
 from autograder.grade.route import Route, open_route
-from autograder.grade.score import grade_submission
+from autograder.grade.service import GradingService, HandedIn, Recorded
 from autograder.grade.timings import Timings
 from autograder.private import write_private
 from autograder.report.csv import write_gradebook_csv
@@ -66,13 +65,6 @@ class GradeRun:
     rows: tuple[IntakeRow, ...] = ()  # the intake report: every hand-in, refusal and missing student (intake.csv)
     late: dict[str, LateOutcome] = field(default_factory=dict)
     changes: list[history.Change] = field(default_factory=list)  # who gained or lost points on a regrade
-
-
-def bundle_fingerprint(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for name in ("assignment.json", "arrays.npz"):
-        digest.update((folder / name).read_bytes())
-    return digest.hexdigest()
 
 
 def write_student_reports(out: Path, bundle: GradingBundle, result: SubmissionResult, isolation: str,
@@ -102,25 +94,6 @@ def intake_csv(rows: tuple[IntakeRow, ...]) -> str:
     return csv_text([INTAKE_COLUMNS, *([row.entry, row.status, row.student, row.layout, row.identified_by,
                                         row.submitted_at, row.time_source, "LATE" if row.late_marker else "",
                                         row.message] for row in rows)])
-
-
-def late_outcome(policy: LatePolicy, roster: Optional[Roster], result: SubmissionResult,
-                 when: Optional[dt.datetime], source: str, late_marked: bool) -> LateOutcome:
-    """A graded student's penalty under the late policy, with the roster's extension of them."""
-    return apply_policy(policy, result.score, result.max_score, when, classbook.extension_of(roster, result.student),
-                        source, late_marked)
-
-
-def _late_outcomes(bundle: GradingBundle, rows: list[tuple[SubmissionResult, str]], handed: ClassIntake,
-                   roster: Optional[Roster], stored_times: dict[str, tuple[Optional[dt.datetime], str]]
-                   ) -> dict[str, LateOutcome]:
-    """Each graded student's penalty under the late policy, from this hand-in's time (or the last grading's)."""
-    policy = policy_from(bundle.due, bundle.late)
-    out = {}
-    for result, _ in rows:
-        when, source = handed.times.get(result.student) or stored_times.get(result.student, (None, ""))
-        out[result.student] = late_outcome(policy, roster, result, when, source, result.student in handed.late_marked)
-    return out
 
 
 def check_submissions(path: Path) -> None:
@@ -169,7 +142,8 @@ def grade_class(
         secrets = (bundle_dir, submissions_dir, out, workdir) + (() if course.bundled else (course.root,))
         routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster,
                              protect=secrets, tls=tls, timings=timings, start_soon=True)
-        zone = policy_from(bundle.due, None).due.tzinfo if bundle.due else dt.timezone.utc  # of zip entry times
+        due = as_moment(bundle.due, dt.timezone.utc)
+        zone = due.tzinfo if due else dt.timezone.utc  # of zip entry times
         clock = timings or Timings()
         clock.started()
         with ExitStack() as early:
@@ -196,7 +170,7 @@ class Work:
 class Graded:
     """What this run graded, by student (their pages are written already), and the isolation it ran under."""
 
-    results: dict[str, SubmissionResult]
+    recorded: dict[str, Recorded]
     isolation: str
 
 
@@ -217,13 +191,14 @@ def _grade(bundle: GradingBundle, bundle_dir: Path, submissions_dir: Path, out: 
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
         with clock.stage("intake"):
             work = select_work(gradebook, bundle, bundle_dir, out, handed, regrade, only)
-        graded = grade_submissions(gradebook, bundle, out, routing, handed, work.todo, progress, clock)
+        service = GradingService(bundle, gradebook, handed.roster, timings=clock)
+        graded = grade_submissions(service, out, routing, handed, work.todo, progress)
         with clock.stage("class"):
-            settled = after_grading(gradebook, bundle, handed, graded)
+            settled = after_grading(service, handed, graded)
     with clock.stage("class"):
         if settled.changes:
             write_private(out / "changes.csv", history.changes_csv(settled.changes).encode())
-        export_reports(out, bundle, settled.rows, set(graded.results), settled.late)
+        export_reports(out, bundle, settled.rows, set(graded.recorded), settled.late)
     notes_of_intake = tuple(IntakeNote(r.entry, r.message) for r in handed.rows if r.status == "skipped")
     return GradeRun(bundle, out, [r for r, _ in settled.rows], graded.isolation, len(work.todo), work.skipped,
                     work.notes, notes_of_intake, handed.rows, settled.late, settled.changes)
@@ -270,48 +245,43 @@ def select_work(gradebook: Gradebook, bundle: GradingBundle, bundle_dir: Path, o
     return Work(todo, len(handed.submissions) - len(todo), notes)
 
 
-def grade_submissions(gradebook: Gradebook, bundle: GradingBundle, out: Path, routing: AbstractContextManager[Route],
+def grade_submissions(service: GradingService, out: Path, routing: AbstractContextManager[Route],
                       handed: ClassIntake, todo: list[Submission],
-                      progress: Optional[Callable[[int, int, str], None]], clock: Timings) -> Graded:
-    """Grade `todo` on the route, recording each result and writing its pages as it comes back."""
-    policy = policy_from(bundle.due, bundle.late)
-    runnable = [s for s in todo if s.program is not None]
-    graded: dict[str, SubmissionResult] = {}
+                      progress: Optional[Callable[[int, int, str], None]]) -> Graded:
+    """Grade `todo` through the grading service, writing each student's pages as their grading is kept."""
+    bundle, clock = service.bundle, service.clock
+    graded: dict[str, Recorded] = {}
 
-    def record(submission: Submission, result: SubmissionResult, iso: str) -> None:
+    def handed_in(submission: Submission) -> HandedIn:
         when, source = handed.times.get(submission.student, (None, ""))
-        marked = result.student in handed.late_marked
-        with clock.stage("gradebook"):
-            gradebook.record(result, iso, GradingContext(handed.sources.get(submission.student, ""),
-                                                         when.isoformat() if when else None, source, marked))
-        with clock.stage("pages"):
-            late = late_outcome(policy, handed.roster, result, when, source, marked) if bundle.due else None
-            # pages are written while the sandbox workers grade the next submissions, not after
-            write_student_reports(out, bundle, result, iso, late)
-        graded[result.student] = result
-        if progress:
-            progress(len(graded), len(todo), submission.student)
+        return HandedIn(submission, GradingContext(handed.sources.get(submission.student, ""),
+                                                   when.isoformat() if when else None, source,
+                                                   submission.student in handed.late_marked))
 
     try:
         with routing as route:
-            for submission in todo:
-                if submission.program is None:
-                    with clock.stage("score"):
-                        result = grade_submission(bundle, submission, None)
-                    record(submission, result, route.isolation)
-            for submission, result, iso in route.grade(runnable):
-                record(submission, result, iso)
+            # the files with no program first, as before: they are kept while the workers start
+            ordered = sorted(todo, key=lambda s: s.program is not None)
+            for recorded in service.grade(route, (handed_in(s) for s in ordered)):
+                with clock.stage("pages"):
+                    # pages are written while the sandbox workers grade the next submissions, not after
+                    write_student_reports(out, bundle, recorded.result, recorded.isolation,
+                                          recorded.late if bundle.due else None)
+                graded[recorded.result.student] = recorded
+                if progress:
+                    progress(len(graded), len(todo), recorded.result.student)
             return Graded(graded, route.isolation)
     except SandboxError as err:
         raise QkvError("sandbox", f"{err}; {len(graded)} submission(s) graded before it are kept, "
                                   "and running the same command again grades the rest") from None
 
 
-def after_grading(gradebook: Gradebook, bundle: GradingBundle, handed: ClassIntake, graded: Graded) -> Settled:
-    """Every student's late outcome (this hand-in's time, else the last grading's), the class stored beside the
-    grades, and who gained or lost points against their grading before."""
-    rows = gradebook.results(known=graded.results)
-    stored_times = {student: (h.submitted_at, h.time_source) for student, h in gradebook.latest_hand_ins().items()}
-    late = _late_outcomes(bundle, rows, handed, handed.roster, stored_times)
-    classbook.store_class(gradebook, handed.roster, late, bundle.title, bundle.due, bundle.late)
-    return Settled(rows, late, history.changes(gradebook, graded.results))
+def after_grading(service: GradingService, handed: ClassIntake, graded: Graded) -> Settled:
+    """Every student's late outcome (as kept with their counted grading), the class stored beside the grades,
+    and who gained or lost points against their grading before."""
+    results = {student: r.result for student, r in graded.recorded.items()}
+    book, bundle = service.book, service.bundle
+    rows = book.results(known=results)
+    late = service.settled(graded.recorded.values())
+    classbook.store_class(book, handed.roster, late, bundle.title, bundle.due, bundle.late)
+    return Settled(rows, late, history.changes(book, results))

@@ -7,11 +7,12 @@ whose pages are rendered on the server and work without JavaScript.
 - course.py: which assignments are served, from where, with which limits (the manifest's `serve`).
 - handin.py: one upload checked and stored as an attempt (or refused in one sentence), the same for the
   browser and `qkv_check.py --submit`.
-- grader.py: background graders that claim attempts, grade them on the same route `qkv grade` uses and
-  record each exactly once, with the late policy `qkv grade` applies.
+- grader.py: background graders that claim attempts and grade and record each exactly once through the
+  grading service `qkv grade` calls (grade/service.py), which keeps its late outcome.
 - guard.py: the trust boundary of HTTP: bounded bodies and headers, security headers, sessions, CSRF,
   sign-in rate limits, cleaned file names.
-- web.py and pages.py: the routes and the pages; instructors' views call the classroom code the CLI calls.
+- web.py puts the app together (its endpoints in app/, by audience; the graders started in its lifespan) and
+  pages.py renders; instructors' views (instructor.py) call the classroom code the CLI calls.
 - command.py: `qkv serve` and `qkv tokens`.
 
 Nothing accepted is lost: an attempt is in the gradebook (file included) before the student is

@@ -74,11 +74,13 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     from autograder.serve.grader import Grader
     from autograder.serve.guard import HEADER_BYTES
     from autograder.serve.instructor import settle_class
-    from autograder.serve.web import ServiceState, make_app
+    from autograder.serve.app.state import ServiceState
+    from autograder.serve.web import make_app, stop_graders
 
     course = find_course()
     sync_s = _sync_period(course.config.lti, lti_sync_hours)
-    assignments = {name: served_assignment(name, course.output("dist", name)) for name in names}
+    assignments = {name: served_assignment(name, course.output("dist", name), course.assignments)
+                   for name in names}
     class_roster, which = _roster(roster)
     store = _store(db)
     books, notes = {}, {}
@@ -88,9 +90,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             notes[name] = note
         if isinstance(store, Path):
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
-        settle_class(a, books[name], class_roster)
-    state = ServiceState(assignments, books, open_accounts(store), class_roster, secure_cookies=secure_cookies,
-                         notes=notes, lti=_lti_tool(course, store))
+    state = ServiceState(assignments, open_accounts(store), class_roster, secure_cookies, books=books, notes=notes,
+                         lti=_lti_tool(course, store))
     protect = protected(assignments, store, course)
 
     def report(line: str) -> None:
@@ -103,8 +104,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         def route(a=a, limits=limits):
             return open_route(a.bundle, a.bundle_dir, jobs, limits, isolation or a.bundle.isolation, cluster,
                               protect=protect)
-        state.graders[name] = Grader(a, books[name], class_roster, route, report)
-        state.graders[name].start()
+        state.graders[name] = Grader(a, books[name], class_roster, route, report)  # started in the app's lifespan
+        settle_class(state.graders[name].service, a)
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
 
@@ -128,10 +129,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
                     # without a proxy, any local user could name another address and dodge the sign-in limits
                     proxy_headers=proxy, forwarded_allow_ips="127.0.0.1" if proxy else "")
     finally:
-        for grader in state.graders.values():
-            grader.ask_to_stop()  # all at once: each then finishes what it claimed beside the others
-        for grader in state.graders.values():
-            grader.stop()
+        stop_graders(state)  # the lifespan's end stopped them, unless the app never started (a port taken)
         if state.lti is not None:
             poster.stop()
         if state.lti is not None and sync_s:

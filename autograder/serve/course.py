@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Optional, Union
 
-from autograder.assemble.manifest import ServeSettings
-from autograder.bundle import GradingBundle, read_bundle
-from autograder.classroom.deadlines import LatePolicy, policy_from, student_due
+from autograder.assemble.manifest import LmsLinks, ServeSettings, lms_links
+from autograder.bundle import GradingBundle, bundle_fingerprint, read_bundle
+from autograder.classroom.deadlines import Deadline, policy_from, student_due
 from autograder.classroom.roster import Roster
 from autograder.errors import QkvError
 from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook
@@ -32,13 +33,14 @@ class ServedAssignment:
     bundle_dir: Path  # dist/NAME/autograder
     release_dir: Path  # dist/NAME/student: what a student downloads
     settings: ServeSettings
+    lms: LmsLinks = LmsLinks()  # the manifest's LMS links, read at start (the exports name the Canvas assignment)
 
     @property
     def counting(self) -> Counting:
         return Counting(self.settings.counts)
 
-    @property
-    def policy(self) -> LatePolicy:
+    @cached_property
+    def policy(self) -> Deadline:
         return policy_from(self.bundle.due, self.bundle.late)
 
     def dates_of(self, student: str, roster: Optional[Roster]) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
@@ -48,20 +50,20 @@ class ServedAssignment:
         return student_due(self.policy, extension_of(roster, student))
 
 
-def served_assignment(name: str, dist: Path) -> ServedAssignment:
+def served_assignment(name: str, dist: Path, manifests: Optional[Path] = None) -> ServedAssignment:
+    """NAME's build under `dist`; `manifests`: the course's folder of manifests, for its LMS links."""
     bundle_dir = dist / "autograder"
     if not (bundle_dir / "assignment.json").is_file():
         raise QkvError(str(dist), f"no build of '{name}' here: run `qkv build {name}` first")
     bundle = read_bundle(bundle_dir)
     settings = ServeSettings.model_validate(bundle.serve) if bundle.serve else ServeSettings()
-    return ServedAssignment(name, bundle, bundle_dir, dist / "student", settings)
+    return ServedAssignment(name, bundle, bundle_dir, dist / "student", settings,
+                            lms_links(name, manifests) if manifests is not None else LmsLinks())
 
 
 def open_gradebook(store: Store, assignment: ServedAssignment) -> tuple[Gradebook, Optional[str]]:
     """The assignment's gradebook, bound to this build; with a note when the build changed since it was last
     served (then every graded attempt is graded again, as `qkv grade` grades everyone again)."""
-    from autograder.routes.class_grading import bundle_fingerprint
-
     where: Union[Path, str] = store if isinstance(store, str) else store / assignment.name / GRADEBOOK_FILE
     book = Gradebook(where, assignment=assignment.name, durable=True)
     mismatch = book.check_assignment(assignment.name, bundle_fingerprint(assignment.bundle_dir))

@@ -8,8 +8,9 @@ handed in meanwhile goes on at once. It holds one attempt of a student at a time
 the last), so no student holds more than one worker; the local route is fair to fresh attempts besides
 (SandboxPool.map: an attempt that ran long yields its slot, and its rerun waits behind fresh ones). A woken grader (a new attempt) starts at once, an idle one looks
 again every second (another web process may have accepted one). While it grades it renews its claims,
-so a grader of another process takes over only the attempts of a grader that died. The late policy is
-`qkv grade`'s: the time is when the server received the attempt.
+so a grader of another process takes over only the attempts of a grader that died. Each attempt is graded and
+recorded through the grading service `qkv grade` uses (grade/service.py), which keeps its late outcome: the time
+is when the server received the attempt.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from typing import Callable, Iterator, Optional
 
 from autograder.classroom.roster import Roster
 from autograder.grade.gradebook import Gradebook
-from autograder.grade.gradebook.records import Attempt, GradingContext
-from autograder.grade.intake import Submission, submission_from_bytes
+from autograder.grade.gradebook.records import Attempt, AttemptState, GradingContext
+from autograder.grade.intake import submission_from_bytes
 from autograder.grade.route import Route
-from autograder.grade.score import grade_submission
-from autograder.results import SubmissionResult
+from autograder.grade.service import GradingService, HandedIn, Recorded
 from autograder.serve.course import ServedAssignment
-from autograder.serve.instructor import TIME_SOURCE, attempt_late, settle_student
+
+TIME_SOURCE = "received by qkv serve"
 
 STALE_SECONDS = 30.0  # a claim not renewed for this long belongs to a grader that died
 RENEW_SECONDS = 5.0
@@ -45,6 +46,7 @@ class Grader:
         self.assignment = assignment
         self.book = book
         self.roster = roster
+        self.service = GradingService(assignment.bundle, book, roster, assignment.counting)
         self._open_route = open_route
         self._report = report
         self._wake = threading.Event()
@@ -118,12 +120,11 @@ class Grader:
         """Grade attempts on `route` until none is waiting or being graded, each claimed as soon as the route has
         room for it (so its workers never wait for the slowest of a batch, and an attempt handed in while others
         are graded goes on at once); whether any attempt was claimed."""
-        bundle = self.assignment.bundle
         graded: dict[str, Attempt] = {}  # by student: the attempt the route holds (one of each student at a time)
         later: list[Attempt] = []  # claimed while the same student's attempt was on the route
         claimed = False
 
-        def stream() -> Iterator[Optional[Submission]]:
+        def stream() -> Iterator[Optional[HandedIn]]:
             nonlocal claimed
             while not self._stop.is_set():
                 attempt = next((a for a in later if a.student not in graded), None)
@@ -140,35 +141,35 @@ class Grader:
                     if attempt.student in graded:
                         later.append(attempt)
                         continue
-                submission = submission_from_bytes(attempt.student, Path(attempt.filename),
-                                                   self.book.attempt_body(attempt.id))
-                if submission.program is None:
-                    self._record(attempt, grade_submission(bundle, submission, None), route.isolation)
-                    continue
-                graded[attempt.student] = attempt
-                yield submission
+                handed = self._handed(attempt)
+                if handed.submission.program is not None:  # one with none is recorded as it is read
+                    graded[attempt.student] = attempt
+                yield handed
 
-        for submission, result, isolation in route.grade(stream()):
-            self._record(graded.pop(submission.student), result, isolation)
+        for recorded in self.service.grade(route, stream()):
+            if recorded.handed.submission.program is not None:
+                graded.pop(recorded.result.student)
+            self._recorded(recorded)
         # claimed while stopping: given back at once (after a failure, `_run` gives back everything held)
         self._release([a.id for a in later])
         return claimed
 
-    def _record(self, attempt: Attempt, result: SubmissionResult, isolation: str) -> None:
-        late = attempt_late(self.assignment, self.roster, result, attempt)
-        self.book.record(result, isolation, GradingContext("qkv serve: " + attempt.filename,
-                                                           attempt.received.isoformat(), TIME_SOURCE, False),
-                         attempt=attempt.id, final=late.final if late else result.score,
-                         counting=self.assignment.counting)
-        settle_student(self.assignment, self.book, self.roster, attempt.student)
-        self._release([attempt.id])
+    def _handed(self, attempt: Attempt) -> HandedIn:
+        submission = submission_from_bytes(attempt.student, Path(attempt.filename), self.book.attempt_body(attempt.id))
+        return HandedIn(submission, GradingContext("qkv serve: " + attempt.filename, attempt.received.isoformat(),
+                                                   TIME_SOURCE, False), attempt.id)
+
+    def _recorded(self, recorded: Recorded) -> None:
+        # the grading, its late outcome and the class's copy of the counted one are kept in one transaction
+        self._release([recorded.handed.attempt or ""])
 
     def _release(self, attempt_ids: list[str]) -> None:
         # an attempt given back unrecorded is claimed again once its claim goes stale; giving it back at once keeps
         # it from waiting. They stay held until then, so a failure here leaves them to `_run`'s giving back
         # (under the lock, so that no renewal copied before it writes a fresh claim over the one given back)
         with self._held_lock:
-            unrecorded = [a for a in attempt_ids if (found := self.book.attempt(a)) and found.state.value != "graded"]
+            unrecorded = [a for a in attempt_ids
+                          if (found := self.book.attempt(a)) and found.state is not AttemptState.GRADED]
             if unrecorded:
                 self.book.renew_claims(unrecorded, time.time() - STALE_SECONDS - 1)
                 self._wake.set()

@@ -1,77 +1,31 @@
-"""What the service shows from a gradebook, through the code the CLI uses: a feedback page (report/), the
-class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py), the
+"""What the service shows its staff from a gradebook, through the code the CLI uses: the class table and the LMS files (classroom/grades_export.py), the item analysis (classroom/stats_page.py), the
 copying signals (classroom/signals.py, on each student's counted attempt),
-and the late outcomes kept beside the grades so that those exports apply the late policy.
+and the late outcomes kept beside the grades (by the grading service, grade/service.py) so that those exports
+apply the late policy.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from autograder.classroom import classbook
-from autograder.classroom.deadlines import LateOutcome
 from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.classroom.grades_export import export_files, grade_column, grade_lines
 from autograder.classroom.roster import Roster
 from autograder.classroom.stats_page import class_report
 from autograder.grade.gradebook import Gradebook
-from autograder.grade.gradebook.records import Attempt
 from autograder.grade.intake import submission_from_bytes
-from autograder.report.feedback import feedback_html
-from autograder.results import SubmissionResult
-from autograder.routes.class_grading import late_outcome
+from autograder.grade.service import GradingService
 from autograder.serve.course import ServedAssignment
 from autograder.serve.pages import Refusal, when
 
-TIME_SOURCE = "received by qkv serve"
-
-
-def attempt_late(a: ServedAssignment, roster: Optional[Roster], result: SubmissionResult,
-                 attempt: Attempt) -> Optional[LateOutcome]:
-    """The late policy applied to an attempt, as `qkv grade` applies it, at the time the server received it."""
-    return late_outcome(a.policy, roster, result, attempt.received, TIME_SOURCE, False) if a.bundle.due else None
-
-
-def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.datetime) -> bool:
-    """Whether nobody can hand in any more: every student's last date (their extension's) has passed. Only then
-    do the service's feedback pages show hidden tests' details and worked solutions: a student past their own
-    due date may still hand in, and a classmate with an extension still works."""
-    students = [s.id for s in roster.students] if roster else []
-    lasts = [a.dates_of(student, roster)[1] for student in students] or [a.dates_of("", roster)[1]]
-    return all(last is not None and now > last for last in lasts)
-
-
-def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt) -> str:
-    graded = book.grading_result(attempt.grading) if attempt.grading else None
-    if graded is None:
-        return ""
-    result, isolation = graded
-    return feedback_html(result, a.bundle.title, a.bundle.due, isolation, attempt_late(a, roster, result, attempt),
-                         a.bundle, reveal=closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc)))
-
-
-def settle_student(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], student: str) -> None:
-    """Keep the late outcome of the student's counted attempt beside the grades (the exports read it)."""
-    counted = next((t for t in book.attempts_of(student) if t.counted and t.grading), None)
-    graded = book.grading_result(counted.grading) if counted and counted.grading else None
-    outcome = attempt_late(a, roster, graded[0], counted) if graded and counted else None
-    if outcome is not None:
-        book.store_late(classbook.late_entry(student, outcome))
-
-
-def settle_class(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -> None:
-    """At start: the class (title, roster, late policy) and every counted attempt's late outcome."""
-    late: dict[str, LateOutcome] = {}
-    for student in book.attempt_totals():
-        counted = next((t for t in book.attempts_of(student) if t.counted and t.grading), None)
-        graded = book.grading_result(counted.grading) if counted and counted.grading else None
-        outcome = attempt_late(a, roster, graded[0], counted) if graded and counted else None
-        if outcome is not None:
-            late[student] = outcome
-    classbook.store_class(book, roster, late, a.bundle.title, a.bundle.due, a.bundle.late)
+def settle_class(service: GradingService, a: ServedAssignment) -> None:
+    """At start: the class (title, roster, late policy) and every counted attempt's late outcome, as kept (worked
+    out again only under an extension changed since, or for a grading of before the service kept them)."""
+    classbook.store_class(service.book, service.roster, service.settled(), a.bundle.title, a.bundle.due,
+                          a.bundle.late)
 
 
 @dataclass(frozen=True)
@@ -139,13 +93,10 @@ def stats_page(a: ServedAssignment, book: Gradebook) -> str:
 
 def export(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], fmt: str) -> tuple[str, bytes]:
     """(a file name, the LMS import file) as `qkv export-grades --format FMT` writes it."""
-    from autograder.assemble.manifest import lms_links
-    from autograder.course.find import find_course
-
     if fmt not in GRADE_FORMATS:
         raise Refusal(404, f"no export format {fmt!r}: choose {', '.join(GRADE_FORMATS)}", "Not found")
     column = grade_column(fmt, classbook.stored_title(book) or a.name,
-                          lms_links(a.name, find_course().assignments).canvas_assignment_id)
+                          a.lms.canvas_assignment_id)
     out = Path(f"{a.name}-{fmt}.csv")
     files, _ = export_files(book, fmt, out, column, roster)
     return out.name, files[out]

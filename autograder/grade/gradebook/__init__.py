@@ -28,12 +28,12 @@ from autograder.grade.gradebook.database import (Database, database_errors, is_p
                                                  schema_name, shown_url)
 from autograder.grade.gradebook.lti import ScoreOutbox
 from autograder.grade.gradebook.reads import Reads
-from autograder.grade.gradebook.records import (Grading, GradingContext, HandIn, LateEntry, LateRules, LatestGrading,
+from autograder.grade.gradebook.records import (CountedLate, Grading, GradingContext, HandIn, LateEntry, LateRules, LatestGrading,
                                                 MistakeHit, RosterEntry, ScoreTable, StoredSubmission, TestKey)
 from autograder.grade.gradebook.schema import FORMAT, GRADEBOOK_FILE, SCHEMA
 from autograder.grade.gradebook.writes import Writes
 
-__all__ = ["Attempt", "NewAttempt", "FORMAT", "GRADEBOOK_FILE", "Gradebook", "Grading", "GradingContext", "HandIn", "LateEntry", "LateRules",
+__all__ = ["Attempt", "CountedLate", "NewAttempt", "FORMAT", "GRADEBOOK_FILE", "Gradebook", "Grading", "GradingContext", "HandIn", "LateEntry", "LateRules",
            "LatestGrading", "MistakeHit", "RosterEntry", "ScoreTable", "StoredSubmission", "TestKey"]
 
 

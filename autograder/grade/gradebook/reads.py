@@ -7,16 +7,25 @@ without a sort. Lists of ids or students go in chunks of 500, under SQLite's lim
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional
 
 from autograder.grade.gradebook.database import Database
-from autograder.grade.gradebook.records import (Grading, HandIn, LateEntry, LateRules, RosterEntry, StoredSubmission,
+from autograder.late_policy import LatePolicy
+from autograder.grade.gradebook.records import (CountedLate, Grading, HandIn, LateEntry, LateRules, RosterEntry, StoredSubmission,
                                                 TestKey, moment)
 from autograder.results import SubmissionResult
 
 LATEST = "SELECT grading FROM counted"  # each student's grading that counts (`qkv grade`: the latest)
 CHUNK = 500
+_LATE = "due, submitted_at, time_source, late_seconds, raw, penalty, final, max_score, rule, extension"
+_LATE_OF_L = ", ".join(f"l.{column}" for column in _LATE.split(", "))  # beside gradings' columns of the same names
+
+
+def _late_entry(row: Sequence[Any]) -> LateEntry:
+    student, due, submitted, source, late, raw, penalty, final, max_score, rule, ext = row
+    return LateEntry(student, moment(due), moment(submitted), source, late, raw, penalty, final, max_score, rule, ext)
+
 _GRADING = "id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at, time_source"
 
 
@@ -117,7 +126,22 @@ class Reads:
     def late_rules(self) -> LateRules:
         row = self._db.execute("SELECT value FROM class_meta WHERE key = 'late_rules'").fetchone()
         data = json.loads(row[0]) if row else {}
-        return LateRules(data.get("due"), data.get("late"))
+        late = data.get("late")
+        return LateRules(data.get("due"), LatePolicy.model_validate(late) if isinstance(late, dict) else None)
+
+    def grading_late(self, grading: int) -> Optional[LateEntry]:
+        """A grading's late outcome as the grading service kept it; None for a grading of before it kept them."""
+        row = self._db.execute(f"SELECT g.student, {_LATE_OF_L} FROM grading_late AS l JOIN gradings AS g ON g.id ="
+                               " l.grading WHERE l.grading = ?", (grading,)).fetchone()
+        return _late_entry(row) if row else None
+
+    def counted_late(self) -> list[CountedLate]:
+        """Each student's counted grading with its hand-in and its kept late outcome (None for one of before)."""
+        rows = self._db.execute("SELECT g.id, g.score, g.max_score, g.submitted_at, g.time_source, g.late_marked,"
+                                f" l.grading, g.student, {_LATE_OF_L} FROM counted AS c JOIN gradings AS g ON g.id ="
+                                " c.grading LEFT JOIN grading_late AS l ON l.grading = g.id ORDER BY g.student")
+        return [CountedLate(row[0], row[7], row[1], row[2], HandIn(moment(row[3]), row[4], bool(row[5])),
+                            _late_entry(row[7:]) if row[6] is not None else None) for row in rows]
 
     def class_roster(self) -> list[RosterEntry]:
         """The roster the last run that had one used, in its order; [] when none had."""
@@ -127,8 +151,4 @@ class Reads:
 
     def class_late(self) -> list[LateEntry]:
         """Each student's late outcome as the last run worked it out."""
-        return [LateEntry(student, moment(due), moment(submitted), source, late, raw, penalty, final, max_score, rule,
-                          ext)
-                for student, due, submitted, source, late, raw, penalty, final, max_score, rule, ext
-                in self._db.execute("SELECT student, due, submitted_at, time_source, late_seconds, raw, penalty, final,"
-                                    " max_score, rule, extension FROM class_late")]
+        return [_late_entry(row) for row in self._db.execute(f"SELECT student, {_LATE} FROM class_late")]

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from autograder.late_policy import LatePolicy
+
 TestKey = tuple[str, str]  # (problem id, test name)
 
 
@@ -145,11 +147,24 @@ class LateEntry:
 
 
 @dataclass(frozen=True)
+class CountedLate:
+    """A student's counted grading, when it was handed in, and the late outcome kept with it (None: a grading of
+    before the grading service kept one; grade/service.py works it out then)."""
+
+    grading: int
+    student: str
+    score: float
+    max_score: float
+    hand_in: HandIn
+    late: Optional[LateEntry]
+
+
+@dataclass(frozen=True)
 class LateRules:
-    """The assignment's due date and late policy as the bundle holds them (plain data), for the history."""
+    """The assignment's due date and late policy as the bundle holds them, for the history."""
 
     due: Optional[str] = None
-    late: Optional[dict[str, Any]] = None
+    late: Optional[LatePolicy] = None
 
 
 class AttemptState(enum.Enum):

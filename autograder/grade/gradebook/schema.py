@@ -15,7 +15,9 @@ from __future__ import annotations
 # policy beside the class, so `qkv history` could not say a grading's final score; 3 kept only the latest
 # grading's whole result and no attempts, so `qkv serve` could show no earlier attempt and count no best one.
 # Format 4 gained lti_scores (the LMS outbox of qkv serve as an LTI tool, gradebook/lti.py) without a new number:
-# no reader needs it, and a format-4 gradebook gets it, empty, when it is next opened for writing
+# no reader needs it, and a format-4 gradebook gets it, empty, when it is next opened for writing; so did
+# grading_late (each grading's late outcome, worked out once by the grading service, grade/service.py): a grading
+# of before has none, and its readers fall back on class_late, the outcome kept beside the class then
 FORMAT = 4
 GRADEBOOK_FILE = "gradebook.sqlite"
 
@@ -72,6 +74,11 @@ CREATE TABLE IF NOT EXISTS class_late (
     student TEXT PRIMARY KEY, due TEXT, submitted_at TEXT, time_source TEXT NOT NULL, late_seconds REAL NOT NULL,
     raw REAL NOT NULL, penalty REAL NOT NULL, final REAL NOT NULL, max_score REAL NOT NULL, rule TEXT NOT NULL,
     extension TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS grading_late (
+    grading INTEGER PRIMARY KEY REFERENCES gradings(id) ON DELETE CASCADE, due TEXT, submitted_at TEXT,
+    time_source TEXT NOT NULL, late_seconds REAL NOT NULL, raw REAL NOT NULL, penalty REAL NOT NULL,
+    final REAL NOT NULL, max_score REAL NOT NULL, rule TEXT NOT NULL, extension TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS attempts (
     id          TEXT PRIMARY KEY,

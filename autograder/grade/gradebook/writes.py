@@ -60,13 +60,14 @@ class Writes:
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'bundle'", (bundle_fingerprint,))
 
     def record(self, result: SubmissionResult, isolation: str, context: GradingContext = GradingContext(),
-               attempt: Optional[str] = None, final: Optional[float] = None,
+               attempt: Optional[str] = None, late: Optional[LateEntry] = None,
                counting: Counting = Counting.LATEST) -> Optional[int]:
         """Store one grading of a submission in a single transaction and choose the student's counted grading
         (`qkv grade`: this one). With `attempt`, the grading of an attempt `qkv serve` accepted: it is recorded
         once (a second grading of an attempt already graded, say after a restart, returns None and writes
-        nothing) and the attempt is marked graded in the same transaction; `final` is its score after the late
-        policy. Returns the grading's id."""
+        nothing) and the attempt is marked graded in the same transaction. `late` is its late outcome (the
+        grading service's, grade/service.py): kept with it, its final score the grading's, and, for an
+        attempt, the counted grading's kept beside the class (class_late) for the exports. Returns its id."""
         # a mistake of a function built on is stored as "that problem/mistake", so the class counts it where it starts
         tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed),
                   f"{t.cause}/{t.misconception}" if t.cause and t.misconception else t.misconception)
@@ -86,7 +87,7 @@ class Writes:
                  result.max_score, isolation, context.source, context.submitted_at, context.time_source,
                  int(context.late_marked), json.dumps(result.answers, allow_nan=True),
                  result.to_json_text(), attempt,
-                 result.score if final is None else final),
+                 result.score if late is None else late.final),
             ).fetchone()[0]
             self._db.executemany("INSERT INTO grading_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                  [(grading, *test) for test in tests])
@@ -96,16 +97,24 @@ class Writes:
                 _COUNTED.format(order=_ORDER[counting]), (result.student,)).fetchone()[0]
             self._db.execute("INSERT INTO counted VALUES (?, ?) ON CONFLICT (student) DO UPDATE SET grading = ?",
                              (result.student, counted, counted))
+            if late is not None:
+                self._db.execute("INSERT INTO grading_late VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (grading, *_late_row(late)[1:]))
+            if late is not None and attempt is not None:  # `qkv grade` keeps the whole class's once, at the end
+                self._db.execute("DELETE FROM class_late WHERE student = ?", (result.student,))
+                self._db.execute("INSERT INTO class_late SELECT ?, due, submitted_at, time_source, late_seconds, raw,"
+                                 " penalty, final, max_score, rule, extension FROM grading_late WHERE grading = ?",
+                                 (result.student, counted))
         return grading
 
     def store_class(self, title: str, roster: Optional[Sequence[RosterEntry]], late: Sequence[LateEntry],
                     rules: LateRules = LateRules()) -> None:
         """Replace the class beside the grades in one transaction: the title, the roster (kept as it was when
         `roster` is None), every late outcome, and the late policy they were worked out under."""
+        kept_rules = {"due": rules.due, "late": rules.late.to_json() if rules.late else None}
         with self._db.write():
             self._db.executemany("INSERT INTO class_meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
-                                 " excluded.value", [
-                ("title", title), ("late_rules", json.dumps({"due": rules.due, "late": rules.late}))])
+                                 " excluded.value", [("title", title), ("late_rules", json.dumps(kept_rules))])
             if roster is not None:
                 self._db.execute("DELETE FROM class_roster")
                 self._db.executemany("INSERT INTO class_roster VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
@@ -115,8 +124,13 @@ class Writes:
             self._db.executemany("INSERT INTO class_late VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                  [_late_row(o) for o in sorted(late, key=lambda o: o.student)])
 
-    def store_late(self, entry: LateEntry) -> None:
-        """Replace one student's late outcome (`qkv serve`, after each grading of theirs)."""
+    def store_late(self, grading: int, entry: LateEntry) -> None:
+        """Keep a grading's late outcome worked out again under a changed extension (grade/service.py's
+        `settled`), and, when the grading counts, beside the class."""
         with self._db.write():
-            self._db.execute("DELETE FROM class_late WHERE student = ?", (entry.student,))
-            self._db.execute("INSERT INTO class_late VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _late_row(entry))
+            self._db.execute("DELETE FROM grading_late WHERE grading = ?", (grading,))
+            self._db.execute("INSERT INTO grading_late VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             (grading, *_late_row(entry)[1:]))
+            if self._db.execute("SELECT 1 FROM counted WHERE grading = ?", (grading,)).fetchone():
+                self._db.execute("DELETE FROM class_late WHERE student = ?", (entry.student,))
+                self._db.execute("INSERT INTO class_late VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _late_row(entry))

@@ -34,6 +34,7 @@ from autograder.serve.lti.keys import jwks, read_keys
 from autograder.serve.lti.members import CUSTOM, Claims, is_learner, lms_person, lms_user, roster_match
 from autograder.course.lti_settings import LtiSettings, Platform, origin_of
 from autograder.serve.guard import FAILURE_WINDOW, LTI_LOGINS_ALLOWED, client_address
+from autograder.serve.app.site import Site, refusal_page, session_response
 from autograder.serve.pages import Refusal
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -70,9 +71,7 @@ class LtiTool:
     def close(self) -> None:
         self.store.close()
 
-    def routes(self, state: Any) -> list[Route]:
-        from autograder.serve.web import refusal_page, session_response
-
+    def routes(self, state: Site) -> list[Route]:
         values = StoredValues(self.store)
         launch_url = self.settings.tool_url + LAUNCH_PATH
 
