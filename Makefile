@@ -82,12 +82,16 @@ demo: setup
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); echo $$((n + 1)))
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
+# TESTS: the folders or modules to run, all of tests/ by default (`make check TESTS=tests/serve`: one area)
+TESTS ?=
+
 check: setup
 	$(BIN)/ruff check autograder qkv_runtime
-	$(PYTEST) -m "not slow"
+	$(BIN)/python -m mypy
+	$(PYTEST) -m "not slow" $(TESTS)
 
 test: setup
-	$(PYTEST) --durations=15
+	$(PYTEST) --durations=15 $(TESTS)
 
 clean:
 	rm -rf $(VENV) dist .cache
