@@ -15,8 +15,8 @@ STAMP := $(VENV)/.installed
 # is: Debian keeps initdb off PATH, in /usr/lib/postgresql/VERSION/bin.
 SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /usr/share/javascript/katex/katex.min.js:libjs-katex npm:npm \
   initdb,/usr/lib/postgresql/*/bin/initdb:postgresql
-# axe-core checks the feedback page's accessibility in the tests (tests/test_feedback_browser.py), in the repository's
-# own .cache/ (ignored by git), pinned
+# axe-core checks the feedback page's accessibility in the tests (tests/report/test_feedback_browser.py), in the
+# repository's own .cache/ (ignored by git), pinned
 AXE := .cache/npm/node_modules/axe-core/axe.min.js
 AXE_VERSION := 4.14.1
 # The sandbox and grading tests run a second time as this unprivileged user (tests/test_as_user.py).
@@ -82,12 +82,16 @@ demo: setup
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); echo $$((n + 1)))
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
+# TESTS: the folders or modules to run, all of tests/ by default (`make check TESTS=tests/serve`: one area)
+TESTS ?=
+
 check: setup
 	$(BIN)/ruff check autograder qkv_runtime
-	$(PYTEST) -m "not slow"
+	$(BIN)/python -m mypy
+	$(PYTEST) -m "not slow" $(TESTS)
 
 test: setup
-	$(PYTEST) --durations=15
+	$(PYTEST) --durations=15 $(TESTS)
 
 clean:
 	rm -rf $(VENV) dist .cache

@@ -15,8 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the sandbox, the supervisor's deadlines, grading whole classes of hostile code, the self-check's own time limits
-MODULES = ("test_sandbox.py", "test_supervisor.py", "test_execute.py", "test_grade.py", "test_hostile_class.py",
-           "test_class_attacks.py", "test_selfcheck_limits.py")
+MODULES = ("sandbox/test_sandbox.py", "sandbox/test_supervisor.py", "grade/test_execute.py", "grade/test_grade.py",
+           "routes/test_hostile_class.py", "classroom/test_class_attacks.py", "selfcheck/test_selfcheck_limits.py")
 TESTS_SECONDS = 1500
 HOG_SECONDS = TESTS_SECONDS + 60
 BUSY_LOOP = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"

@@ -12,4 +12,5 @@ __version__ = "0.1.0"
 # installed (jupyter-events brings it, with nbgrader): 2 s of CPU in every qkv process that reads or writes a
 # notebook, on the 2-core machine of the figures. It serves only the "iri" formats, which no nbformat schema
 # checks, so qkv's processes import jsonschema without it.
-sys.modules.setdefault("rfc3987_syntax", None)
+# (None there is Python's documented "not importable", which typeshed's ModuleType values leave out)
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]

@@ -214,8 +214,8 @@ def build(name: str, out: Path | None) -> None:
     for part, sizes in parts.items():
         table.add_row(part, str(len(sizes)), f"{sum(sizes):,}")
     console.print(table)
-    out = escape(str(result.out))
-    console.print(f"students get [bold]{out}/student/[/]; the rest holds the answers and is readable by you only "
+    shown = escape(str(result.out))
+    console.print(f"students get [bold]{shown}/student/[/]; the rest holds the answers and is readable by you only "
                   f"({', '.join(PRIVATE)}): keep it so")
 
 

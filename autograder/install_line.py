@@ -21,7 +21,8 @@ def _direct_url(path: list[str] | None) -> dict | None:
     """What pip recorded of where qkv came from; None when nothing readable was recorded.
 
     An in-tree build leaves a qkv.egg-info beside the sources, without a record: the one with a record wins."""
-    for dist in metadata.distributions(name="qkv", **({} if path is None else {"path": path})):
+    found = metadata.distributions(name="qkv") if path is None else metadata.distributions(name="qkv", path=path)
+    for dist in found:
         try:
             data = json.loads(dist.read_text("direct_url.json") or "null")
         except (OSError, ValueError):
@@ -41,12 +42,12 @@ def install_line(extra: str, path: list[str] | None = None) -> str:
     look for its metadata instead of sys.path)."""
     record = _direct_url(path)
     if record is not None:
-        url, path = record["url"], _local_path(record["url"])
-        if path is not None and path.exists():
+        url, local = record["url"], _local_path(record["url"])
+        if local is not None and local.exists():
             dir_info = record.get("dir_info")
-            editable = isinstance(dir_info, dict) and dir_info.get("editable") is True and path.is_dir()
-            return f"pip install {'-e ' if editable else ''}{shlex.quote(f'{path}[{extra}]')}"
-        if path is None:  # a URL: pip's own form for a URL with extras (git+https://...@commit for a repository)
+            editable = isinstance(dir_info, dict) and dir_info.get("editable") is True and local.is_dir()
+            return f"pip install {'-e ' if editable else ''}{shlex.quote(f'{local}[{extra}]')}"
+        if local is None:  # a URL: pip's own form for a URL with extras (git+https://...@commit for a repository)
             vcs = record.get("vcs_info")
             if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
                 url = f"{vcs['vcs']}+{url}" + (f"@{vcs['commit_id']}" if isinstance(vcs.get("commit_id"), str) else "")

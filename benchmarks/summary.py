@@ -1,9 +1,9 @@
 """docs/benchmarks.md, made from benchmarks/results/*.json: the only page that quotes the benchmarks' figures.
 
 Each benchmark writes its results file and then calls `write()`, so the page changes with the figures and never by
-hand; tests/test_benchmarks.py fails when the committed page is not what the committed results give. A benchmark
-whose script has `report(figures) -> str` (`own_report`) is shown by it, its own tables; any other by its figures
-flattened into a table, so a new results file needs no more than its entry in SECTIONS.
+hand; tests/benchmarks/test_benchmarks.py fails when the committed page is not what the committed results give. A
+benchmark whose script has `report(figures) -> str` (`own_report`) is shown by it, its own tables; any other by its
+figures flattened into a table, so a new results file needs no more than its entry in SECTIONS.
 
     .venv/bin/python benchmarks/summary.py [--check]
 """

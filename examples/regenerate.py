@@ -1,7 +1,7 @@
 """Regenerate the sample class in examples/submissions/attention-numpy/ from the answer key.
 
 Run after the bank or the manifest changes (`.venv/bin/python examples/regenerate.py`);
-tests/test_examples.py checks that every sample still earns what its name says.
+tests/routes/test_examples.py checks that every sample still earns what its name says.
 Each sample is the key with hand-written student code swapped in, so the demo
 shows the classic mistakes as students write them.
 """

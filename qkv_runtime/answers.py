@@ -136,7 +136,10 @@ def _refuse_decimal_comma(text: str, count: Optional[int]) -> None:
         return
     if count is not None and with_points != count:
         return
-    number = re.search(r"\d+,\d+", text).group(0)
+    first = re.search(r"\d+,\d+", text)
+    if first is None:  # _COMMA_IN_DIGITS found one: this is the same digits, comma, digits
+        return
+    number = first.group(0)
     grouped = re.fullmatch(r"\d{1,3},\d{3}", number)
     whole = f" or, for a whole number, no comma ({number.replace(',', '')})" if grouped else ""
     raise AnswerFormatError(

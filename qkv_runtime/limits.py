@@ -37,7 +37,7 @@ class Limits:
         if not isinstance(data, dict):
             return cls()
         known = {f.name: f.type for f in fields(cls)}
-        values = {}
+        values: Dict[str, Any] = {}  # each field's own type: int or float
         for name, value in data.items():
             if name in known and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
                 values[name] = int(value) if known[name] == "int" else float(value)

@@ -256,7 +256,7 @@ def _write_file(step: Step) -> None:
 
 
 def run_steps(steps: Sequence[Step], namespace: Dict[str, Any],
-              reraise: Tuple[type, ...] = (), before: Optional[Callable[[Step], None]] = None) -> List[str]:
+              reraise: Tuple[type[BaseException], ...] = (), before: Optional[Callable[[Step], None]] = None) -> List[str]:
     """Run the steps in `namespace`; gives one message per cell that failed (at most MAX_CELL_ERRORS).
 
     Exceptions in `reraise` (the self-check's own Ctrl-C and time limit) are not a cell's failure.

@@ -63,9 +63,10 @@ def kdf_problem(params: Any) -> Optional[str]:
     if not isinstance(params, dict) or params.get("name") != "scrypt":
         return "no scrypt parameters"
     values = [params.get(k) for k in ("n", "r", "p", "dklen", "maxmem")]
-    if not all(type(v) is int and v > 0 for v in values):
+    counts = [v for v in values if type(v) is int and v > 0]
+    if len(counts) != len(values):
         return "bad scrypt parameters"
-    n, r, p, _, maxmem = values
+    n, r, p, _, maxmem = counts
     if n < 2 or n & (n - 1) or maxmem > MAX_KDF_MEMORY or 128 * r * (n + p) > maxmem:
         return "bad scrypt parameters"
     return None

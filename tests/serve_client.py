@@ -1,4 +1,4 @@
-"""The client side of the service's tests (tests/test_serve.py): a browser without JavaScript, the API of
+"""The client side of the service's tests (tests/serve/test_serve.py): a browser without JavaScript, the API of
 `qkv_check.py --submit`, raw requests for what no polite client sends, pages read by their ids, forms and tables,
 the gradebook read behind the service's back, and `qkv serve` itself as a process, with the tokens `qkv tokens`
 issued for it."""

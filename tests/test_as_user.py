@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 @dataclass(frozen=True)
 class Rerun:
-    modules: tuple[str, ...]
+    modules: tuple[str, ...]  # paths under tests/
     select: str = ""  # pytest's -k: which of their tests
 
 
@@ -45,17 +45,20 @@ class Rerun:
 # whoever runs it (test_runtime.py: the decoders and parsers; test_supervisor.py: the supervisor's state machine);
 # the sandbox that runs them in each student's process is test_sandbox.py's.
 GROUPS = {
-    "sandbox": Rerun(("test_sandbox.py", "test_execute.py", "test_handler.py", "test_confine.py", "test_proctools.py",
-                      "test_attempt_budget.py", "test_fair.py")),
-    "grading": Rerun(("test_intake.py", "test_grade.py", "test_examples.py", "test_pytest_plugin.py",
-                      "test_hostile_class.py")),
-    "class": Rerun(("test_class_intake.py", "test_class_attacks.py", "test_class_grading.py", "test_spreadsheet.py")),
+    "sandbox": Rerun(("sandbox/test_sandbox.py", "grade/test_execute.py", "sandbox/test_handler.py",
+                      "sandbox/test_confine.py", "sandbox/test_proctools.py", "sandbox/test_attempt_budget.py",
+                      "sandbox/test_fair.py")),
+    "grading": Rerun(("grade/test_intake.py", "grade/test_grade.py", "routes/test_examples.py",
+                      "routes/test_pytest_plugin.py", "routes/test_hostile_class.py")),
+    "class": Rerun(("classroom/test_class_intake.py", "classroom/test_class_attacks.py",
+                    "classroom/test_class_grading.py", "report/test_spreadsheet.py")),
     # with the files a class and a service leave, as this user's own umask makes them (SQLite and PostgreSQL)
-    "servers": Rerun(("test_servers.py", "test_selfcheck_submit.py", "test_serve_grader.py",
-                      "test_private_at_rest.py")),
+    "servers": Rerun(("serve/test_servers.py", "selfcheck/test_selfcheck_submit.py", "serve/test_serve_grader.py",
+                      "engine/test_private_at_rest.py")),
     # the service on SQLite only: which database holds the attempts is the same code whoever runs the service, and
     # the root run tries both; what changes with the user (the service's sandbox, its files) is the same on either
-    "service": Rerun(("test_serve.py", "test_serve_abuse.py", "test_lti.py"), select="not postgresql"),
+    "service": Rerun(("serve/test_serve.py", "serve/test_serve_abuse.py", "serve/test_lti.py"),
+                     select="not postgresql"),
 }
 
 

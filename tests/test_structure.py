@@ -379,3 +379,96 @@ def test_each_graded_submission_has_its_late_outcome_worked_out_once_on_both_fro
             assert "Your due date" in feedback_page(assignment, book, None, book.attempt(f"attempt-{n}"))
         settle_class(grader.service, assignment)
         assert len(counted) == 3, counted
+# ------------------------------------------------------------------ the tests' own tree
+
+# tests/ mirrors the code: one folder per subpackage of autograder/, `runtime` for qkv_runtime/, `engine` for the
+# modules at autograder/'s top (archive.py, private.py, wording.py...), `benchmarks` for benchmarks/. Each folder runs
+# alone (`pytest tests/serve`): its modules import the helpers at tests/'s top (pyproject's pythonpath) and no test
+# module of another folder. At the top only the modules about the whole project.
+TESTS = ROOT / "tests"
+FOLDERS_BEYOND_THE_PACKAGES = {"runtime": "qkv_runtime/", "engine": "autograder/*.py", "benchmarks": "benchmarks/"}
+WHOLE_PROJECT = {"test_structure.py", "test_as_user.py"}
+
+
+def _test_modules(tests: Path) -> list[Path]:
+    return sorted(p for p in tests.rglob("test_*.py") if "fixtures" not in p.relative_to(tests).parts)
+
+
+def _folder_for(module: Path) -> str:
+    """Where a module at tests/'s top belongs: the subpackage of autograder/ it imports most, else qkv_runtime's."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        for name in names:
+            parts = name.split(".")
+            folder = ("runtime" if parts[0] == "qkv_runtime" else
+                      parts[1] if parts[0] == "autograder" and len(parts) > 1 else "")
+            if folder:
+                counts[folder] = counts.get(folder, 0) + 1
+    return max(counts, key=lambda f: counts[f]) if counts else "?"
+
+
+def stray_test_modules(tests: Path) -> list[str]:
+    """Test modules at tests/'s top that belong in a folder, each with the folder its imports suggest."""
+    return [f"tests/{p.name} -> tests/{_folder_for(p)}/" for p in sorted(tests.glob("test_*.py"))
+            if p.name not in WHOLE_PROJECT]
+
+
+def test_no_test_module_sits_at_the_top_of_tests():
+    """A module added at tests/'s top (a branch started before the folders) is named with where it goes: move it
+    there with `git mv`, and its path in tests/test_as_user.py and .ci/under_load.py if it is rerun there."""
+    assert stray_test_modules(TESTS) == []
+
+
+def test_the_stray_module_rule_names_each_module_and_its_folder(tmp_path):
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "serve" / "test_in_place.py").write_text("")
+    (tmp_path / "test_structure.py").write_text("")
+    (tmp_path / "test_practice.py").write_text(
+        "from autograder.exam import drill\nfrom autograder.exam.select import x\nimport autograder.serve.web\n")
+    (tmp_path / "test_values.py").write_text("from qkv_runtime.values import plain_answers\n")
+    assert stray_test_modules(tmp_path) == ["tests/test_practice.py -> tests/exam/",
+                                            "tests/test_values.py -> tests/runtime/"]
+
+
+def test_each_test_folder_mirrors_a_package():
+    packages = {p.parent.name for p in (ROOT / "autograder").glob("*/__init__.py")}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name not in ("fixtures", "__pycache__")}
+    assert sorted(folders - packages - set(FOLDERS_BEYOND_THE_PACKAGES)) == []
+
+
+def test_test_module_names_are_unique():
+    """pytest imports a module of a folder without __init__.py by its bare name: two of one name cannot both run."""
+    names = [p.name for p in _test_modules(TESTS)]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def foreign_test_imports(tests: Path) -> list[str]:
+    """Imports of a test module from another folder: they work in a whole run, where pytest has put that folder on
+    sys.path, and fail when the importing folder runs alone."""
+    where = {p.stem: p.parent for p in _test_modules(tests)}
+    found = []
+    for path in _test_modules(tests):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for name in names:
+                home = where.get(name.split(".")[0])
+                if home is not None and home not in (path.parent, tests):
+                    found.append(f"{path.relative_to(tests)}:{node.lineno}: {name}")
+    return found
+
+
+def test_a_folder_imports_no_test_module_of_another():
+    assert foreign_test_imports(TESTS) == []
+
+
+def test_the_foreign_import_rule_finds_one(tmp_path):
+    for folder in ("serve", "routes"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "test_as_user.py").write_text("")
+    (tmp_path / "routes" / "test_nbgrader.py").write_text("")
+    (tmp_path / "routes" / "test_mistakes.py").write_text("from test_nbgrader import fixture\n")
+    (tmp_path / "serve" / "test_lti.py").write_text("import test_as_user\n\n\ndef late():\n    import test_nbgrader\n")
+    assert foreign_test_imports(tmp_path) == ["serve/test_lti.py:5: test_nbgrader"]

@@ -4,7 +4,7 @@ Gradescope unpacks the zip into /autograder/source and runs, once, `setup.sh`
 (as root, on Ubuntu 22.04's Python 3.10 by default): it makes a virtual
 environment of its own (newer images refuse a system-wide pip, PEP 668) with
 exactly the pins of `requirements.txt`, which are proven to install on Python
-3.10 and newer (tests/test_gradescope.py), and installs bubblewrap where apt
+3.10 and newer (tests/routes/test_gradescope.py), and installs bubblewrap where apt
 can. Then per submission `run_autograder` grades /autograder/submission into
 /autograder/results/results.json (autograder/routes/gradescope.py).
 

@@ -178,7 +178,8 @@ def _relative_imports(text: str) -> set[str]:
 
 def _runtime() -> str:
     folder = resources.files("qkv_runtime")
-    sources, seen = [], set()
+    sources: list[str] = []
+    seen: set[str] = set()
     for module in RUNTIME_MODULES:
         text = folder.joinpath(module + ".py").read_text(encoding="utf-8")
         # the runtime is run module by module in this order: each may import only those before it

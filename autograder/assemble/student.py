@@ -4,7 +4,7 @@ Only what students may see goes here: stubs, prompts, public tests (the
 lecture's worked examples), and self-check data in which every written answer
 is sealed under a slow, salted key (each problem's entry is written by its kind,
 in autograder/kinds/; kinds/sealing.py derives the keys, once each, at the end). Never a reference, a hidden test, a mutant, or another
-student's answer (tests/test_build.py scans the release for each).
+student's answer (tests/assemble/test_build.py scans the release for each).
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ def late_outcomes(book: Gradebook, gradings: Iterable[Grading]) -> list[LateOutc
 
 
 def diff(before: Grading, after: Grading) -> Change:
-    gained, lost = [], []
+    gained: list[str] = []
+    lost: list[str] = []
     for key in sorted(set(before.tests) | set(after.tests)):
         old = before.tests.get(key, (0.0, 0.0, False))[0]
         new = after.tests.get(key, (0.0, 0.0, False))[0]

@@ -112,8 +112,8 @@ class Roster:
                 if key in index[kind]:
                     ambiguous[kind].add(key)
                 index[kind][key] = s
-        for kind, keys in ambiguous.items():  # a key two students share identifies neither
-            for key in keys:
+        for kind, shared in ambiguous.items():  # a key two students share identifies neither
+            for key in shared:
                 index[kind].pop(key, None)
         object.__setattr__(self, "_by", index)
 
@@ -202,7 +202,7 @@ def parse_roster(text: str, where: str) -> Roster:
         if LEGACY in lowered and any(k.value in lowered for k in LEGACY_KINDS):
             raise QkvError(f"{where}:1", "has both the old `lms_id` and canvas_user_id or moodle_participant_id: "
                                          "keep the new columns only")
-        kinds = [(kind, kind.value) for kind in IdKind if kind.value in lowered]
+        kinds: list[tuple[IdKind, str]] = [(kind, kind.value) for kind in IdKind if kind.value in lowered]
         kinds += [(kind, LEGACY) for kind in LEGACY_KINDS if LEGACY in lowered]
         students: list[Student] = []
         seen: dict[str, dict[str, int]] = {key: {} for key in ("id", "email", *(k.value for k in IdKind))}

@@ -15,6 +15,7 @@ from typing import Optional
 
 import jinja2
 from markupsafe import Markup
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -123,8 +124,9 @@ def stats_html(analysis: ItemAnalysis, title: str, mistakes: tuple = (), correct
 def stats_table(analysis: ItemAnalysis) -> Table:
     table = Table(title=f"Item analysis: {counted(analysis.students, 'student')}"
                         + (f" ({analysis.excluded} not run, left out)" if analysis.excluded else ""))
-    for column, justify in (("problem", "left"), ("mean", "right"), ("facility", "right"), ("r_pb", "right"),
-                            ("upper-lower", "right"), ("flags", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("problem", "left"), ("mean", "right"), ("facility", "right"),
+                                                      ("r_pb", "right"), ("upper-lower", "right"), ("flags", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold")
     for item in analysis.problems:
         table.add_row(Text(terminal_safe(item.name)), f"{item.mean:.2f}/{item.max_score:g}", _number(item.facility),

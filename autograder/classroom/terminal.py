@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from rich.markup import escape
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -81,8 +82,9 @@ def late_table(late: dict[str, LateOutcome], limit: int = 40) -> Table:
 def changes_table(changes: Iterable[Change], limit: int = 40) -> Table:
     moved = sorted((c for c in changes if c.delta), key=lambda c: (c.delta, c.student))
     table = Table(title=f"Regraded: {len(moved)} student(s) gained or lost points")
-    for column, justify in (("student", "left"), ("before", "right"), ("after", "right"), ("change", "right"),
-                            ("tests", "left"), ("why", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("student", "left"), ("before", "right"), ("after", "right"),
+                                                      ("change", "right"), ("tests", "left"), ("why", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold")
     for c in moved[:limit]:
         tests = ", ".join([*c.gained, *c.lost][:6])
@@ -102,11 +104,13 @@ def _score(g: Grading, late: LateOutcome | None) -> str:
 def history_table(student: str, trail: Sequence[Grading], late: Sequence[LateOutcome] = ()) -> Table:
     """`late`: each grading's outcome under the late policy (classroom/history.py); a penalty shows the final score."""
     table = Table(title=f"History of {escape(terminal_safe(student))}: {len(trail)} grading(s)")
-    for column, justify in (("#", "right"), ("graded at", "left"), ("file", "left"), ("handed in", "left"),
-                            ("bundle", "left"), ("status", "left"), ("score", "right"), ("changed since the one before", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("#", "right"), ("graded at", "left"), ("file", "left"), ("handed in", "left"), ("bundle", "left"),
+        ("status", "left"), ("score", "right"), ("changed since the one before", "left"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold")
     previous = None
-    outcomes = list(late) or [None] * len(trail)
+    outcomes: list[LateOutcome | None] = [*late] or [None] * len(trail)
     for n, (g, outcome) in enumerate(zip(trail, outcomes), 1):
         when = dt.datetime.fromtimestamp(g.graded_at, dt.timezone.utc).isoformat(timespec="seconds")
         change = "-"

@@ -103,7 +103,7 @@ _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("autograder.exam", "templates"),
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
-    autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+    autoescape=lambda name: name is not None and name.endswith(".html.j2"),
 )
 _TEMPLATES.filters["page_html"] = page_html
 _TEMPLATES.filters["markdown"] = literal_asterisks

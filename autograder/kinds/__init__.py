@@ -45,7 +45,7 @@ def problem_adapter() -> TypeAdapter:
 
 
 def kind_of(problem: ProblemBase) -> Kind:
-    return KINDS[problem.kind]  # type: ignore[attr-defined] - every kind's model has its `kind`
+    return KINDS[problem.kind]  # type: ignore[attr-defined]  # every kind's model has its `kind`
 
 
 __all__ = [

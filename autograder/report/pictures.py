@@ -57,8 +57,8 @@ def _hex(rgb: tuple[int, int, int]) -> str:
 def _ink(rgb: tuple[int, int, int]) -> str:
     """Black or white text, whichever has the higher WCAG contrast on this fill."""
     def channel(c: int) -> float:
-        c = c / 255
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+        level = c / 255
+        return level / 12.92 if level <= 0.03928 else ((level + 0.055) / 1.055) ** 2.4
     lum = 0.2126 * channel(rgb[0]) + 0.7152 * channel(rgb[1]) + 0.0722 * channel(rgb[2])
     return "#000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#fff"
 

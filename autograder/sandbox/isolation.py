@@ -44,7 +44,7 @@ def engine_paths() -> list[Path]:
     """The folders of the installed engine and references (secret from student code)."""
     import importlib.util
 
-    paths = []
+    paths: list[Path] = []
     for name in ENGINE_PACKAGES:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:

@@ -109,6 +109,7 @@ def token_account(token: str) -> Optional[str]:
 def open_service_database(where: Union[Path, str], schema: str) -> tuple[str, Database]:
     """(where it is, for messages; the database) of the service's own tables: the accounts file, owner-only,
     or the PostgreSQL schema SCHEMA_NAME; `schema`'s tables made."""
+    db: Database
     if isinstance(where, str) and is_postgres(where):
         shown, db = shown_url(where), open_postgres(where, SCHEMA_NAME)
     else:  # open_sqlite makes the file owner-only: it holds the hashes

@@ -51,9 +51,11 @@ class Job:
     track: str
 
 
-def inputs(blob: bytes, layout: List[List[Any]]) -> Tuple[np.ndarray, ...]:
+def inputs(blob: bytes | memoryview, layout: List[List[Any]]) -> Tuple[np.ndarray, ...]:
     """The job's arrays, as the grader packed them (qkv_runtime.wire.pack_arrays): read-only views of `blob`."""
-    arrays, offset, dtypes = [], 0, {}
+    arrays: List[np.ndarray] = []
+    offset = 0
+    dtypes: Dict[str, np.dtype] = {}
     for name, shape in layout:
         dtype = dtypes.get(name) or dtypes.setdefault(name, np.dtype(name))
         count = math.prod(shape)

@@ -86,7 +86,7 @@ class _HearsRefusals:
     is made by the exchange's deadline."""
 
     def __init__(self, *args: Any, deadline: Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        super().__init__(*args, **kwargs)
         self._create_connection = deadline.connect
 
     def send(self, data: Any) -> None:

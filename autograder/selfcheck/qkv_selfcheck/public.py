@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -146,7 +146,7 @@ class PublicCheck:
         return Outcome(FAIL, f"{name}: " + diagnosis.mistake_text(  # the grader's words
             named, self.function, messages.get(named.mistake, named.mistake), mismatch.reason, function), details)
 
-    def misconception(self, outputs: List[np.ndarray],
+    def misconception(self, outputs: Sequence[np.ndarray],
                       shown: Optional[Dict[str, frozenset]] = None) -> Optional[diagnosis.Named]:
         """The mistake whose output (to 6 decimals) this is, if any, in the grader's order (diagnosis.name_mistake):
         one of a function this one builds on that its own checks showed (`shown`: {problem: mistakes}), this

@@ -31,7 +31,8 @@ def outcome_from(event: Any) -> Optional[Outcome]:
     item = event.get("outcome") if isinstance(event, dict) else None
     if not isinstance(item, dict) or item.get("status") not in (PASS, FAIL, TODO):
         return None
-    details = item.get("details") if isinstance(item.get("details"), list) else []
+    listed = item.get("details")
+    details = listed if isinstance(listed, list) else []
     return Outcome(item["status"], str(item.get("message", "")), [str(d) for d in details])
 
 

@@ -137,8 +137,8 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
         named_at.append((outcomes[-1], set(named)))
     # the mistakes named as the grader names them (most parts explained first, none another explains), at their parts
     messages, kept = {m["label"]: m["message"] for m in mistakes}, diagnosis.written_mistakes(matched)
-    for outcome, named in named_at:
-        outcome.details = [diagnosis.written_mistake_text(messages[h]) for h in kept if h in named]
+    for outcome, named_here in named_at:
+        outcome.details = [diagnosis.written_mistake_text(messages[h]) for h in kept if h in named_here]
     return outcomes
 
 

@@ -3,7 +3,7 @@
 Graded for real: the sample class (examples/submissions/attention-numpy) and a
 file that calls sys.exit while loading, through `qkv grade`'s sandbox; pages
 are read as text, as a student (or a screen reader) reads them. The browser's
-view (sizes, colours, accessibility) is tests/test_feedback_browser.py.
+view (sizes, colours, accessibility) is tests/report/test_feedback_browser.py.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from servers import ServerProcess, fresh_database
 
 NAME = "attention-numpy"
 # s2026001 Ada (canvas_user_id 1001), s2026002 Ben (ben@uni.example); each sis_id is the roster's id
-ROSTER = Path(__file__).parent / "fixtures" / "lti" / "canvas_roster.csv"
+ROSTER = Path(__file__).parents[1] / "fixtures" / "lti" / "canvas_roster.csv"
 
 
 def learner(canvas_id: str, email: str = "", name: str = "") -> User:

@@ -24,7 +24,7 @@ from autograder.course.scaffold import init_course, new_problem
 from autograder.kinds import KINDS
 from conftest import QKV, ROOT
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bank"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "bank"
 
 # case folder -> (file the error names, pattern the error line must match after "path: ")
 CASES: dict[str, tuple[str, str]] = {
@@ -81,7 +81,7 @@ CASES: dict[str, tuple[str, str]] = {
         "indistinct-mistakes.yaml",
         r"^: misconceptions\.positions-left-out: one-position-for-both gives the same answer on every part"),
 }
-WARNINGS = Path(__file__).parent / "fixtures" / "warnings"
+WARNINGS = Path(__file__).parents[1] / "fixtures" / "warnings"
 
 
 def _error_lines(stderr: str) -> list[str]:

@@ -21,7 +21,7 @@ from served_course import every_function_loops
 
 pytestmark = pytest.mark.slow  # waits out time limits
 
-FIXTURES = Path(__file__).parent / "fixtures" / "budget"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "budget"
 LOOPS = (FIXTURES / "every_function_loops.py").read_text()
 BUDGET = "the attempt's time budget of {seconds:g} s (attempt_seconds) ran out"
 

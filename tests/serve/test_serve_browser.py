@@ -5,7 +5,7 @@ A student opens the personal link `qkv tokens` wrote, signs in, hands in through
 page fill in by itself, reads the feedback, spends the attempts and is refused in one sentence, signs out; the
 instructor sees the class table, the student's page and the item analysis. axe-core checks the sign-in, assignment,
 attempt and class pages, and a browser with JavaScript off signs in and hands in as well. The HTTP attacks, the limits
-one by one and kill -9 are tests/test_serve.py's.
+one by one and kill -9 are tests/serve/test_serve.py's.
 """
 
 from __future__ import annotations

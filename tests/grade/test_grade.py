@@ -376,7 +376,7 @@ def _written_bundle(variants: str):
     from autograder.bank.load import load_problem
     from autograder.bundle import GradingBundle, WrittenProblem
 
-    problem = load_problem(Path(__file__).parents[1] / "question_bank/attention/one-query-by-hand.yaml")
+    problem = load_problem(Path(__file__).parents[2] / "question_bank/attention/one-query-by-hand.yaml")
     written = WrittenProblem(problem.id, 4.0, problem)
     return written, GradingBundle("a", "A", "numpy", 7, variants, None, (), (written,), (problem.id,))
 

@@ -28,7 +28,7 @@ from conftest import QKV
 
 pytestmark = pytest.mark.slow  # waits out the self-check's time limits
 
-FIXTURE = Path(__file__).parent / "fixtures" / "selfcheck" / "time-limits.yaml"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "selfcheck" / "time-limits.yaml"
 HANG_GUARD = 120  # seconds: far beyond the limits of 1 s; only there so that a broken checker fails
 
 

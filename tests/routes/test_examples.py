@@ -11,7 +11,7 @@ from autograder.routes.class_grading import grade_class
 
 pytestmark = pytest.mark.slow  # grades the demo's sample class
 
-SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "submissions" / "attention-numpy"
+SAMPLES = Path(__file__).resolve().parents[2] / "examples" / "submissions" / "attention-numpy"
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from conftest import QKV, ROOT, said
 
 pytestmark = pytest.mark.slow  # builds every bundled assignment, some through the qkv command
 
-FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "manifests"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
 
 

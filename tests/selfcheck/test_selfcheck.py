@@ -51,7 +51,7 @@ from conftest import QKV, ROOT, said
 
 pytestmark = pytest.mark.slow  # releases checked in fresh folders and processes, a Jupyter kernel
 
-FIXTURES = Path(__file__).parent / "fixtures" / "selfcheck"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "selfcheck"
 BUNDLED = sorted(p.stem for p in (ROOT / "assignments").glob("*.yaml"))
 NETWORK_MARK = "QKV-NETWORK-ATTEMPT"
 
@@ -106,7 +106,7 @@ def wrong_answers(problem, assignment: Assignment, student: str | None) -> list[
                    for p in problem.parts}
             out.append((next(iter(off.values())) if len(off) == 1 else off, None))
     elif isinstance(problem, ShapeProblem):
-        # in numbers when the problem gives them, as tests/test_bank.py does ('h*n' reads as 'h x n')
+        # in numbers when the problem gives them, as tests/bank/test_bank.py does ('h*n' reads as 'h x n')
         out = [(" x ".join(evaluate_dim(d, problem.parameters) for d in m.answer) if problem.parameters
                 else " x ".join(m.answer), m.message) for m in problem.misconceptions] or [("1 x 1 x 1", None)]
     elif isinstance(problem, TrueFalseProblem):
@@ -217,7 +217,7 @@ def submission_py(built: BuildResult, student: str | None = None, wrong: bool = 
     """The release's stub with every function and answer filled in: right, or with one mistake each."""
     assignment = built.assignment
     stub = (built.out / "student" / f"{assignment.module_name}.py").read_text(encoding="utf-8")
-    parts = [stub, "", "# ---- filled in by tests/test_selfcheck.py", ""]
+    parts = [stub, "", "# ---- filled in by tests/selfcheck/test_selfcheck.py", ""]
     for assigned in assignment.implement:
         problem = assigned.problem
         mistake = public_mutant(built, problem) if wrong else None

@@ -44,7 +44,7 @@ def small_course(course) -> Path:
 def take_only_what_first_assignment_uses(course: Path) -> Path:
     """qkv init's course, taking of the bundled problems only those its first assignment uses: it validates in a
     second, where one taking them all proves the whole bundled bank again (test_init_... does that once, and
-    tests/test_validate.py for qkv itself)."""
+    tests/bank/test_validate.py for qkv itself)."""
     own = {path.name for path in (course / "question_bank").iterdir()}
     used = [p for p in yaml.safe_load((course / "assignments" / "first-assignment.yaml").read_text())["problems"]
             if p not in own]

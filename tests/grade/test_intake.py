@@ -110,7 +110,7 @@ def test_a_notebook_with_no_code_cells_is_an_empty_program(tmp_path):
 
 def test_a_cell_of_forty_thousand_blank_lines_is_read_as_it_stands(tmp_path):
     # tests/fixtures/submissions/blank_lines.ipynb: the look for magics once took minutes on it (a quadratic search;
-    # tests/test_runtime.py checks the search's matches stay on one line)
+    # tests/runtime/test_runtime.py checks the search's matches stay on one line)
     (tmp_path / "s1.ipynb").write_bytes((HOSTILE / "blank_lines.ipynb").read_bytes())
     (submission,) = intake(tmp_path).submissions
     (step,) = submission.program.steps

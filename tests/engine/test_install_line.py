@@ -59,7 +59,7 @@ def test_what_cannot_be_named_says_where_to_install_from(direct_url, tmp_path):
 
 def test_this_checkout_as_make_setup_installs_it_is_named(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # away from the checkout's own qkv.egg-info, which records nothing
-    # make setup installs the checkout editable (a wheel install is tests/test_course_doc.py's)
+    # make setup installs the checkout editable (a wheel install is tests/course/test_course_doc.py's)
     assert install_line("torch") == f"pip install -e '{ROOT}[torch]'"
 
 

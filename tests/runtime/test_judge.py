@@ -19,7 +19,7 @@ import pytest
 from qkv_runtime import answers, judge
 from qkv_runtime.compare import compare
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("autograder", "qkv_runtime")
 HOME = ROOT / "qkv_runtime" / "judge.py"
 

@@ -55,8 +55,8 @@ from autograder.bundle import CodeProblem, GradingBundle, read_bundle
 
 pytestmark = pytest.mark.slow  # the real nbgrader and a Jupyter kernel
 
-FIXTURES = Path(__file__).parent / "fixtures" / "nbgrader" / "assignments"
-HOSTILE = Path(__file__).parent / "fixtures" / "nbgrader" / "hostile"  # one student's cell per attack
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "nbgrader" / "assignments"
+HOSTILE = Path(__file__).parents[1] / "fixtures" / "nbgrader" / "hostile"  # one student's cell per attack
 ATTACKS = ("redefine_helpers", "patch_helpers", "answers_equal_anything")  # each must leave the verdicts as they are
 VENV_BIN = Path(sys.executable).parent
 NOISE_MARK = "qkv-noise"

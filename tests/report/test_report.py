@@ -1,4 +1,5 @@
-"""Reports: the CSV a spreadsheet imports, results.json, and what feedback.html shows when (tests/test_feedback.py: the rest)."""
+"""Reports: the CSV a spreadsheet imports, results.json, and what feedback.html shows when (test_feedback.py: the
+rest)."""
 
 from __future__ import annotations
 

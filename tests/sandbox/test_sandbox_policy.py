@@ -3,7 +3,7 @@
 A host laid out like a pyenv installation under /root, with the project checkout and an
 installed engine package inside the bound Python folders: the policy must reach the
 standard library for the slot's uid, hide our own code, keep one bounded writable
-folder, and say why each mount is there. tests/test_sandbox.py runs the real thing.
+folder, and say why each mount is there. tests/sandbox/test_sandbox.py runs the real thing.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def _works(prefix: list[str]) -> bool:
 
 @pytest.fixture(scope="module")
 def netless() -> list[str]:
-    """A command prefix that runs its command with no network (as tests/test_selfcheck.py makes one)."""
+    """A command prefix that runs its command with no network (as tests/selfcheck/test_selfcheck.py makes one)."""
     for prefix in (["unshare", "-n"], ["bwrap", "--unshare-net", "--dev-bind", "/", "/"]):
         if shutil.which(prefix[0]) and _works(prefix):
             return prefix
