@@ -112,7 +112,8 @@ def attempt_page(request: Request, session: Session, form: Any) -> Response:
     view = attempt_view(attempt, time.time())
     # the whole result (tens of kB of JSON) is read only for the one line a grading that failed shows: the
     # page is looked at again and again while an attempt waits, and once more when it is graded
-    graded = state.books[a.name].grading_result(attempt.grading) if view.shows_failure else None
+    graded = state.books[a.name].grading_result(attempt.grading) if (
+        view.shows_failure and attempt.grading is not None) else None
     return html("attempt.html.j2", a=a, attempt=attempt, session=session, staff=session.account.role.sees_class,
                 message=graded[0].message if graded else "", refresh=view.refresh)
 
@@ -138,7 +139,7 @@ async def script(request: Request) -> Response:
     return Response(REFRESH_SCRIPT, media_type="text/javascript; charset=utf-8")
 
 
-def zipped(folder: os.PathLike, name: str) -> bytes:
+def zipped(folder: str | os.PathLike[str], name: str) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for root, _, files in os.walk(folder):
