@@ -53,6 +53,7 @@ class ServiceState:
     secure_cookies: bool = False
     notes: dict[str, str] = field(default_factory=dict)
     lti: Optional[Any] = None  # an lti.launch.LtiTool when course.yaml has an `lti:` section
+    hub: Optional[Any] = None  # a hub.signin.Hub when course.yaml has a `jupyterhub:` section
 
 
 def refusal_page(status: int, message: str, heading: str = "Refused", back: str = "/") -> HTMLResponse:
@@ -72,7 +73,7 @@ def session_response(state: ServiceState, account: Account, next_path: str, fram
     return response
 
 
-def make_app(state: ServiceState) -> Guard:
+def make_app(state: ServiceState) -> Any:
     most_upload = max((a.settings.upload_kb * 1024 for a in state.assignments.values()), default=0)
     sign_ins = SignIns(state.accounts)
 
@@ -237,7 +238,9 @@ def make_app(state: ServiceState) -> Guard:
         if a is None:
             return JSONResponse({"error": "no such assignment"}, status_code=404)
         token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-        outcome = await sign_ins.sign_in(client_address(request), token)
+        outcome = await (state.hub.sign_in(state, client_address(request), token)
+                         if state.hub is not None and state.hub.owns(token) else
+                         sign_ins.sign_in(client_address(request), token))
         account = outcome.account
         if account is None:
             return JSONResponse({"error": outcome.error}, status_code=outcome.status)
@@ -332,8 +335,11 @@ def make_app(state: ServiceState) -> Guard:
     ]
     if state.lti is not None:
         routes += state.lti.routes(state)
-    return Guard(Starlette(routes=routes), lambda path: upload_limit(path, most_upload),
-                 frame_ancestors=state.lti.origins if state.lti is not None else ())
+    if state.hub is not None:  # its /signin first: the hub signs people in (hub/signin.py)
+        routes = state.hub.routes(state) + routes
+    app = Guard(Starlette(routes=routes), lambda path: upload_limit(path, most_upload),
+                frame_ancestors=state.lti.origins if state.lti is not None else ())
+    return state.hub.mounted(app) if state.hub is not None else app
 
 
 def _local_path(value: str) -> str:
