@@ -10,7 +10,7 @@ hub's OAuth, tokens are the hub's (made through its REST API), ada's single-user
 from __future__ import annotations
 
 import contextlib
-import json
+import html
 import os
 import re
 import secrets
@@ -117,6 +117,7 @@ def hub_config(root: Path, course: Path, roster: Path, store: Path, service_port
         c.Authenticator.allow_all = True
         c.JupyterHub.spawner_class = "simple"
         c.Spawner.cmd = [{sys.executable!r}, "-m", "jupyterhub.singleuser"]
+        c.Spawner.args = {["--allow-root"] if os.geteuid() == 0 else []!r}  # the test's own user, root or not
         c.SimpleLocalProcessSpawner.home_dir_template = {str(root / 'home' / '{username}')!r}
         c.Spawner.start_timeout = 600
         c.Spawner.http_timeout = 600
@@ -240,5 +241,158 @@ def test_a_hub_user_not_on_the_roster_is_refused_in_one_sentence(hub, user):
     """s2026003's row names another hub user (chomj), so the hub user s2026003 is not that student."""
     answer = signed_in(hub, user, f"/a/{NAME}")
     assert answer.status_code == 403
-    assert f"hub user {user!r} is not on this course&#39;s roster: ask your instructor to add you" in answer.text \
-        or f"hub user &#39;{user}&#39; is not on this course&#39;s roster" in answer.text, answer.text[:3000]
+    assert f"hub user {user!r} is not on this course's roster: ask your instructor to add you" in \
+        html.unescape(answer.text), answer.text[:3000]
+
+
+# ------------------------------------------------------------------ handing in with the hub's tokens
+
+def server_environment(hub: Hub, user: str) -> dict[str, str]:
+    """The environment of `user`'s single-user server, spawned by the hub (its JUPYTERHUB_API_TOKEN, and the
+    QKV_SERVICE_URL the hub's configuration gives every server), read from the running process."""
+    answer = hub.api("POST", f"/users/{user}/server")
+    assert answer.status_code in (201, 202, 400), answer.text  # 400: already running
+
+    def ready() -> bool:
+        server = hub.api("GET", f"/users/{user}").json().get("servers", {}).get("")
+        if server is None:  # it ended before it was ready
+            pytest.fail(f"{user}'s server stopped; the hub's log ends:\n{hub.process.output_tail(30)}", pytrace=False)
+        return bool(server.get("ready"))
+    wait_for(ready, f"{user}'s server", lambda: hub.process.output_tail(30), seconds=600)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            pairs = [p.split(b"=", 1) for p in (entry / "environ").read_bytes().split(b"\0") if b"=" in p]
+        except OSError:
+            continue
+        env = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+        if env.get("JUPYTERHUB_USER") == user and env.get("JUPYTERHUB_API_TOKEN") and "JUPYTERHUB_SERVER_NAME" in env:
+            return env
+    pytest.fail(f"no process of {user}'s server found", pytrace=False)
+
+
+def submit(hub: Hub, env: dict[str, str], file: str) -> subprocess.CompletedProcess:
+    """`python qkv_check.py --submit FILE` in a copy of the release in the user's home, in the server's environment."""
+    home = Path(env.get("HOME", hub.root))
+    release = home / "release"
+    if not release.exists():
+        shutil.copytree(hub.release, release)
+    shutil.copy(SAMPLES / file, release / file)
+    return subprocess.run([sys.executable, str(release / "qkv_check.py"), "--submit", file, "--wait", "600"],
+                          cwd=release, env=env, capture_output=True, text=True, timeout=RUN_S,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_qkv_check_submit_in_a_hub_server_hands_in_with_the_hub_token(hub):
+    """In ada's own server (spawned by the hub), with no link anywhere: the server's hub token hands ada.py in as
+    s2026001's attempt, and the checker prints the score and the feedback page under the service's address."""
+    env = server_environment(hub, "ada")
+    assert "QKV_TOKEN" not in env and env["QKV_SERVICE_URL"].endswith(PREFIX)
+    before = len(hub.attempts("s2026001"))
+    done = submit(hub, env, "ada.py")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert re.search(r"score (\d+(\.\d+)?) / \1\b", out), out  # ada.py is right: full marks
+    assert f"feedback: {env['QKV_SERVICE_URL']}/a/{NAME}/attempts/" in out
+    assert env["JUPYTERHUB_API_TOKEN"] not in out
+    attempts = hub.attempts("s2026001")
+    assert len(attempts) == before + 1 and attempts[-1][1:] == ("ada.py", "graded")
+
+
+def api(hub: Hub, method: str, path: str, token: str, **kwargs) -> httpx.Response:
+    return httpx.request(method, f"{hub.service}/api/a/{NAME}{path}", timeout=120,
+                         headers={"authorization": f"Bearer {token}"}, **kwargs)
+
+
+def test_another_users_token_hands_in_as_that_user_and_reads_nothing_of_anothers(hub):
+    ada, ben = hub.token_of("ada"), hub.token_of("s2026002")
+    sent = api(hub, "POST", "/attempts?filename=ada.py", ben, content=(SAMPLES / "ada.py").read_bytes())
+    assert sent.status_code == 202, sent.text
+    bens = sent.json()["attempt"]
+    assert bens in [a[0] for a in hub.attempts("s2026002")] and bens not in [a[0] for a in hub.attempts("s2026001")]
+    assert api(hub, "GET", f"/attempts/{bens}", ben).status_code == 200
+    refused = api(hub, "GET", f"/attempts/{bens}", ada)
+    assert refused.status_code == 404 and refused.json() == {"error": "no such attempt"}
+
+
+@pytest.mark.parametrize("which", ["no access to the service", "a service's token", "not the hub's"])
+def test_a_token_that_is_not_a_users_with_access_is_refused(hub, which):
+    token = {"no access to the service": lambda: hub.token_of("ada", scopes=["read:users:name!user"]),
+             "a service's token": lambda: hub.admin_token,
+             "not the hub's": lambda: secrets.token_hex(16)}[which]()
+    before = len(hub.attempts("s2026001"))
+    answer = api(hub, "POST", "/attempts?filename=ada.py", token, content=(SAMPLES / "ada.py").read_bytes())
+    assert answer.status_code == 401, answer.text
+    assert answer.json()["error"] in ("that hub token does not carry access to this service (a token of another "
+                                      "server or service?)", "that token is not valid on this hub (mistyped, "
+                                                             "expired or revoked)")
+    assert len(hub.attempts("s2026001")) == before
+
+
+# ------------------------------------------------------------------ nbgrader's exchange
+
+def notebook_of(source: Path) -> str:
+    return nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source.read_text())]))
+
+
+def nbgrader_submit(hub: Hub, user: str, work: Path) -> None:
+    """nbgrader's own `nbgrader submit` of `work`/NAME, as `user` (the hub gives servers JUPYTERHUB_USER)."""
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "submit", NAME, "--course", "qkv",
+                           f"--Exchange.root={hub.exchange}"], cwd=work, capture_output=True, text=True,
+                          timeout=RUN_S, stdin=subprocess.DEVNULL, env={**os.environ, "JUPYTERHUB_USER": user})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
+def test_nbgrader_submit_to_the_exchange_is_graded_as_that_students_attempt(hub, tmp_path):
+    (hub.exchange / "qkv" / "outbound" / NAME / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    work = tmp_path / "cho"
+    (work / NAME).mkdir(parents=True)
+    (work / NAME / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    nbgrader_submit(hub, "chomj", work)
+    wait_for(lambda: any(a[1:] == (f"{NAME}.ipynb", "graded") for a in hub.attempts("s2026003")),
+             "cho's exchange submission graded", lambda: hub.process.output_tail(20), seconds=600)
+    attempt = next(a[0] for a in hub.attempts("s2026003") if a[1] == f"{NAME}.ipynb")
+    cho, ada = hub.token_of("chomj"), hub.token_of("ada")
+    seen = api(hub, "GET", f"/attempts/{attempt}", cho)
+    assert seen.status_code == 200 and seen.json()["state"] == "graded" and seen.json()["score"] > 0, seen.text
+    assert api(hub, "GET", f"/attempts/{attempt}", ada).status_code == 404
+
+
+def test_hostile_exchange_folders_are_each_refused_in_their_own_row(hub, tmp_path):
+    """Beside a good submission of ben's (graded): one whose notebook is a symlink, one that is a symlink itself,
+    and one of ada's holding a file named for ben. Each refused in one line of the service's log, nothing followed,
+    nothing of theirs an attempt."""
+    inbound = hub.exchange / "qkv" / "inbound"
+    secret = tmp_path / "secret.ipynb"
+    secret.write_text(notebook_of(SAMPLES / "ada.py"))
+    stamp = "2026-12-06 10:00:00.000000 UTC"
+    linked = inbound / f"ada+{NAME}+{stamp}+linked"
+    linked.mkdir()
+    (linked / f"{NAME}.ipynb").symlink_to(secret)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (inbound / f"ada+{NAME}+{stamp}+folderlink").symlink_to(elsewhere, target_is_directory=True)
+    naming = inbound / f"ada+{NAME}+{stamp}+naming"
+    naming.mkdir()
+    (naming / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (naming / "s2026002.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    good = inbound / f"s2026002+{NAME}+{stamp}+good"
+    good.mkdir()
+    (good / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    before = len(hub.attempts("s2026001"))
+    wait_for(lambda: any(a[1] == f"{NAME}.ipynb" for a in hub.attempts("s2026002")), "ben's exchange submission",
+             lambda: hub.process.output_tail(20), seconds=600)
+    hostile = (linked, naming, inbound / f"ada+{NAME}+{stamp}+folderlink")
+    wait_for(lambda: all(f"{folder.name}: refused" in hub.log() for folder in hostile), "the refusals",
+             lambda: hub.process.output_tail(20), seconds=300)
+    log = hub.log()
+    rows = {folder: next(line for line in log.splitlines() if f"exchange: {folder.name}:" in line)
+            for folder in hostile}
+    assert rows[linked].endswith("refused: holds a symbolic link, 'attention-numpy.ipynb': nothing is followed "
+                                 "out of the exchange")
+    assert rows[inbound / f"ada+{NAME}+{stamp}+folderlink"].endswith(
+        "refused: is a symbolic link: nothing is followed out of the exchange")
+    assert rows[naming].endswith("refused: holds 's2026002.ipynb', a file named for another student: not graded")
+    assert len(hub.attempts("s2026001")) == before
