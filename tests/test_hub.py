@@ -170,6 +170,8 @@ def hub(served_numpy, tmp_path_factory) -> Iterator[Hub]:
         made = Hub(proxy.url, root, store, exchange, served_numpy.dist / "student", admin_token, server)
         wait_for(lambda: _answers(made.service + "/refresh.js"), "the qkv service behind the hub's proxy",
                  lambda: server.output_tail(40), seconds=300)
+        users = made.api("POST", "/users", json={"usernames": ["ada", "s2026002", "chomj"]})
+        assert users.status_code == 201, users.text
         yield made
     finally:
         server.close()  # the hub stops its managed service and the servers it spawned
@@ -199,16 +201,17 @@ def _answers(url: str) -> bool:
         return False
 
 
-def signed_in(hub: Hub, user: str, path: str) -> httpx.Response:
+def signed_in(hub: Hub, user: str, path: str, client: httpx.Client | None = None) -> httpx.Response:
     """`user` signs in at the hub's own login page and opens the service's `path`: every redirect followed, as a
-    browser follows them (the hub's OAuth included). The last response."""
-    client = httpx.Client(base_url=hub.url, follow_redirects=True, timeout=120)
-    page = client.get("/hub/login")
+    browser follows them (the hub's OAuth included). The last response; `client` keeps the cookies when given."""
+    browser = client or httpx.Client(base_url=hub.url, follow_redirects=True, timeout=120)
+    page = browser.get("/hub/login")
     xsrf = re.search(r'name="_xsrf"[^>]*value="([^"]+)"', page.text)
     assert page.status_code == 200 and xsrf, page.text[:2000]
-    answer = client.post(f"/hub/login?next={PREFIX}{path}",
-                         data={"username": user, "password": "any", "_xsrf": xsrf.group(1)})
-    client.close()
+    answer = browser.post(f"/hub/login?next={PREFIX}{path}",
+                          data={"username": user, "password": "any", "_xsrf": xsrf.group(1)})
+    if client is None:
+        browser.close()
     return answer
 
 
@@ -234,6 +237,24 @@ def test_staff_by_hub_group_see_the_class(hub):
     assert answer.status_code == 200, answer.text[:2000]
     assert answer.url.path == f"{PREFIX}/a/{NAME}/class"
     assert "s2026001" in answer.text and "s2026003" in answer.text
+
+
+def test_through_the_hub_the_form_hands_in_and_its_csrf_and_site_checks_hold(hub):
+    """Signed in through the hub, ada hands in with her page's form (its action and her session cookie under the
+    prefix); the same form without its token, or sent from another site, is refused."""
+    with httpx.Client(base_url=hub.url, follow_redirects=True, timeout=120) as browser:
+        page = signed_in(hub, "ada", f"/a/{NAME}", browser)
+        assert all(c.path == f"{PREFIX}/" for c in browser.cookies.jar if c.name == "qkv_session"), browser.cookies
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        before = len(hub.attempts("s2026001"))
+        upload = {"file": ("ada.py", (SAMPLES / "ada.py").read_bytes(), "text/x-python")}
+        for forged in ({"data": {"csrf": "x" + csrf[1:]}}, {"data": {"csrf": csrf},
+                                                            "headers": {"origin": "http://elsewhere.example"}}):
+            assert browser.post(f"{PREFIX}/a/{NAME}/attempts", files=upload, **forged).status_code == 403
+        assert len(hub.attempts("s2026001")) == before
+        sent = browser.post(f"{PREFIX}/a/{NAME}/attempts", data={"csrf": csrf}, files=upload)
+        assert sent.status_code == 200 and sent.url.path.startswith(f"{PREFIX}/a/{NAME}/attempts/"), sent.text[:2000]
+        assert len(hub.attempts("s2026001")) == before + 1
 
 
 @pytest.mark.parametrize("user", ["mallory", "chomj2", "s2026003"])
@@ -337,10 +358,11 @@ def notebook_of(source: Path) -> str:
 
 
 def nbgrader_submit(hub: Hub, user: str, work: Path) -> None:
-    """nbgrader's own `nbgrader submit` of `work`/NAME, as `user` (the hub gives servers JUPYTERHUB_USER)."""
+    """nbgrader's own `nbgrader submit` of `work`/NAME, as `user`: nbgrader names a submission by its local user
+    (here every hub user's server runs as the test's own), so the student id is given as a hub user's would be."""
     done = subprocess.run([sys.executable, "-m", "nbgrader", "submit", NAME, "--course", "qkv",
-                           f"--Exchange.root={hub.exchange}"], cwd=work, capture_output=True, text=True,
-                          timeout=RUN_S, stdin=subprocess.DEVNULL, env={**os.environ, "JUPYTERHUB_USER": user})
+                           f"--Exchange.root={hub.exchange}", f"--CourseDirectory.student_id={user}"], cwd=work,
+                          capture_output=True, text=True, timeout=RUN_S, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 

@@ -25,6 +25,9 @@ class HubSettings(BaseModel):
     exchange: Optional[str] = Field(default=None, description="nbgrader's exchange root (its inbound folder is "
                                                               "graded as it fills), e.g. /srv/nbgrader/exchange")
     course_id: str = Field(default="qkv", description="the nbgrader course id in the exchange")
+    local_user_prefix: str = Field(default="", max_length=40,
+                                   description="what the hub puts before a hub name to make the local user's name, "
+                                               "which nbgrader names submissions by (TLJH: jupyter-)")
     poll_seconds: float = Field(default=2.0, gt=0, le=3600, description="how often the inbound folder is read")
 
     @field_validator("staff_groups", "instructor_groups", "staff_roles", "instructor_roles")

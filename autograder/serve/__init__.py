@@ -13,6 +13,8 @@ whose pages are rendered on the server and work without JavaScript.
   sign-in rate limits, cleaned file names.
 - web.py and pages.py: the routes and the pages; instructors' views call the classroom code the CLI calls.
 - command.py: `qkv serve` and `qkv tokens`.
+- hub/: the service as a JupyterHub service (course.yaml `jupyterhub:`): sign-in through the hub, hub tokens for
+  --submit, the app under the hub's prefix, nbgrader's exchange graded as it fills.
 
 Nothing accepted is lost: an attempt is in the gradebook (file included) before the student is
 answered, and a restarted server grades every attempt accepted and not graded, once.

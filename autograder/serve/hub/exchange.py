@@ -63,6 +63,7 @@ class ExchangeIntake:
     wake: Callable[[str], None]  # the assignment's grader
     report: Callable[[str], None]
     poll_seconds: float = 2.0
+    local_user_prefix: str = ""
 
     def __post_init__(self) -> None:
         self.seen: dict[str, Optional[Row]] = {}
@@ -111,12 +112,12 @@ class ExchangeIntake:
             os.close(top)
 
     def _take(self, top: int, name: str) -> Optional[Row]:
-        user = name.split("+", 1)[0]
+        user = name.split("+", 1)[0]  # nbgrader's name: the local user's (the hub's on a hub of one local user)
         try:
             assignment, attempt_id = self._assignment(name)
             if self.books[assignment.name].attempt(attempt_id) is not None:
                 return None  # taken before a restart
-            student = student_of(user, self.roster)
+            student = student_of(user.removeprefix(self.local_user_prefix), self.roster)
             if isinstance(student, NotOnRoster):
                 raise Refuse(student.message)
             filename, body = self._read(top, name, user, student, assignment.name)
@@ -216,4 +217,5 @@ def start_intake(settings: Any, state: Any, report: Callable[[str], None]) -> Op
         if name in state.graders:
             state.graders[name].wake()
     return ExchangeIntake(Path(settings.exchange) / settings.course_id / "inbound", settings.course_id,
-                          state.assignments, state.books, state.roster, wake, report, settings.poll_seconds).start()
+                          state.assignments, state.books, state.roster, wake, report, settings.poll_seconds,
+                          settings.local_user_prefix).start()
