@@ -19,6 +19,10 @@ SYSTEM_PACKAGES := bwrap:bubblewrap chromium:chromium pdftoppm:poppler-utils /us
 # repository's own .cache/ (ignored by git), pinned
 AXE := .cache/npm/node_modules/axe-core/axe.min.js
 AXE_VERSION := 4.14.1
+# configurable-http-proxy is JupyterHub's proxy, for the tests that run `qkv serve` in a real hub (tests/serve/test_hub.py).
+# One npm install for both: npm --no-save drops what an earlier --no-save install put there.
+CHP := .cache/npm/node_modules/configurable-http-proxy/bin/configurable-http-proxy
+CHP_VERSION := 4.6.3
 # The sandbox and grading tests run a second time as this unprivileged user (tests/test_as_user.py).
 TEST_USER := qkv-tester
 system-deps:
@@ -46,11 +50,12 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-$(AXE):
-	@command -v npm >/dev/null 2>&1 || { echo "error: npm not found (apt-get install npm): the tests need axe-core from it"; exit 1; }
-	npm install --prefix .cache/npm --no-audit --no-fund --no-save --silent axe-core@$(AXE_VERSION)
+$(AXE) $(CHP) &:
+	@command -v npm >/dev/null 2>&1 || { echo "error: npm not found (apt-get install npm): the tests need axe-core and configurable-http-proxy from it"; exit 1; }
+	npm install --prefix .cache/npm --no-audit --no-fund --no-save --silent axe-core@$(AXE_VERSION) \
+	  configurable-http-proxy@$(CHP_VERSION)
 
-setup: system-deps $(STAMP) $(AXE)
+setup: system-deps $(STAMP) $(AXE) $(CHP)
 
 demo: setup
 	$(BIN)/qkv validate

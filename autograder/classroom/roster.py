@@ -2,7 +2,8 @@
 
 Columns (a header row, names in any order and case): `id` (required: the student id grading uses,
 letters, digits, `.`, `-`, `_`), `name`, `email`, one column per identifier an LMS gives (`IdKind`:
-`canvas_user_id`, `sis_id`, `sis_integration_id`, `moodle_user_id`, `moodle_participant_id`), `section`,
+`canvas_user_id`, `sis_id`, `sis_integration_id`, `moodle_user_id`, `moodle_participant_id`; a JupyterHub's
+`hub_user`), `section`,
 `extension` (hours, e.g. `48`, or a new due date in ISO 8601, e.g. `2026-12-20T23:59+08:00`). Any other
 column is kept as it is (`github` is read by the GitHub Classroom layout). Bounded: size, rows and field
 length; ids, emails and each LMS identifier unique.
@@ -44,6 +45,7 @@ class IdKind(enum.Enum):
     SIS_INTEGRATION_ID = "sis_integration_id"  # Canvas's $Canvas.user.sisIntegrationId
     MOODLE_USER_ID = "moodle_user_id"  # Moodle's user id: its LTI `sub` and its class list's user_id
     MOODLE_PARTICIPANT_ID = "moodle_participant_id"  # per assignment, in Moodle's submission downloads only
+    HUB_USER = "hub_user"  # a JupyterHub user name, where it is not the roster id (qkv serve in a hub)
 
 
 # an old `lms_id` is what docs/class.md said it was: the id each LMS's own files named

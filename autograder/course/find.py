@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from autograder.kinds.model import ProblemId, Track
 from autograder.errors import QkvError
 from autograder.grading_policy import GradingPolicy
+from autograder.course.hub_settings import HubSettings
 from autograder.course.lti_settings import LtiSettings
 
 COURSE_FILE = "course.yaml"
@@ -52,6 +53,8 @@ class CourseConfig(_Strict):
     roster: Optional[str] = Field(default=None, description="the roster CSV, relative to the course folder")
     grading: GradingPolicy = GradingPolicy()
     lti: Optional[LtiSettings] = Field(default=None, description="qkv serve as an LTI 1.3 tool (docs/lti.md)")
+    jupyterhub: Optional[HubSettings] = Field(default=None,
+                                              description="qkv serve as a JupyterHub service (docs/jupyterhub.md)")
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@
     python qkv_check.py --submit [attention_numpy.py]    # hand it in to the course's service, get the score
 
 In a notebook: `from qkv_check import check, show`, then `check("problem-id")`,
-`check()` for everything, `show("problem-id")` for your numbers.
+`check()` for everything, `show("problem-id")` for your numbers; `qkv_check.hand_in()` hands
+the saved notebook in (as --submit).
 
 Needs only numpy (and torch for a torch-track assignment), `qkv_selfcheck/`, `qkv_runtime/`
 and `selfcheck.json` beside this file. No network, but for --submit (your sign-in link in
-qkv_token.txt beside this file, or in QKV_TOKEN). Your code runs here, in your own
-Python, exactly as you wrote it.
+qkv_token.txt beside this file, or in QKV_TOKEN; in a JupyterHub server, your hub token). Your
+code runs here, in your own Python, exactly as you wrote it.
 
 Code problems: the public tests, with the messages the grader gives (the input,
 expected vs your output, the largest error, the name of a common mistake when your

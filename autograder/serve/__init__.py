@@ -14,6 +14,8 @@ whose pages are rendered on the server and work without JavaScript.
 - web.py puts the app together (its endpoints in app/, by audience; the graders started in its lifespan) and
   pages.py renders; instructors' views (instructor.py) call the classroom code the CLI calls.
 - command.py: `qkv serve` and `qkv tokens`.
+- hub/: the service as a JupyterHub service (course.yaml `jupyterhub:`): sign-in through the hub, hub tokens for
+  --submit, the app under the hub's prefix, nbgrader's exchange graded as it fills.
 
 Nothing accepted is lost: an attempt is in the gradebook (file included) before the student is
 answered, and a restarted server grades every attempt accepted and not graded, once.

@@ -91,7 +91,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         if isinstance(store, Path):
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
     state = ServiceState(assignments, open_accounts(store), class_roster, secure_cookies, books=books, notes=notes,
-                         lti=_lti_tool(course, store))
+                         lti=_lti_tool(course, store), hub=_hub(course))
     protect = protected(assignments, store, course)
 
     def report(line: str) -> None:
@@ -114,12 +114,17 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         from autograder.serve.lti.roster_sync import RosterPuller
 
         puller = RosterPuller(state.lti, names, class_roster, sync_s, report).start()
+    if state.hub is not None:
+        from autograder.serve.hub.exchange import start_intake
+
+        intake = start_intake(course.config.jupyterhub, state, report)
     click.echo(f"{which}", err=True)
     for note in notes.values():
         click.echo(f"note: {note}", err=True)
     where = store if isinstance(store, str) else f"{store}/NAME/gradebook.sqlite"
     click.echo(f"serving {', '.join(names)} on http://{host}:{port}/ (gradebook: {where}); students sign in with "
-               f"the links `qkv tokens {names[0]} --out tokens.csv` writes", err=True)
+               + (f"the hub, at its {state.hub.prefix}" if state.hub is not None else
+                  f"the links `qkv tokens {names[0]} --out tokens.csv` writes"), err=True)
     try:
         uvicorn.run(make_app(state), host=host, port=port, log_level="warning", access_log=False,
                     # h11 always: its bound on a header still arriving is the one HEADER_BYTES is set on; with
@@ -134,6 +139,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             poster.stop()
         if state.lti is not None and sync_s:
             puller.stop()
+        if state.hub is not None and intake is not None:
+            intake.stop()
         for book in books.values():
             book.close()
         state.accounts.close()
@@ -159,6 +166,15 @@ def _lti_tool(course, store):
 
     return LtiTool.open(course.config.lti, lti_keys(course),
                         store if isinstance(store, str) else store / ACCOUNTS_FILE)
+
+
+def _hub(course):
+    """The hub course.yaml's `jupyterhub:` section names, as the hub's environment describes it, else None."""
+    if course.config.jupyterhub is None:
+        return None
+    from autograder.serve.hub.signin import Hub
+
+    return Hub.from_environ(course.config.jupyterhub)
 
 
 def lti_keys(course) -> Optional[Path]:

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from autograder.serve.app import account, api, staff, student
 from autograder.serve.app.state import ServiceState
@@ -41,10 +42,12 @@ def routes(state: ServiceState) -> list[Route]:
         Route("/api/a/{name}/attempts", api.attempts, methods=["POST"]),
         Route("/api/a/{name}/attempts/{attempt}", api.attempts, methods=["GET"]),
     ]
-    return found + (state.lti.routes(state) if state.lti is not None else [])
+    found += state.lti.routes(state) if state.lti is not None else []
+    # the hub's /signin first: in a hub the hub signs people in (hub/signin.py)
+    return (state.hub.routes(state) if state.hub is not None else []) + found
 
 
-def make_app(state: ServiceState) -> Guard:
+def make_app(state: ServiceState) -> ASGIApp:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         for grader in state.graders.values():
@@ -57,8 +60,9 @@ def make_app(state: ServiceState) -> Guard:
     app = Starlette(routes=routes(state), lifespan=lifespan)
     app.state.service = state
     most_upload = state.most_upload
-    return Guard(app, lambda path: upload_limit(path, most_upload),
-                 frame_ancestors=state.lti.origins if state.lti is not None else ())
+    guarded = Guard(app, lambda path: upload_limit(path, most_upload),
+                    frame_ancestors=state.lti.origins if state.lti is not None else ())
+    return state.hub.mounted(guarded) if state.hub is not None else guarded
 
 
 def stop_graders(state: ServiceState) -> None:

@@ -1,11 +1,12 @@
-"""In the student's notebook: `check()` and `show()`, which read the kernel's own variables."""
+"""In the student's notebook: `check()` and `show()`, which read the kernel's own variables, and `hand_in()`,
+which hands the saved notebook in to the course's service (`python qkv_check.py --submit`, from a cell)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Optional
 
-from .data import UsageError, load_data
+from .data import HERE, UsageError, load_data
 from .loading import Submission, loading_now
 from .reporting import prompt_text, report, say
 
@@ -50,4 +51,23 @@ def show(problem: Optional[str] = None, student: Optional[str] = None) -> None:
     except ImportError:
         pass
     say(text)
+    return None
+
+
+def hand_in(file: Optional[str] = None, wait: float = 120.0) -> None:
+    """In a notebook: hand in `file` (default: this assignment's notebook beside qkv_check.py, as last saved) and
+    print its score and its feedback page's link; in a hub, with your own hub token (submit.py)."""
+    if loading_now():
+        return None  # qkv_check is running this notebook: checking never hands in
+    from .cli import main
+
+    if file is None:
+        try:
+            module = load_data().get("module") or "assignment"
+        except UsageError as err:
+            say(f"qkv_check: {err}")
+            return None
+        notebook = HERE / f"{module}.ipynb"
+        file = str(notebook if notebook.exists() else HERE / f"{module}.py")
+    main(["--submit", str(file), "--wait", str(wait)])
     return None

@@ -3,7 +3,10 @@
 The only part that uses the network, and only when asked: checking stays offline. Standard library only
 (urllib), as the rest of the release. The personal sign-in link `qkv tokens` mails
 (`https://HOST/signin?token=TOKEN&next=/a/NAME`) comes from QKV_TOKEN or qkv_token.txt beside qkv_check.py;
-it gives the service's address, the token and the assignment. The token goes in the Authorization header
+it gives the service's address, the token and the assignment. In a JupyterHub user's server, with neither, the
+user's own hub token (JUPYTERHUB_API_TOKEN, which the hub gives every server) goes to the service at
+QKV_SERVICE_URL (which the hub's configuration gives the servers, docs/jupyterhub.md): no link needed.
+The token goes in the Authorization header
 and nowhere else: never in a URL, never printed, and cut out of anything printed that came from elsewhere
 (the server's messages, an exception's text), since a terminal's scrollback is shared and pasted.
 
@@ -48,6 +51,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _ATTEMPT = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _PAGE = re.compile(r"/[A-Za-z0-9._~%/-]{0,500}")
 LINK_SHAPE = "https://HOST/signin?token=...&next=/a/NAME"
+HUB_TOKEN = "JUPYTERHUB_API_TOKEN"
+SERVICE_VARIABLE = "QKV_SERVICE_URL"
 
 
 class Link(NamedTuple):
@@ -104,6 +109,8 @@ def find_link(file: Path, default_assignment: str) -> Link:
     given, where = os.environ.get(LINK_VARIABLE, "").strip(), LINK_VARIABLE
     if not given:
         given, where = _first_line(file), str(file)
+    if not given and os.environ.get(HUB_TOKEN, "").strip():
+        return hub_link(default_assignment)
     if not given:
         raise UsageError(f"no sign-in link: put the link from your instructor's mail ({LINK_SHAPE}) in {file} "
                          f"(its first line), or in the environment variable {LINK_VARIABLE}")
@@ -112,6 +119,25 @@ def find_link(file: Path, default_assignment: str) -> Link:
         raise UsageError(f"{where}: not a sign-in link; copy the whole link from your instructor's mail "
                          f"({LINK_SHAPE})")
     return link
+
+
+def hub_link(default_assignment: str) -> Link:
+    """In a hub user's server: the service at QKV_SERVICE_URL, the user's own hub token, this release's assignment."""
+    token, address = os.environ.get(HUB_TOKEN, "").strip(), os.environ.get(SERVICE_VARIABLE, "").strip()
+    if not address:
+        raise UsageError(f"this is a JupyterHub server, but {SERVICE_VARIABLE} (the course service's address) is not "
+                         "set: ask your instructor, or put your sign-in link in " + LINK_FILE)
+    try:
+        parts = urllib.parse.urlsplit(address)
+        parts.port  # noqa: B018 (as parse_link)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc \
+            or parts.query or parts.fragment:
+        raise UsageError(f"{SERVICE_VARIABLE}: not the address of a service (http(s)://HOST/PATH)")
+    if not _TOKEN.fullmatch(token) or not _NAME.fullmatch(default_assignment or ""):
+        raise UsageError(f"{HUB_TOKEN} is not a token, or this release names no assignment")
+    return Link(f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}", parts.netloc, token, default_assignment)
 
 
 def _first_line(file: Path) -> str:

@@ -1,5 +1,5 @@
 """What the service's endpoints share, typed: the served assignments and their gradebooks, the accounts, the
-roster, the graders, the staff's notes and the LTI tool; and the one hand-in path, the form's and the API's.
+roster, the graders, the staff's notes, the LTI tool and the hub; and the one hand-in path, the form's and the API's.
 
 Built once by `qkv serve` (serve/command.py) before the app starts, and read by each endpoint from its app
 (`state_of`): no endpoint reads the process's folder or environment.
@@ -20,6 +20,7 @@ from autograder.serve.handin import Accepted, Refused, hand_in
 from autograder.serve.signin import SignIns
 
 if TYPE_CHECKING:  # the LMS library is imported only where the course is an LTI tool
+    from autograder.serve.hub.signin import Hub
     from autograder.serve.lti.launch import LtiTool
 
 
@@ -29,6 +30,7 @@ class ServiceState(Site):
     graders: dict[str, Grader] = field(default_factory=dict)  # started and stopped in the app's lifespan
     notes: dict[str, str] = field(default_factory=dict)  # by assignment: what the class page says at the top
     lti: Optional[LtiTool] = None  # when course.yaml has an `lti:` section
+    hub: Optional[Hub] = None  # when course.yaml has a `jupyterhub:` section: the hub signs people in
     sign_ins: SignIns = field(init=False)
 
     def __post_init__(self) -> None:
