@@ -21,7 +21,7 @@ from autograder.sandbox.worker.supervisor import (
     Phase,
     Supervisor,
 )
-from qkv_runtime.limits import LONG_SECONDS, Limits
+from qkv_runtime.limits import LONG_CPU_SECONDS, LONG_SECONDS, Limits
 from qkv_runtime.wire import FrameBuffer, pack_arrays
 
 import numpy as np
@@ -343,7 +343,8 @@ def test_a_single_call_frame_after_the_problem_s_last_call_spoils_the_problem(ca
 
 
 def test_an_attempt_that_runs_long_is_lowered_once_to_the_lowest_priority():
-    run = Run(limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    # it sleeps: no CPU, and no wait for one either, so all its wall time is its own
+    run = Run(cpu=0.0, limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
     run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
     run.send(kind="start", index=0, pid=GRANDCHILD)
     run.send(kind="begin", call_id="s1")
@@ -357,9 +358,9 @@ def test_an_attempt_that_runs_long_is_lowered_once_to_the_lowest_priority():
 
 
 def test_a_starved_attempt_is_long_only_once_its_own_time_reaches_long_seconds():
-    # a busy machine kept it waiting for a CPU for 2 of its first LONG_SECONDS: it is not long, and not lowered,
-    # until its wall time less that wait is
-    run = Run(limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    # a busy machine kept it waiting for a CPU for 2 of its first LONG_SECONDS, and it used little: it is not long,
+    # and not lowered, until its wall time less that wait is
+    run = Run(cpu=LONG_CPU_SECONDS / 4, limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
     run.waited = 2.0
     run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
     run.send(kind="start", index=0, pid=GRANDCHILD)
@@ -369,6 +370,19 @@ def test_a_starved_attempt_is_long_only_once_its_own_time_reaches_long_seconds()
     run.later(1.0)
     assert run.lowered == []
     run.later(1.0)
+    assert run.lowered == [(CHILD, GRANDCHILD)] and [f for f in run.frames if f["kind"] == "long"]
+
+
+def test_a_starved_loop_is_long_once_it_has_used_long_cpu_seconds():
+    # starved too, but what it got of the CPU it used: a loop, not an honest attempt kept waiting
+    run = Run(cpu=0.0, limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    run.waited = 10.0
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.later(LONG_SECONDS)
+    assert run.lowered == []
+    run.cpu = LONG_CPU_SECONDS
+    run.later(LONG_CPU_SECONDS)  # looked at again when it may have used that much
     assert run.lowered == [(CHILD, GRANDCHILD)] and [f for f in run.frames if f["kind"] == "long"]
 
 

@@ -14,8 +14,8 @@ little CPU to have used its time (a neighbour's fork bomb) may run on, up to
 STARVED_FACTOR times its limit. The whole attempt has a budget (qkv_runtime.limits.
 job_seconds): when its cap, attempt_seconds, runs out the submission is stopped,
 starved or not, and the problems it left are not run. An attempt that has run LONG_SECONDS of its own time (its wall
-time less what its processes waited for a CPU: a starved attempt is not a long one, a looping or sleeping one is) is
-lowered to the lowest CPU priority (`Lower`), so that it takes the CPU only from no one, and the grader is told
+time less what its processes waited for a CPU) or used LONG_CPU_SECONDS of CPU (a starved attempt is not a long
+one, a looping or sleeping one is) is lowered to the lowest CPU priority (`Lower`), so that it takes the CPU only from no one, and the grader is told
 (a "long" frame): it may then ask the attempt to yield its worker to fresh work (`preempt`), which stops it and keeps
 the problems it finished; the grader runs the rest again later, on what is left of its budget.
 """
@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from qkv_runtime.values import MAX_ANSWER_STR, clean_text, fmt_bytes, plain_answers, plain_defined
 from qkv_runtime.wire import MAX_CALLS_PER_FRAME, MAX_OUTPUTS_PER_CALL, Status, encode_frame
-from qkv_runtime.limits import LONG_SECONDS, Limits
+from qkv_runtime.limits import LONG_CPU_SECONDS, LONG_SECONDS, Limits
 
 GRACE_SECONDS = 3.0  # the child's own bookkeeping between problems, and its exit
 STARVED_FACTOR = 3.0
@@ -110,7 +110,7 @@ class State:
     finished: bool = False  # the closing frames were made
     ends: float = 0.0  # when the attempt's budget runs out
     begun: float = 0.0  # when the job began
-    long_at: float = 0.0  # the soonest the attempt can have run LONG_SECONDS of its own time (then lowered)
+    long_at: float = 0.0  # the soonest the attempt can be long (then lowered)
     lowered: bool = False
     out_of_budget: bool = False  # stopped when its budget ran out: nothing the child sends after is taken
     yielded: bool = False  # stopped to give its worker to fresh work: nothing the child sends after is taken
@@ -134,7 +134,7 @@ class Supervisor:
         self.budget = limits.attempt_seconds
         ends = now + (self.budget if seconds is None else min(self.budget, seconds))
         self.state = State(started=now, deadline=now + limits.load_seconds, groups=[child], ends=ends,
-                           begun=now, long_at=now if long else now + LONG_SECONDS)
+                           begun=now, long_at=now if long else now + min(LONG_SECONDS, LONG_CPU_SECONDS))
         self._actions: List[Action] = []
 
     @property
@@ -207,9 +207,11 @@ class Supervisor:
             self._out_of_budget(now)
             return self._take()
         if running and not s.lowered and now >= s.long_at:
-            own = LONG_SECONDS if self.long else now - s.begun - self.waited(tuple(s.groups))
-            if own < LONG_SECONDS:
-                s.long_at = now + LONG_SECONDS - own  # starved so far: the soonest it can have run that long
+            own = now - s.begun - self.waited(tuple(s.groups))
+            cpu = sum(self.cpu_of(group) for group in s.groups)
+            if not self.long and own < LONG_SECONDS and cpu < LONG_CPU_SECONDS:
+                # starved so far: looked at again when it may have run or used that much (no sooner than a recheck)
+                s.long_at = now + max(STARVED_RECHECK_SECONDS, min(LONG_SECONDS - own, LONG_CPU_SECONDS - cpu))
             else:
                 s.lowered = True
                 self._actions.append(Lower((s.groups[0],) + ((s.current.pid,) if s.current else ())))
