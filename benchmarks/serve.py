@@ -392,19 +392,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def report(figures: dict) -> str:
-    rows = ["| run | attempts | lost | duplicated | wrong student | upload to score p50 / p95 / max | per second |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| run | attempts | lost | duplicated | wrong student | upload to score p50 / p95 / max | per second "
+            "| load average before / after |",
+            "|---|---|---|---|---|---|---|---|"]
     for key, label in (("alone", "one student alone"), ("class", "the class"),
                        ("kill9", "the class, kill -9 midway and a restart")):
         f = figures[key]
         t = f["upload_to_score_s"]
         rows.append(f"| {label} | {f['graded']} of {f['accepted']} | {f['lost']} | {f['duplicated']} | "
                     f"{f['wrong_student']} | {t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | "
-                    f"{f['attempts_per_s']} |")
+                    f"{f['attempts_per_s']} | {f.get('load_average_before', '-')} / {f.get('load_average_after', '-')} |")
         if f.get("looping_students"):
             t = f["looping_upload_to_score_s"]
             rows.append(f"| {label}: its {f['looping_students']} looping students | {t.get('count', 0)} | | | | "
-                        f"{t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | |")
+                        f"{t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | | |")
     return "\n".join(rows)
 
 

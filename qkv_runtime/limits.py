@@ -10,10 +10,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Dict
 
-# An attempt still running after this many seconds is a long one: it runs on at the lowest CPU priority and no
-# longer holds one of the pool's slots, so fresh attempts go ahead of it (sandbox/pool.py, worker/supervisor.py).
-# An honest attempt of a whole assignment takes well under a second.
+# An attempt that has run this many seconds of its own time (its wall time less what its processes waited for a
+# CPU), or used LONG_CPU_SECONDS of CPU, is a long one: it runs on at the lowest CPU priority, no longer holds one
+# of the pool's slots, and yields its worker when fresh attempts find none (sandbox/fair.py, worker/supervisor.py).
+# An honest attempt of a whole assignment takes well under a second of CPU: one starved by a busy machine waits
+# for a CPU, which is neither its own time nor CPU it used, so it is not long; a loop uses CPU, a sleep is its own.
 LONG_SECONDS = 3.0
+LONG_CPU_SECONDS = 1.0
 LOWEST_PRIORITY = 19  # the nice value a long attempt's processes get
 
 

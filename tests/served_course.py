@@ -77,6 +77,13 @@ def every_function_loops(functions: Sequence[str]) -> str:
     return "".join(f"def {name}(*args, **kwargs):\n    while True:\n        pass\n\n\n" for name in functions)
 
 
+def every_function_sleeps(functions: Sequence[str]) -> str:
+    """A submission whose every function (of `functions`) sleeps for ever: a loop whose time is its own on a busy
+    machine as on an idle one (it waits for no CPU), so it runs long after the same wall time whatever the load."""
+    return "import time\n\n\n" + "".join(f"def {name}(*args, **kwargs):\n    while True:\n        time.sleep(1)\n\n\n"
+                                          for name in functions)
+
+
 def issue_tokens(course: Path, store: Path, roster: Path, url: str, out: Path, *extra: str) -> dict[str, dict]:
     """`qkv tokens` for the roster (and `extra`, e.g. --instructor NAME): the CSV's rows by person."""
     qkv(course, "tokens", NAME, "--roster", roster, "--db", store, "--url", url, "--out", out, *extra)

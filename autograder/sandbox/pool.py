@@ -13,7 +13,9 @@ the same for each of its submissions), so a job carries the program alone.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
+import functools
 import itertools
 import json
 import logging
@@ -41,9 +43,11 @@ from autograder.sandbox.isolation import SandboxError
 from autograder.sandbox.protocol import (
     Limits,
     ProblemCalls,
+    ProblemRun,
     Program,
     ProtocolError,
     RunCollector,
+    YIELD_FRAME,
     SubmissionRun,
     encode_job,
     encode_problem_set,
@@ -310,10 +314,11 @@ class _Worker:
             pass
         self.kill()
 
-    def run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float) -> SubmissionRun:
+    def run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float,
+            control: Optional[JobControl] = None) -> SubmissionRun:
         started, self.sending, wall = time.thread_time(), 0.0, time.monotonic()
         try:
-            return dataclasses.replace(self._run(problem_set, job, problems, seconds),
+            return dataclasses.replace(self._run(problem_set, job, problems, seconds, control or JobControl()),
                                        seconds=time.monotonic() - wall)
         except _WorkerLost as lost:
             lost.run = dataclasses.replace(lost.run, seconds=time.monotonic() - wall)
@@ -321,19 +326,23 @@ class _Worker:
         finally:
             self.pool.cpu.add(send=self.sending, receive=time.thread_time() - started - self.sending)
 
-    def _run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float
-             ) -> SubmissionRun:
+    def _run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float,
+             control: JobControl) -> SubmissionRun:
         limits = self.pool.limits
         phases = (supervisor.STARVED_FACTOR * limits.load_seconds
                   + len(problems) * (supervisor.STARVED_FACTOR * limits.problem_seconds + PROBLEM_SLACK_SECONDS))
         # the supervisor stops the job when its budget (`seconds`) runs out, whatever its phases allow
         deadline = time.monotonic() + min(phases, seconds) + JOB_SLACK_SECONDS
-        collector = RunCollector(problems)
+        collector = RunCollector(problems, control.ran_long)
         sending = time.thread_time()
         holds = self.held is problem_set or self.held == problem_set
         self._send(job if holds else problem_set + job, len(job), deadline, collector)
         self.held = problem_set
         self.sending = time.thread_time() - sending
+        with control.running_on(self):
+            return self._collect(collector, deadline)
+
+    def _collect(self, collector: RunCollector, deadline: float) -> SubmissionRun:
         while True:
             try:
                 header, blob = self.reader.read(deadline)
@@ -364,6 +373,75 @@ class _Worker:
                 if len(view) >= job_bytes:
                     raise _NotDelivered from exc
                 raise _WorkerLost(collector.broken("the sandbox worker stopped taking input")) from None
+
+
+@dataclass
+class _MapJob:
+    """One attempt's job in `map`: what the caller gave, and what its runs that yielded did."""
+
+    key: object
+    program: Program
+    problems: Sequence[ProblemCalls]
+    spent: float  # seconds earlier jobs of the attempt took (the caller's)
+    yielded_seconds: float = 0.0  # wall seconds of its runs that yielded
+    kept: dict[str, ProblemRun] = field(default_factory=dict)  # the problems those runs finished
+
+    def left(self) -> Sequence[ProblemCalls]:
+        """The problems to run: all of them (the caller's list, whose encoding is cached), or those not finished."""
+        return [p for p in self.problems if p.problem_id not in self.kept] if self.kept else self.problems
+
+    def yielded(self, run: SubmissionRun) -> None:
+        self.yielded_seconds += run.seconds
+        self.kept.update((pid, r) for pid, r in run.problems.items() if r.status != "not_run")
+
+    def finished(self, run: SubmissionRun) -> SubmissionRun:
+        """The attempt's run: the last one's, with the problems runs before it finished, and their time."""
+        if not self.yielded_seconds:
+            return run
+        problems = {p.problem_id: self.kept.get(p.problem_id) or run.problems[p.problem_id] for p in self.problems}
+        return dataclasses.replace(run, problems=problems, seconds=self.yielded_seconds + run.seconds)
+
+
+class JobControl:
+    """The pool's hold on one job of `map` while a worker runs it: told when the job has run long, and the way to
+    ask it to yield its worker (a frame on the worker's input, written only between the job's own frame and its
+    end, so it never cuts into another; one the worker reads after the job ended is ignored)."""
+
+    def __init__(self, on_long: Callable[[], None] = lambda: None) -> None:
+        self._on_long = on_long
+        self._lock = threading.Lock()
+        self._worker: Optional[_Worker] = None
+        self._asked = False
+
+    def ran_long(self) -> None:
+        self._on_long()
+
+    @contextlib.contextmanager
+    def running_on(self, worker: _Worker) -> Iterator[None]:
+        with self._lock:
+            self._worker = worker
+            asked = self._asked
+        if asked:
+            self._write(worker)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._worker = None
+
+    def ask_to_yield(self) -> None:
+        with self._lock:
+            self._asked = True
+            worker = self._worker
+            if worker is not None:
+                self._write(worker)
+
+    @staticmethod
+    def _write(worker: _Worker) -> None:
+        try:
+            os.write(worker.process.stdin.fileno(), YIELD_FRAME)  # a pipe takes a frame this small whole
+        except (OSError, ValueError):
+            pass  # the worker is gone: the job comes back as lost
 
 
 def _lost_message(exc: BaseException, process: subprocess.Popen | None) -> str:
@@ -483,17 +561,18 @@ class SandboxPool:
                 self._soon_failed = err
 
     def run(self, program: Union[Program, str], problems: Sequence[ProblemCalls], spent: float = 0.0,
-            spare: bool = False) -> SubmissionRun:
+            spare: bool = False, control: Optional[JobControl] = None) -> SubmissionRun:
         """Load `program` (or a module's source) in a fresh process and run every problem's calls; blocks.
-        `spent`: wall seconds earlier jobs of the same attempt took (a fast path that failed), which its budget
-        no longer holds (qkv_runtime.limits.job_seconds); the run's `seconds` is what this one took. `spare`:
-        with no worker idle, start one more, up to `most` (`map` decides when)."""
+        `spent`: wall seconds earlier jobs of the same attempt took (a fast path that failed, or a run that
+        yielded), which its budget no longer holds (qkv_runtime.limits.job_seconds); the run's `seconds` is what
+        this one took. `spare`: with no worker idle, start one more, up to `most` (`map` decides when).
+        `control`: `map`'s hold on the job (told when it runs long, the way to ask it to yield)."""
         if isinstance(program, str):
             program = Program(source=program)
         encoding = time.thread_time()
         problem_set = encode_problem_set(problems, self.limits)  # before the copy: it is cached per call list
         seconds = job_seconds(self.limits, spent)
-        job = encode_job(program, seconds)
+        job = encode_job(program, seconds, long=spent >= LONG_SECONDS)
         self.cpu.add(send=time.thread_time() - encoding)
         problems = tuple(problems)
         self.start()
@@ -504,7 +583,7 @@ class SandboxPool:
                     worker.kill()
                     worker.start()
                 try:
-                    return worker.run(problem_set, job, problems, seconds)
+                    return worker.run(problem_set, job, problems, seconds, control)
                 except _NotDelivered:
                     continue
                 except _WorkerLost as lost:
@@ -531,11 +610,14 @@ class SandboxPool:
         """Run many submissions; yields (key, run) as each completes. Each job is (key, program, problems) or
         (key, program, problems, spent), `spent` being the seconds earlier jobs of the same attempt took (see
         `run`). `jobs` is read as workers come free (until `jobs` fresh ones wait), so it may be a stream of work
-        that arrives meanwhile (see `take`). Fair to fresh work (fair.py): a job that ran long holds no slot, and
-        one that comes long (a rerun of an attempt whose first run ran long: `spent`) waits behind fresh ones."""
+        that arrives meanwhile (see `take`). Fair to fresh work (fair.py): a job that ran long holds no slot, is
+        asked to yield its worker when fresh work finds none, and then waits behind fresh work to run the problems
+        it had not finished, on what is left of its budget; one that comes long (a rerun of an attempt whose
+        first run ran long: `spent`) waits behind fresh ones too."""
         self.start()
-        fair: FairQueue[tuple] = FairQueue(self.jobs, self.most)
-        running: dict[concurrent.futures.Future, tuple[int, K]] = {}  # -> (its number in `fair`, key)
+        fair: FairQueue[_MapJob] = FairQueue(self.jobs, self.most)
+        running: dict[concurrent.futures.Future, tuple[int, _MapJob, JobControl]] = {}
+        ran_long: queue.SimpleQueue[int] = queue.SimpleQueue()  # numbers of jobs their workers said ran long
         source = iter(jobs)
         ended = False
         with concurrent.futures.ThreadPoolExecutor(self.most, thread_name_prefix="qkv-sandbox") as executor:
@@ -545,9 +627,12 @@ class SandboxPool:
                     batch, idle, ended = take(source, 1)
                     for key, program, problems, *rest in batch:
                         spent = float(rest[0]) if rest else 0.0
-                        fair.add((key, program, problems, spent), long=spent >= LONG_SECONDS)
-                for number, (key, program, problems, spent) in fair.start(time.monotonic()):
-                    running[executor.submit(self.run, program, problems, spent, True)] = (number, key)
+                        fair.add(_MapJob(key, program, problems, spent), long=spent >= LONG_SECONDS)
+                for number, job in fair.start():
+                    control = JobControl(functools.partial(ran_long.put, number))
+                    future = executor.submit(self.run, job.program, job.left(), job.spent + job.yielded_seconds,
+                                             True, control)
+                    running[future] = (number, job, control)
                 if not ended and not idle and fair.wants_more():
                     continue  # what started made room to take more
                 if not running:
@@ -555,15 +640,24 @@ class SandboxPool:
                         return
                     time.sleep(IDLE_SECONDS)
                     continue
-                # woken when a job ends, when a running one turns long while fresh ones wait (it frees a slot),
-                # and to ask a stream that had nothing again
-                waits = [w for w in (fair.wait(time.monotonic()), IDLE_SECONDS if idle else None) if w is not None]
-                done, _ = concurrent.futures.wait(running, timeout=min(waits) if waits else None,
+                while not ran_long.empty():
+                    fair.ran_long(ran_long.get())
+                controls = {number: control for number, _, control in running.values()}
+                for number in fair.to_yield():
+                    controls[number].ask_to_yield()
+                # woken when a job ends; while fresh work waits, soon again (a running job may say it ran long,
+                # and so yield), and to ask a stream that had nothing again
+                done, _ = concurrent.futures.wait(running, timeout=IDLE_SECONDS if idle or fair.fresh else None,
                                                   return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
-                    number, key = running.pop(future)
+                    number, job, _ = running.pop(future)
                     fair.ended(number)
-                    yield key, future.result()
+                    run = future.result()
+                    if run.yielded:
+                        job.yielded(run)
+                        fair.add(job, long=True)
+                    else:
+                        yield job.key, job.finished(run)
 
     def close(self) -> None:
         """Stop the workers and remove their files; the pool can be started again."""

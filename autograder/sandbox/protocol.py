@@ -11,7 +11,7 @@ runs here.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -128,6 +128,7 @@ class SubmissionRun:
     cell_errors: tuple[str, ...] = ()  # a notebook's cells that failed while it loaded
     cpu: SandboxCpu = SandboxCpu()
     seconds: float = 0.0  # wall time of its job, sent to last frame (what it spent of the attempt's budget)
+    yielded: bool = False  # stopped to give its worker to fresh work: the problems it did not run are to run again
 
 
 # ---------------------------------------------------------------- jobs
@@ -193,11 +194,15 @@ def encode_problem_set(problems: Sequence[ProblemCalls], limits: Limits) -> byte
     return frame
 
 
-def encode_job(program: Program, seconds: float) -> bytes:
+def encode_job(program: Program, seconds: float, long: bool = False) -> bytes:
     """One submission's job frame: its program and the wall seconds it may take (what is left of the attempt's
-    budget, qkv_runtime.limits.job_seconds); it runs the calls of the problem set its worker holds."""
-    return frame_of(b'{"kind":"job","seconds":' + encode_json(round(seconds, 3)) + b',"program":'
-                    + encode_json(program.to_json()) + b"}")
+    budget, qkv_runtime.limits.job_seconds); it runs the calls of the problem set its worker holds. `long`: the
+    attempt ran long in an earlier job (it runs at the lowest priority from the start)."""
+    return frame_of(b'{"kind":"job","seconds":' + encode_json(round(seconds, 3)) + (b',"long":true' if long else b"")
+                    + b',"program":' + encode_json(program.to_json()) + b"}")
+
+
+YIELD_FRAME = frame_of(b'{"kind":"yield"}')  # the grader asks the running job to yield its worker to fresh work
 
 
 # ---------------------------------------------------------------- answers
@@ -206,8 +211,10 @@ def encode_job(program: Program, seconds: float) -> bytes:
 class RunCollector:
     """Builds a SubmissionRun from the worker's frames, checking each against the job."""
 
-    def __init__(self, problems: Sequence[ProblemCalls]) -> None:
+    def __init__(self, problems: Sequence[ProblemCalls], ran_long: Callable[[], None] = lambda: None) -> None:
+        """`ran_long`: called when the worker says the job has run long (a "long" frame)."""
         self.problems = problems
+        self.ran_long = ran_long
         self.call_ids = {p.problem_id: {c.call_id for c in p.calls} for p in problems}
         self.results: dict[str, dict[str, CallResult]] = {p.problem_id: {} for p in problems}
         self.runs: dict[str, ProblemRun] = {}
@@ -227,6 +234,8 @@ class RunCollector:
                 raise ProtocolError(f"bad problem frame for {clean_text(str(problem), 80)!r}")
             message = clean_text(header.get("message"), MAX_MESSAGE_CHARS)
             self.runs[problem] = ProblemRun(status, message, self.results[problem])
+        elif kind == "long":
+            self.ran_long()
         elif kind == "submission":
             status = header.get("status")
             if not isinstance(status, str) or status not in SUBMISSION_STATUSES:
@@ -242,6 +251,7 @@ class RunCollector:
                 stdout=clean_text(header.get("stdout"), MAX_STDOUT_CHARS, mark_cut=False),
                 cell_errors=tuple(clean_text(c, 300) for c in cells[:MAX_CELL_ERRORS]) if isinstance(cells, list) else (),
                 cpu=SandboxCpu.from_json(header.get("cpu")),
+                yielded=header.get("yielded") is True,
             )
         else:
             raise ProtocolError(f"unexpected {clean_text(kind, 40)!r} frame")

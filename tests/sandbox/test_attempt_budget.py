@@ -2,8 +2,9 @@
 
 A submission whose every function loops (tests/fixtures/budget/every_function_loops.py) ran each problem to its own
 time limit, one after the other; now the budget stops it, and the problems it left score 0 with a message naming
-the budget. An attempt still running after LONG_SECONDS no longer holds a slot: one handed in after it, on a pool
-whose every worker it holds, is graded first. Assertions are on states, messages and order, never on wall times.
+the budget. An attempt that has run LONG_SECONDS of its own time no longer holds a slot: one handed in after it is
+graded first, beside it or, when long attempts hold every worker, in the worker one of them yields. Assertions are
+on states, messages and order, never on wall times.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.slow  # waits out time limits
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "budget"
 LOOPS = (FIXTURES / "every_function_loops.py").read_text()
+SLEEPS = (FIXTURES / "every_function_sleeps.py").read_text()
 BUDGET = "the attempt's time budget of {seconds:g} s (attempt_seconds) ran out"
 
 
@@ -55,6 +57,27 @@ def test_with_its_only_worker_on_a_loop_a_job_taken_after_it_is_run_first() -> N
     assert [key for key, _ in finished] == ["honest", "loop"]
     runs = dict(finished)
     assert runs["honest"].status == "ok" and runs["loop"].problems["softmax"].status == "timeout"
+
+
+def test_when_loops_hold_every_worker_one_yields_to_a_fresh_job_and_both_still_end_by_their_budget() -> None:
+    # one slot and a spare worker, both held by loops that ran long (by their own time: they sleep, which takes
+    # as long on a busy machine as on an idle one): the honest job taken after them used to wait for a loop's
+    # budget to run out; now the loop that ran long first yields its worker to it, runs again once no fresh work
+    # waits, and is stopped when its budget, the time of both its runs, runs out
+    # (a budget that leaves the spare worker time to start, numpy and all, on a machine as busy as any)
+    limits = dataclasses.replace(SANDBOX_LIMITS, problem_seconds=60.0, cpu_seconds=60, attempt_seconds=30.0)
+    good = (HOSTILE / "good.py").read_text()
+    jobs = [("first loop", SLEEPS, CORE), ("second loop", SLEEPS, CORE), ("honest", good, CORE)]
+    with SandboxPool("numpy", jobs=1, limits=limits, isolation="allow-rlimits") as pool:
+        finished = list(pool.map(iter(jobs)))
+    assert [key for key, _ in finished] == ["honest", "second loop", "first loop"]
+    runs = dict(finished)
+    assert runs["honest"].status == "ok"
+    for key in ("first loop", "second loop"):
+        assert runs[key].status == "timeout" and BUDGET.format(seconds=30) in runs[key].message, runs[key].message
+        assert not runs[key].yielded
+        assert all(p.status in ("timeout", "not_run") and BUDGET.format(seconds=30) in p.message
+                   for p in runs[key].problems.values()), runs[key].problems
 
 
 def test_a_rerun_of_an_attempt_that_ran_long_waits_behind_fresh_work() -> None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from autograder.sandbox.worker.handler import Child, loading_cpu
+from qkv_runtime.limits import LOWEST_PRIORITY
 
 
 def sleeper(new_session: bool) -> subprocess.Popen:
@@ -93,3 +97,25 @@ def test_loadings_cpu_is_the_childs_own_clock_when_it_says_a_plain_number_else_p
     for said in (None, "0.25", True, -1.0, float("nan"), float("inf"), 1e9, [0.25]):
         assert loading_cpu({"kind": "loaded", "cpu": said}, child) == 0.0, said
     assert loading_cpu({"kind": "loaded"}, os.getpid()) > 0
+
+
+def autogroups() -> bool:
+    return Path("/proc/self/autogroup").exists()
+
+
+@pytest.mark.skipif(not autogroups(), reason="this kernel groups no sessions (no /proc/PID/autogroup)")
+def test_a_long_attempts_session_is_lowered_as_a_whole_not_only_its_processes_nice_values():
+    # where the kernel groups sessions, a session's CPU share weighs against the other sessions' (the grader's,
+    # other jobs') whatever its processes' nice values: at nice 19 alone a loop took as much CPU as an honest job
+    child = sleeper(True)
+    try:
+        with_pidfd = os.pidfd_open(child.pid)
+        try:
+            Child(child.pid, with_pidfd, None).lower((child.pid,))
+        finally:
+            os.close(with_pidfd)
+        assert Path(f"/proc/{child.pid}/autogroup").read_text().split()[-1] == str(LOWEST_PRIORITY)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == LOWEST_PRIORITY
+    finally:
+        child.kill()
+        child.wait()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox.worker.proctools import (children, group_cpu_seconds, parent_of, process_cpu_seconds,
-                                                  processes, threads_of)
+                                                  processes, threads_of, waited_seconds)
 
 
 def has_schedstat() -> bool:
@@ -168,3 +168,32 @@ def test_threads_of_counts_every_thread_of_a_real_uid() -> None:
         os.close(up_r)
         os.waitpid(child, 0)
     assert threads_of(UNUSED_UID) == 0
+
+
+@pytest.mark.skipif(not has_schedstat(), reason="this kernel keeps no schedstat: no wait for a CPU can be read")
+def test_a_process_kept_waiting_for_a_cpu_is_told_from_one_that_sleeps() -> None:
+    """Two loops (groups of one job) made to share one CPU each wait for it about half their time: their wait
+    grows; a process that sleeps waits for no CPU, however long it has been alive."""
+    cpu = min(os.sched_getaffinity(0))
+    loop = ("import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nsys.stdout.write('on\\n')\n"
+            "sys.stdout.flush()\nwhile True:\n    pass\n")
+    first = subprocess.Popen([sys.executable, "-c", loop, str(cpu)], stdout=subprocess.PIPE,
+                             start_new_session=True)
+    second = subprocess.Popen([sys.executable, "-c", loop, str(cpu)], stdout=subprocess.PIPE,
+                              start_new_session=True)
+    sleeping = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        for process in (first, second):
+            assert process.stdout.readline() == b"on\n"
+        deadline = time.monotonic() + 60  # a bound for a machine busier than any, not an expectation
+        job = (first.pid, second.pid)
+        while waited_seconds(job) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        starved = waited_seconds(job)
+        assert starved >= 0.5
+        assert waited_seconds((sleeping.pid,)) < starved
+        assert waited_seconds((2**40,)) == 0.0  # no such group
+    finally:
+        for process in (first, second, sleeping):
+            process.kill()
+            process.wait()

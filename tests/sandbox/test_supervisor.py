@@ -21,7 +21,7 @@ from autograder.sandbox.worker.supervisor import (
     Phase,
     Supervisor,
 )
-from qkv_runtime.limits import LONG_SECONDS, Limits
+from qkv_runtime.limits import LONG_CPU_SECONDS, LONG_SECONDS, Limits
 from qkv_runtime.wire import FrameBuffer, pack_arrays
 
 import numpy as np
@@ -38,13 +38,19 @@ EXITED_OK = 0  # a wait status: exit code 0
 class Run:
     """A supervisor with a clock, and everything it answered so far."""
 
-    def __init__(self, cpu: float = 100.0, limits: Limits = LIMITS) -> None:
+    def __init__(self, cpu: float = 100.0, limits: Limits = LIMITS, long: bool = False) -> None:
         self.now = 1000.0
         self.cpu = cpu
-        self.sup = Supervisor(PROBLEMS, limits, CHILD, self.now, lambda group: self.cpu)
+        self.waited = 0.0  # seconds the job's processes waited for a CPU
+        self.waited_groups: list[tuple[int, ...]] = []
+        self.sup = Supervisor(PROBLEMS, limits, CHILD, self.now, lambda group: self.cpu, None, self._waited, long)
         self.frames: list[dict] = []
         self.kills: list[tuple[int, ...]] = []
         self.lowered: list[tuple[int, ...]] = []
+
+    def _waited(self, groups: tuple[int, ...]) -> float:
+        self.waited_groups.append(groups)
+        return self.waited
 
     def take(self, actions) -> None:
         buffer = FrameBuffer(1 << 26)
@@ -337,7 +343,8 @@ def test_a_single_call_frame_after_the_problem_s_last_call_spoils_the_problem(ca
 
 
 def test_an_attempt_that_runs_long_is_lowered_once_to_the_lowest_priority():
-    run = Run(limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    # it sleeps: no CPU, and no wait for one either, so all its wall time is its own
+    run = Run(cpu=0.0, limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
     run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
     run.send(kind="start", index=0, pid=GRANDCHILD)
     run.send(kind="begin", call_id="s1")
@@ -347,6 +354,74 @@ def test_an_attempt_that_runs_long_is_lowered_once_to_the_lowest_priority():
     assert run.lowered == [(CHILD, GRANDCHILD)] and run.kills == []  # lowered, not stopped: its limits still hold
     run.later(0.25)
     assert run.lowered == [(CHILD, GRANDCHILD)]
+    assert [f for f in run.frames if f["kind"] == "long"] == [{"kind": "long"}]  # the grader is told, once
+
+
+def test_a_starved_attempt_is_long_only_once_its_own_time_reaches_long_seconds():
+    # a busy machine kept it waiting for a CPU for 2 of its first LONG_SECONDS, and it used little: it is not long,
+    # and not lowered, until its wall time less that wait is
+    run = Run(cpu=LONG_CPU_SECONDS / 4, limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    run.waited = 2.0
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.later(LONG_SECONDS)
+    assert run.lowered == [] and not [f for f in run.frames if f["kind"] == "long"]
+    assert run.waited_groups == [(CHILD, GRANDCHILD)]  # the wait of every process of the job
+    run.later(1.0)
+    assert run.lowered == []
+    run.later(1.0)
+    assert run.lowered == [(CHILD, GRANDCHILD)] and [f for f in run.frames if f["kind"] == "long"]
+
+
+def test_a_starved_loop_is_long_once_it_has_used_long_cpu_seconds():
+    # starved too, but what it got of the CPU it used: a loop, not an honest attempt kept waiting
+    run = Run(cpu=0.0, limits=Limits(load_seconds=3.0, problem_seconds=10.0, cpu_seconds=10))
+    run.waited = 10.0
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    run.send(kind="start", index=0, pid=GRANDCHILD)
+    run.later(LONG_SECONDS)
+    assert run.lowered == []
+    run.cpu = LONG_CPU_SECONDS
+    run.later(LONG_CPU_SECONDS)  # looked at again when it may have used that much
+    assert run.lowered == [(CHILD, GRANDCHILD)] and [f for f in run.frames if f["kind"] == "long"]
+
+
+def test_an_attempt_that_ran_long_in_an_earlier_job_is_lowered_at_once():
+    run = Run(long=True)
+    run.later(0.0)
+    assert run.lowered == [(CHILD,)] and [f for f in run.frames if f["kind"] == "long"]
+
+
+def test_an_attempt_asked_to_yield_is_stopped_and_keeps_only_the_problems_it_finished():
+    run = Run()
+    run.send(kind="loaded", answers={"q": 1}, defined=[], cell_errors=[])
+    honest_problem(run, 0, GRANDCHILD)
+    run.send(kind="start", index=1, pid=GRANDCHILD + 1)
+    run.send(kind="begin", call_id="d1")
+    run.take(run.sup.preempt(run.now))
+    assert run.kills == [(CHILD, GRANDCHILD, GRANDCHILD + 1)]
+    run.send(**call("d1", np.ones(2)))  # already in the pipe: taken as nothing
+    run.send(kind="end", index=1, signal=signal.SIGKILL, exit=0)
+    run.take(run.sup.preempt(run.now))  # asked again: nothing more to do
+    assert len(run.kills) == 1
+    run.exits(-signal.SIGKILL & 0xFF)
+    closing = run.finish()
+    assert run.problems() == {"softmax": ("ok", "ran 2 calls"),
+                              "double": ("not_run", "not run: the grader runs it again later")}
+    assert [f["call_id"] for f in run.frames if f["kind"] == "call"] == ["s1", "s2"]
+    assert closing["yielded"] is True and closing["status"] == "timeout"
+    assert closing["message"] == "stopped: it yielded its worker to fresh work (the grader runs it again later)"
+
+
+def test_an_attempt_that_has_finished_running_has_nothing_to_yield():
+    run = Run()
+    run.send(kind="loaded", answers={}, defined=[], cell_errors=[])
+    honest_problem(run, 0, GRANDCHILD)
+    honest_problem(run, 1, GRANDCHILD + 1)
+    run.take(run.sup.preempt(run.now))
+    run.exits()
+    closing = run.finish()
+    assert run.kills == [] and closing["yielded"] is False and closing["status"] == "ok"
 
 
 def test_an_attempt_whose_every_function_loops_is_stopped_when_its_budget_runs_out():

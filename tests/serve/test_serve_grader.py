@@ -19,7 +19,7 @@ from autograder.routes.class_grading import bundle_fingerprint
 from autograder.serve.course import served_assignment
 from autograder.serve.grader import Grader
 from conftest import key_module
-from served_course import every_function_loops
+from served_course import every_function_loops, every_function_sleeps
 
 pytestmark = pytest.mark.slow
 
@@ -122,3 +122,27 @@ def test_with_every_worker_on_a_looping_attempt_an_honest_one_handed_in_later_is
     assert graded[honest].score == full_marks, grader.failure
     assert all(graded[a].score == 0 and graded[a].grading > graded[honest].grading for a in loops)
     assert all("the attempt's time budget of 30 s (attempt_seconds) ran out" in results[a] for a in loops)
+
+
+def test_with_every_worker_on_an_attempt_that_ran_long_one_yields_to_an_honest_attempt_handed_in_later(
+        built_numpy, tmp_path: Path) -> None:
+    # two slots and two spare workers, all four held by attempts that ran long (they sleep in every function, long
+    # after the same wall time whatever the machine's load): the honest attempt handed in after them used to wait
+    # until one of them ran out of its budget; now the one that ran long first yields its worker to it, and all
+    # four still end by their budget, the time of all their runs
+    functions = [p.problem.function for p in built_numpy.assignment.implement]
+    with grading(built_numpy, tmp_path, problem_seconds=30.0, attempt_seconds=20.0) as (book, full_marks, grader):
+        loops = [hand_in(book, f"sleeper{i}", every_function_sleeps(functions)) for i in range(4)]
+        grader.start()
+        until(lambda: all(state(book, a) is AttemptState.GRADING for a in loops))
+        honest = hand_in(book, "honest", key_module(built_numpy.assignment, "honest"))
+        grader.wake()
+        until(lambda: state(book, honest) is AttemptState.GRADED
+              or any(state(book, a) is AttemptState.GRADED for a in loops))
+        assert state(book, honest) is AttemptState.GRADED and all(state(book, a) is AttemptState.GRADING for a in loops)
+        until(lambda: all(state(book, a) is AttemptState.GRADED for a in loops))
+        graded = {a: book.attempt(a) for a in [honest, *loops]}
+        results = {a: json.dumps(book.stored_result(graded[a].grading)) for a in loops}
+    assert graded[honest].score == full_marks, grader.failure
+    assert all(graded[a].score == 0 for a in loops)
+    assert all("the attempt's time budget of 20 s (attempt_seconds) ran out" in results[a] for a in loops)

@@ -30,13 +30,22 @@ from qkv_runtime.wire import MAX_CHILD_BLOB, FrameBuffer, write_all
 from . import link
 from .confine import PR_SET_PDEATHSIG, prctl
 from .job import ProblemSet, problem_set_of, read_frame
-from .proctools import empty_folder, group_cpu_seconds, kill_group, kill_processes, process_cpu_seconds, processes
+from .proctools import (
+    empty_folder,
+    group_cpu_seconds,
+    kill_group,
+    kill_processes,
+    process_cpu_seconds,
+    processes,
+    waited_seconds,
+)
 from .supervisor import MAX_PID, Answer, Kill, Lower, Phase, Supervisor
 
 EXIT_STDIN_CLOSED = 3  # no more jobs: the zygote ends
 EXIT_DIRTY = 4  # what a job left (a process, its folder) could not be cleared: the pool starts a fresh worker
 EXIT_NO_PROBLEM_SET = 6  # the grader sent a job before any problem set, or a frame of another kind
 OUTPUT_CHUNK = 1 << 16
+AUTOGROUP_TRIES = 5
 
 
 class ZygoteGone(Exception):
@@ -56,9 +65,11 @@ def serve_jobs(config: Dict[str, Any], zygote: socket.socket) -> int:
         if header.get("kind") == "problems":
             held = problem_set_of(data, header)
             hand_over(zygote, held)
+        elif header.get("kind") == "yield":
+            continue  # asked of a job that ended meanwhile
         elif header.get("kind") != "job" or held is None:
             return EXIT_NO_PROBLEM_SET
-        elif not handle_job(data, held, config, zygote, before, job_seconds(header)):
+        elif not handle_job(data, held, config, zygote, before, job_seconds(header), header.get("long") is True):
             return EXIT_DIRTY
 
 
@@ -90,15 +101,16 @@ def job_seconds(header: Dict[str, Any]) -> Optional[float]:
 
 
 def handle_job(job: bytes, held: ProblemSet, config: Dict[str, Any], zygote: socket.socket, started: float,
-               seconds: Optional[float] = None) -> bool:
+               seconds: Optional[float] = None, long: bool = False) -> bool:
     """One job (its frame's bytes), from the fork of its child, which runs the problem set `held`, to the grader's
     last frame; False when what it left could not be cleared (a process, or its folder), so that the worker ends.
-    `started`: the handler's CPU clock before it read the job; `seconds`: the job's budget, if the grader gave one."""
+    `started`: the handler's CPU clock before it read the job; `seconds`: the job's budget, if the grader gave one;
+    `long`: the attempt ran long in an earlier job."""
     reply, (job_w, main_r, out_r, pidfd) = ask(zygote, {"do": "fork"}, "pid", fds=4)
     child = Child(int(reply["pid"]), pidfd, config["uid"])
     try:
         deliver(job_w, job, child, time.monotonic() + held.limits.load_seconds)
-        supervisor, cpu = supervise(held, child, main_r, out_r, zygote, seconds)
+        supervisor, cpu = supervise(held, child, main_r, out_r, zygote, seconds, long)
         reaped, _ = ask(zygote, {"do": "reap"}, "reaped")
     finally:
         os.close(pidfd)
@@ -146,7 +158,10 @@ class Child:
     def lower(self, groups: tuple) -> None:
         """The lowest CPU priority for these process groups (the attempt ran long), under `kill`'s guards: with a
         slot uid only that uid's processes, without one only groups of the child's own session. What they fork
-        later inherits it, and an unprivileged process cannot raise it again."""
+        later inherits it, and an unprivileged process cannot raise it again. The child's session is its own
+        autogroup, whose CPU share the kernel weighs against the other sessions' (a worker's and every other
+        job's), whatever its members' nice values: it is lowered too."""
+        lower_autogroup(self.pid)
         if self.uid is not None:
             for process in processes():
                 if process.uid == self.uid and process.group in groups:
@@ -159,6 +174,21 @@ class Child:
                 continue
             if ours:
                 _lower(os.PRIO_PGRP, group)
+
+
+def lower_autogroup(session: int) -> None:
+    """The lowest priority for the autogroup of `session`'s leader, where the kernel groups sessions (without it a
+    nice value weighs only against the same session's processes). An unprivileged writer may set one autogroup's
+    nice in 100 ms, machine-wide: a busy moment is tried again a few times."""
+    for _ in range(AUTOGROUP_TRIES):
+        try:
+            with open(f"/proc/{session}/autogroup", "w") as autogroup:
+                autogroup.write(str(LOWEST_PRIORITY))
+            return
+        except BlockingIOError:
+            time.sleep(0.05)
+        except OSError:
+            return  # no autogroups here, or a child gone already
 
 
 def _lower(which: int, who: int) -> None:
@@ -187,13 +217,16 @@ def deliver(job_w: int, data: bytes, child: Child, deadline: float) -> None:
 
 
 def supervise(job: ProblemSet, child: Child, main_r: int, out_r: int,
-              zygote: socket.socket, seconds: Optional[float] = None) -> Tuple[Supervisor, Dict[str, float]]:
+              zygote: socket.socket, seconds: Optional[float] = None,
+              long: bool = False) -> Tuple[Supervisor, Dict[str, float]]:
     """Run the job's event loop until the child is gone; the supervisor then holds the outcome. Also gives the
-    CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls")."""
-    supervisor = Supervisor(job.problems, job.limits, child.pid, time.monotonic(), group_cpu_seconds, seconds)
+    CPU seconds of the submission's processes while loading ("load": read when loading ended) and after ("calls").
+    The grader's only frame meanwhile, on fd 0, asks the job to yield its worker."""
+    supervisor = Supervisor(job.problems, job.limits, child.pid, time.monotonic(), group_cpu_seconds, seconds,
+                            waited_seconds, long)
     frames = FrameBuffer(MAX_CHILD_BLOB)
     link_fd = zygote.fileno()
-    open_fds = {main_r, out_r, link_fd}
+    open_fds = {main_r, out_r, link_fd, 0}
     outbox: List[bytes] = []
     loaded_cpu: List[float] = []
     spent = 0.0
@@ -211,11 +244,21 @@ def supervise(job: ProblemSet, child: Child, main_r: int, out_r: int,
         now = time.monotonic()
         if supervisor.deadline <= now:
             carry_out(supervisor.tick(now))
+            if outbox:  # a "long" frame the grader waits for
+                write_all(1, b"".join(outbox))
+                outbox.clear()
             continue
-        watched = [fd for fd in (main_r, out_r, link_fd) if fd in open_fds]
+        watched = [fd for fd in (main_r, out_r, link_fd, 0) if fd in open_fds]
         ready, _, _ = select.select(watched, [], [], supervisor.deadline - now)
         for fd in ready:
             now = time.monotonic()
+            if fd == 0:
+                asked = read_frame(0)
+                if asked is None:
+                    open_fds.discard(0)  # the grader is closing: the job runs to its end
+                elif asked[1].get("kind") == "yield":
+                    carry_out(supervisor.preempt(now))
+                continue
             if fd == link_fd:
                 exited, _ = link.receive(zygote)
                 if exited is None or "exited" not in exited:

@@ -14,7 +14,7 @@ import secrets
 import signal
 import stat
 import time
-from typing import Iterator, NamedTuple, Optional, Set
+from typing import Iterator, NamedTuple, Optional, Set, Tuple
 
 REAP_SECONDS = 2.0
 PROC_CHUNK = 16384  # a status or stat file is a few kB
@@ -128,6 +128,23 @@ def group_cpu_seconds(group: int) -> float:
             except (OSError, ValueError, IndexError):
                 continue
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def waited_seconds(groups: Tuple[int, ...]) -> float:
+    """The seconds the live processes of these groups spent runnable but not running, waiting for a CPU (each
+    thread's schedstat): what a machine busy with others' work took from them, so that their own time is their
+    wall time less this. 0 where the kernel keeps no schedstat."""
+    nanoseconds = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if int(stat_fields(entry)[2]) not in groups:
+                    continue
+                for thread in os.listdir(f"/proc/{entry}/task"):
+                    nanoseconds += int(read_proc(f"{entry}/task/{thread}/schedstat").split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return nanoseconds / 1e9
 
 
 def kill_group(pgid: Optional[int]) -> None:

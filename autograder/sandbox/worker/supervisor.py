@@ -13,8 +13,11 @@ problem, GRACE_SECONDS for bookkeeping in BETWEEN and AFTER. A phase that got to
 little CPU to have used its time (a neighbour's fork bomb) may run on, up to
 STARVED_FACTOR times its limit. The whole attempt has a budget (qkv_runtime.limits.
 job_seconds): when its cap, attempt_seconds, runs out the submission is stopped,
-starved or not, and the problems it left are not run. An attempt still running after LONG_SECONDS is lowered to the
-lowest CPU priority (`Lower`), so that it takes the CPU only from no one.
+starved or not, and the problems it left are not run. An attempt that has run LONG_SECONDS of its own time (its wall
+time less what its processes waited for a CPU) or used LONG_CPU_SECONDS of CPU (a starved attempt is not a long
+one, a looping or sleeping one is) is lowered to the lowest CPU priority (`Lower`), so that it takes the CPU only from no one, and the grader is told
+(a "long" frame): it may then ask the attempt to yield its worker to fresh work (`preempt`), which stops it and keeps
+the problems it finished; the grader runs the rest again later, on what is left of its budget.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from qkv_runtime.values import MAX_ANSWER_STR, clean_text, fmt_bytes, plain_answers, plain_defined
 from qkv_runtime.wire import MAX_CALLS_PER_FRAME, MAX_OUTPUTS_PER_CALL, Status, encode_frame
-from qkv_runtime.limits import LONG_SECONDS, Limits
+from qkv_runtime.limits import LONG_CPU_SECONDS, LONG_SECONDS, Limits
 
 GRACE_SECONDS = 3.0  # the child's own bookkeeping between problems, and its exit
 STARVED_FACTOR = 3.0
@@ -41,6 +44,7 @@ LOAD_FAILURES = frozenset({Status.LOAD_ERROR, Status.MEMORY, Status.EXITED, Stat
 Verdict = Tuple[Status, str]
 
 
+YIELDED = "the grader runs it again later"
 MAX_PID = 1 << 22  # the kernel's largest pid_max: a bigger "pid" from the child is a lie
 # What a problem expects once its last call is in: equal to nothing decoded JSON can hold (null included)
 NO_CALL_EXPECTED = object()
@@ -105,25 +109,32 @@ class State:
     channel_open: bool = True
     finished: bool = False  # the closing frames were made
     ends: float = 0.0  # when the attempt's budget runs out
-    long_at: float = 0.0  # when the attempt becomes a long one (lowered)
+    begun: float = 0.0  # when the job began
+    long_at: float = 0.0  # the soonest the attempt can be long (then lowered)
     lowered: bool = False
     out_of_budget: bool = False  # stopped when its budget ran out: nothing the child sends after is taken
+    yielded: bool = False  # stopped to give its worker to fresh work: nothing the child sends after is taken
 
 
 class Supervisor:
     """Feed it events; each returns the actions to carry out. `deadline` says when to call `tick`."""
 
     def __init__(self, problems: List[Dict[str, Any]], limits: Limits, child: int, now: float,
-                 cpu_of: Callable[[int], float], seconds: Optional[float] = None) -> None:
+                 cpu_of: Callable[[int], float], seconds: Optional[float] = None,
+                 waited: Callable[[Tuple[int, ...]], float] = lambda groups: 0.0, long: bool = False) -> None:
         """`seconds`: what is left of the attempt's budget for this job (earlier jobs of the attempt spent the
-        rest), when the grader says; the budget named in messages is the whole attempt's."""
+        rest), when the grader says; the budget named in messages is the whole attempt's. `waited`: the seconds
+        the live processes of these groups spent waiting for a CPU (runnable, not running). `long`: the attempt
+        ran long in an earlier job (it yielded, or its fast path ran long), so it is lowered at once."""
         self.problems = problems
         self.limits = limits
         self.cpu_of = cpu_of
+        self.waited = waited
+        self.long = long
         self.budget = limits.attempt_seconds
         ends = now + (self.budget if seconds is None else min(self.budget, seconds))
         self.state = State(started=now, deadline=now + limits.load_seconds, groups=[child], ends=ends,
-                           long_at=now + LONG_SECONDS)
+                           begun=now, long_at=now if long else now + min(LONG_SECONDS, LONG_CPU_SECONDS))
         self._actions: List[Action] = []
 
     @property
@@ -196,8 +207,15 @@ class Supervisor:
             self._out_of_budget(now)
             return self._take()
         if running and not s.lowered and now >= s.long_at:
-            s.lowered = True
-            self._actions.append(Lower((s.groups[0],) + ((s.current.pid,) if s.current else ())))
+            own = now - s.begun - self.waited(tuple(s.groups))
+            cpu = sum(self.cpu_of(group) for group in s.groups)
+            if not self.long and own < LONG_SECONDS and cpu < LONG_CPU_SECONDS:
+                # starved so far: looked at again when it may have run or used that much (no sooner than a recheck)
+                s.long_at = now + max(STARVED_RECHECK_SECONDS, min(LONG_SECONDS - own, LONG_CPU_SECONDS - cpu))
+            else:
+                s.lowered = True
+                self._actions.append(Lower((s.groups[0],) + ((s.current.pid,) if s.current else ())))
+                self._answer({"kind": "long"})
             if now < s.deadline:
                 return self._take()
         if s.child_status is not None:
@@ -226,6 +244,19 @@ class Supervisor:
             s.deadline = now + GRACE_SECONDS
         return self._take()
 
+    def preempt(self, now: float) -> List[Action]:
+        """The grader asks the attempt to yield its worker to fresh work: what runs is stopped, the problems it
+        finished are kept, the one it was in and those after it are left for the grader to run again. An attempt
+        that has finished running, or was stopped already, has nothing to yield."""
+        s = self.state
+        if s.phase is Phase.AFTER or s.child_status is not None or s.out_of_budget or s.yielded:
+            return self._take()
+        s.yielded = True
+        self._kill(*s.groups)
+        s.current = None
+        self._enter_after(now)
+        return self._take()
+
     def stdout_text(self) -> str:
         return bytes(self.state.stdout).decode("utf-8", "replace")
 
@@ -233,8 +264,8 @@ class Supervisor:
 
     def _on_frame(self, header: Dict[str, Any], blob: bytes, now: float) -> None:
         s = self.state
-        if s.out_of_budget:
-            return  # in the pipe when the budget ran out: what ran in budget is kept, nothing after
+        if s.out_of_budget or s.yielded:
+            return  # in the pipe when it was stopped: what ran before is kept, nothing after
         kind = header["kind"]
         if s.phase is Phase.LOAD and kind == "loaded":
             s.loaded = {"answers": plain_answers(header.get("answers")),
@@ -451,7 +482,8 @@ class Supervisor:
                          s.current.verdict or (Status.CRASHED, f"stopped{WHERE}: the submission's main process ended"))
         for problem in self.problems:
             if problem["id"] not in s.reported:
-                reason = (f"{self._budget_text()} ran out before this problem" if s.out_of_budget
+                reason = (YIELDED if s.yielded
+                          else f"{self._budget_text()} ran out before this problem" if s.out_of_budget
                           else "the submission stopped before this problem" if s.loaded else "the module did not load")
                 self._report(problem["id"], (Status.NOT_RUN, f"not run: {reason}"))
         # After a broken channel nothing the child said can be told apart from forgery.
@@ -462,12 +494,15 @@ class Supervisor:
             "cell_errors": loaded.get("cell_errors", []),
             "stdout": clean_text(self.stdout_text(), MAX_ANSWER_STR),
             "retire": retire,
+            "yielded": s.yielded,
             "cpu": cpu or {},
         })
         return self._take()
 
     def _submission_status(self) -> Verdict:
         s = self.state
+        if s.yielded:
+            return Status.TIMEOUT, f"stopped: it yielded its worker to fresh work ({YIELDED})"
         if s.load is not None:
             return s.load
         if s.loaded is None:
