@@ -12,6 +12,7 @@ import os
 import time
 import zipfile
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -63,6 +64,14 @@ def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]
                          back=f"/a/{a.name}/attempts/{attempt.id}")
 
 
+class Opening(Enum):
+    """Whether an assignment takes uploads now, by the signed-in student's own dates (staff: the class's)."""
+
+    OPEN = "open"
+    LATE = "open, late"  # past the due date, before the last date: what is handed in now loses points
+    CLOSED = "closed"
+
+
 @dataclass(frozen=True)
 class Listed:
     """One served assignment on the course's home: its dates (the signed-in student's own), whether it takes
@@ -71,7 +80,7 @@ class Listed:
     a: ServedAssignment
     due: Optional[dt.datetime]
     last: Optional[dt.datetime]
-    state: str
+    state: Opening
     handed_in: int  # students with an attempt (staff), or the student's own attempts
     students: int  # on the roster (staff)
     waiting: int
@@ -80,8 +89,8 @@ class Listed:
 def listed(state: ServiceState, a: ServedAssignment, session: Session, now: dt.datetime) -> Listed:
     staff = session.account.role.sees_class
     due, last = (a.policy.due, a.policy.last) if staff else a.dates_of(session.account.person, state.roster)
-    word = ("closed" if last is not None and now > last else "open, late" if due is not None and now > due
-            else "open")
+    word = (Opening.CLOSED if last is not None and now > last else Opening.LATE if due is not None and now > due
+            else Opening.OPEN)
     book = state.books[a.name]
     if staff:
         totals = book.attempt_totals()
