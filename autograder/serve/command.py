@@ -70,6 +70,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     from autograder.course.find import find_course
     from autograder.grade.route import open_route, tune_for_grading
     from autograder.serve.connections import CONNECTIONS_PER_CLIENT, bounded_h11
+    from autograder.grade.gradebook import GRADEBOOK_FILE
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
     from autograder.serve.grader import Grader
     from autograder.serve.guard import HEADER_BYTES
@@ -121,7 +122,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     click.echo(f"{which}", err=True)
     for note in notes.values():
         click.echo(f"note: {note}", err=True)
-    where = store if isinstance(store, str) else f"{store}/NAME/gradebook.sqlite"
+    where = store if isinstance(store, str) else ", ".join(str(store / name / GRADEBOOK_FILE) for name in names)
     click.echo(f"serving {', '.join(names)} on http://{host}:{port}/ (gradebook: {where}); students sign in with "
                + (f"the hub, at its {state.hub.prefix}" if state.hub is not None else
                   f"the links `qkv tokens {names[0]} --out tokens.csv` writes"), err=True)

@@ -18,11 +18,13 @@ _ENV.globals["export_formats"] = tuple(GRADE_FORMATS.values())  # the class page
 
 
 def when(moment: Optional[dt.datetime | float]) -> str:
+    """A moment as the pages write it: in UTC always, so an attempt's time and a due date the manifest gave in
+    another zone read on one clock."""
     if moment is None:
         return "none"
     if isinstance(moment, (int, float)):
         moment = dt.datetime.fromtimestamp(moment, dt.timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def points(value: Optional[float]) -> str:

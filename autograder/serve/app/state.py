@@ -42,10 +42,10 @@ class ServiceState(Site):
             self.graders[name].wake()
 
     def receive(self, a: ServedAssignment, student: str, filename: str, body: bytes,
-                now: float) -> Union[Accepted, Refused]:
+                now: float, size: Optional[int] = None) -> Union[Accepted, Refused]:
         """The one hand-in path, the browser's form and the API's alike: checked and stored as an attempt (or
         refused in one sentence), and the grader woken."""
-        outcome = hand_in(a, self.books[a.name], self.roster, student, filename, body, now)
+        outcome = hand_in(a, self.books[a.name], self.roster, student, filename, body, now, size=size)
         if isinstance(outcome, Accepted):
             self.wake(a.name)
         return outcome
