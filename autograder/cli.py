@@ -383,25 +383,42 @@ def exam(topics: str | None, kinds: str | None, count: int, seed: int, student: 
 @main.command()
 @click.option("--topics", metavar="T,...", help="topic prefixes, e.g. attention,masking (default: all)")
 @click.option("--kinds", metavar="K,...", help="problem kinds, as `qkv validate` lists them (default: every kind but code)")
-@click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True, help="problems (at most the topic's)")
-@click.option("--seed", type=click.IntRange(0), help="the same seed gives the same drill (default: a new one)")
-def practice(topics: str | None, kinds: str | None, count: int, seed: int | None) -> None:
-    """Drill in the terminal: one problem at a time, checked as you type, with the score at the end."""
+@click.option("--count", type=click.IntRange(1, 200), default=10, show_default=True,
+              help="problems this run (a drawn drill: at most the topics hold)")
+@click.option("--seed", type=click.IntRange(0),
+              help="repeat a drawn drill: the same seed gives the same problems (default: chosen by your history)")
+@click.option("--history", "history_file", type=click.Path(path_type=Path), default="qkv-practice-history.json",
+              show_default=True, help="your practice history, kept owner-only")
+def practice(topics: str | None, kinds: str | None, count: int, seed: int | None, history_file: Path) -> None:
+    """Drill in the terminal: one problem at a time, checked as you type, remembered between runs; the next problem
+    is chosen for you (a misconception you hold, a review due, your weakest topic), each try on fresh numbers."""
     import secrets
+    from datetime import datetime, timezone
 
     from autograder.course.bank import load_course_bank_strict
-    from autograder.exam.drill import run_drill
+    from autograder.exam.drill import by_the_rule, in_order, run_practice
     from autograder.exam.select import DEFAULT_KINDS, ExamSpec, draw_exam, parse_list, topic_groups
     from autograder.kinds import KINDS
+    from autograder.practice.catalogue import catalogue
+    from autograder.practice.history import load_history, save_history
 
     chosen_kinds = parse_list(kinds) or DEFAULT_KINDS
     if any(KINDS[k].code for k in chosen_kinds if k in KINDS):
         raise QkvError("--kinds", "the drill cannot run code: practise implement problems with `qkv build` and `qkv check`")
-    seed = secrets.randbelow(1_000_000) if seed is None else seed
     bank = load_course_bank_strict(current_course())
-    pool = sum(len(ps) for ps in topic_groups(bank, parse_list(topics), chosen_kinds).values())
-    drill = draw_exam(bank, ExamSpec(parse_list(topics), chosen_kinds, min(count, pool), seed))
-    click.echo(f"qkv practice: {len(drill.items)} problems, seed {seed} (run with --seed {seed} to repeat)")
+    pool = {p.id: p for ps in topic_groups(bank, parse_list(topics), chosen_kinds).values() for p in ps}
+    problems = catalogue(pool.values())
+    loaded = load_history(history_file)
+    if loaded.message:
+        click.echo(f"qkv practice: {loaded.message}", err=True)
+    if seed is None:
+        plan = by_the_rule(problems, lambda: secrets.randbelow(2**31))
+        click.echo(f"qkv practice: {count} problem(s) chosen for you from {len(pool)}, each on fresh numbers "
+                   f"(history: {history_file})")
+    else:
+        drill = draw_exam(bank, ExamSpec(parse_list(topics), chosen_kinds, min(count, len(pool)), seed))
+        plan, count = in_order(list(drill.items), seed), len(drill.items)
+        click.echo(f"qkv practice: {count} problems, seed {seed} (run with --seed {seed} to repeat)")
 
     def ask(prompt: str) -> str:
         typed = input(prompt)
@@ -409,7 +426,8 @@ def practice(topics: str | None, kinds: str | None, count: int, seed: int | None
             click.echo(typed)
         return typed
 
-    run_drill(list(drill.items), ask=ask, say=click.echo)
+    run_practice(pool, problems, count, loaded.history, plan, lambda h: save_history(history_file, h),
+                 ask=ask, say=click.echo, now=lambda: datetime.now(timezone.utc))
 
 
 @main.command()

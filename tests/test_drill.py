@@ -170,7 +170,7 @@ def test_tex_reads_as_unicode_in_a_terminal(tex, shown):
 # ------------------------------------------------------------------ as a person
 
 
-def test_piped_answers_through_stdin():
+def test_piped_answers_through_stdin(tmp_path):
     from autograder.bank.load import load_bank_strict
 
     spec = ExamSpec(topics=("masking",), kinds=DEFAULT_KINDS, count=3, seed=13)
@@ -178,27 +178,27 @@ def test_piped_answers_through_stdin():
     answers = [a for item in drill.items for a in right_answers(item)]
     answers[-1] = "quit" if len(answers) > 1 else answers[-1]
     run = subprocess.run([str(QKV), "practice", "--topics", "masking", "--count", "3", "--seed", "13"],
-                         input="\n".join(answers) + "\n", capture_output=True, text=True, timeout=60)
+                         input="\n".join(answers) + "\n", capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "3 problems, seed 13" in run.stdout and run.stdout.count("✓ correct") == len(answers) - 1
     assert "Stopped early." in run.stdout and "Score:" in run.stdout
 
 
-def spawn(*args: str) -> pexpect.spawn:
-    """qkv practice at a terminal of its own, with Ctrl-C as a terminal gives it: a test run started in the background
+def spawn(*args: str, cwd) -> pexpect.spawn:
+    """qkv practice at a terminal of its own (in `cwd`, where it keeps its history), with Ctrl-C as a terminal gives it: a test run started in the background
     by a shell without job control inherits SIGINT ignored, and so would the drill (and no Ctrl-C would reach it)."""
-    child = pexpect.spawn(str(QKV), ["practice", *args], encoding="utf-8", timeout=30, dimensions=(50, 200),
+    child = pexpect.spawn(str(QKV), ["practice", *args], encoding="utf-8", timeout=30, dimensions=(50, 200), cwd=cwd,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     child.expect_exact("problems, seed")
     return child
 
 
-def test_a_student_at_a_terminal(bank):
+def test_a_student_at_a_terminal(bank, tmp_path):
     spec = ExamSpec(topics=("attention/softmax",), kinds=("numeric",), count=1, seed=7)
     item = draw_exam(bank, spec).items[0]
     problem, variant = item.problem, item.variant
     wrong = resolve(problem.misconceptions[0].compute)(**variant.params)
-    child = spawn("--topics", "attention/softmax", "--kinds", "numeric", "--count", "1", "--seed", "7")
+    child = spawn("--topics", "attention/softmax", "--kinds", "numeric", "--count", "1", "--seed", "7", cwd=tmp_path)
     child.expect_exact(problem.title)
     child.expect_exact(f"{problem.parts[0].label} [3 numbers]> ")
     child.sendline(fmt(wrong["weights"], 3))
@@ -216,8 +216,8 @@ def test_a_student_at_a_terminal(bank):
 
 
 @pytest.mark.parametrize("stop", ["eof", "ctrl-c"])
-def test_ctrl_d_and_ctrl_c_end_with_the_summary(stop):
-    child = spawn("--kinds", "true_false", "--count", "3", "--seed", "1")
+def test_ctrl_d_and_ctrl_c_end_with_the_summary(stop, tmp_path):
+    child = spawn("--kinds", "true_false", "--count", "3", "--seed", "1", cwd=tmp_path)
     child.expect_exact("true or false> ")
     child.sendline("maybe")
     child.expect_exact("expected True or False")

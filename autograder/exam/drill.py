@@ -1,5 +1,7 @@
-"""The practice drill (`qkv practice`): drawn exam items in; one question at a time through injected `ask` and `say`
-functions, verdicts with the misconception a wrong answer matches, and a score with the topics to review out.
+"""The practice drill (`qkv practice`): drawn exam items, or a pool of problems and the student's history, in; one
+question at a time through injected `ask` and `say` functions, verdicts with the misconception a wrong answer
+matches, and a score with the topics to review out. With a history (`run_practice`) each finished problem is a
+try kept through an injected `keep`, and what comes next is the practice rule's choice (autograder/practice/).
 
 Answers are judged by their kind's own checkers (the grader's tolerances); a
 numeric answer that equals a misconception's wrong-method answer is named by it.
@@ -11,11 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from autograder.exam.markup import terminal_text
-from autograder.exam.select import ExamItem
-from autograder.kinds import kind_of
+from autograder.exam.select import ExamItem, instantiate
+from autograder.kinds import Problem, kind_of
 from autograder.kinds.items import DrillQuestion
+from autograder.practice.catalogue import topic_of
+from autograder.practice.history import History, Pending
+from autograder.practice.rule import CLEARED_AFTER, Memory, PracticeProblem, Try, after, next_problem, remember
 from qkv_runtime.answers import AnswerFormatError
 
 SKIP, QUIT = "skip", "quit"
@@ -29,6 +35,7 @@ class ProblemScore:
     topic: str
     earned: float
     possible: float
+    misconceptions: tuple[str, ...] = ()  # named by its wrong answers, in the order named
 
 
 @dataclass
@@ -98,7 +105,7 @@ def drill_problem(item: ExamItem, total: int, ask: Callable[[str], str], say: Ca
     problem = item.problem
     say(f"\n[{item.number}/{total}] {problem.title}  ({problem.topic}, {problem.points:g} pt)\n")
     say(question_text(item) + "\n")
-    earned, all_right = 0.0, True
+    earned, all_right, named = 0.0, True, []
     for question in questions(item):
         typed = _ask_until_readable(question, ask, say)
         if typed is None:  # a skip leaves the problem, not the part: the parts after it are not asked
@@ -113,12 +120,14 @@ def drill_problem(item: ExamItem, total: int, ask: Callable[[str], str], say: Ca
             all_right = False
             if verdict.misconception:  # the bank's verdicts carry the misconception's explanation as their message
                 say(f"  ✗ not right. Misconception: {verdict.message}")
+                named.append(verdict.message)
             else:
                 say(f"  ✗ not right: {verdict.message}")
     if not all_right:
         say("\n" + solution_text(item))
     # parts' shares of the points need not add up in floating point (6 x 4/6 is 3.9999...): all right is full marks
-    return ProblemScore(problem.id, problem.topic, problem.points if all_right else round(earned, 6), problem.points)
+    return ProblemScore(problem.id, problem.topic, problem.points if all_right else round(earned, 6), problem.points,
+                        tuple(dict.fromkeys(named)))
 
 
 def run_drill(items: list[ExamItem], ask: Callable[[str], str], say: Callable[[str], None]) -> DrillSummary:
@@ -149,4 +158,96 @@ def summary_text(summary: DrillSummary) -> str:
         lines += [f"  - {topic}: {earned:g} / {possible:g} points" for topic, earned, possible in review]
     else:
         lines.append("Nothing to review: every answer was right.")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------- with a history
+
+
+@dataclass(frozen=True)
+class Pick:
+    problem_id: str
+    seed: int
+    why: str
+
+
+Plan = Callable[[Memory, History, datetime], Pick | None]
+
+
+def by_the_rule(catalogue: tuple[PracticeProblem, ...], new_seed: Callable[[], int]) -> Plan:
+    """The problem the student stopped in first (on its variant), then the practice rule's choice, each try on
+    a variant of its own."""
+    known = {p.id for p in catalogue}
+
+    def plan(memory: Memory, history: History, now: datetime) -> Pick | None:
+        if history.pending is not None and history.pending.problem_id in known:
+            return Pick(history.pending.problem_id, history.pending.seed, "resumed where you stopped")
+        chosen = next_problem(catalogue, memory, now)
+        if chosen is None:
+            return None
+        why = "chosen for " + chosen.reason.value + (f": {chosen.misconception}" if chosen.misconception else "")
+        return Pick(chosen.problem_id, new_seed(), why)
+
+    return plan
+
+
+def in_order(items: list[ExamItem], seed: int) -> Plan:
+    """A drawn drill's problems in its order, on the variants its seed gives (repeatable)."""
+    picks = iter([Pick(item.problem.id, seed, "") for item in items])
+    return lambda memory, history, now: next(picks, None)
+
+
+def run_practice(pool: dict[str, Problem], catalogue: tuple[PracticeProblem, ...], count: int, history: History,
+                 plan: Plan, keep: Callable[[History], None], ask: Callable[[str], str], say: Callable[[str], None],
+                 now: Callable[[], datetime]) -> DrillSummary:
+    """Up to `count` problems from `plan`, each kept as a try (and, while on screen, as the problem to resume)."""
+    summary = DrillSummary()
+    memory = remember(catalogue, history.tries)
+    say(HELP)
+    say(memory_text(catalogue, memory, len(history.tries), now()))
+    for number in range(1, count + 1):
+        pick = plan(memory, history, now())
+        if pick is None:
+            break
+        problem = pool[pick.problem_id]
+        history = History(history.tries, Pending(pick.problem_id, pick.seed))
+        keep(history)
+        if pick.why:
+            say(f"\n({pick.why})")
+        item = ExamItem(number, problem, instantiate(problem, pick.seed, None), topic_of(problem))
+        try:
+            score = drill_problem(item, count, ask, say)
+        except _Stop:
+            summary.stopped_early = True
+            break
+        share = min(1.0, score.earned / score.possible) if score.possible else 0.0
+        attempt = Try(problem.id, pick.seed, now(), share, score.misconceptions)
+        history = History(history.tries + (attempt,), None)
+        keep(history)
+        memory = after(catalogue, memory, attempt)
+        summary.scores.append(score)
+        say(f"  mastery of this problem: {memory.of(problem.id).mastery:.0%}")
+    say(summary_text(summary))
+    say(memory_text(catalogue, memory, len(history.tries), now()))
+    return summary
+
+
+def memory_text(catalogue: tuple[PracticeProblem, ...], memory: Memory, tries: int, now: datetime) -> str:
+    if not tries:
+        return "No practice kept yet: your tries will be remembered from this one on."
+    lines = [f"Your practice so far: {tries} tr{'y' if tries == 1 else 'ies'}. Mastery by topic:"]
+    for topic, mastery in memory.topic_mastery(catalogue).items():
+        bar = "█" * round(10 * mastery) + "·" * (10 - round(10 * mastery))
+        lines.append(f"  {bar} {mastery:4.0%}  {topic}")
+    if memory.held:
+        lines.append(f"Misconceptions you hold (each cleared by {CLEARED_AFTER} right answers to problems that "
+                     "can show it):")
+        lines += [f"  - {held.name} (named in {held.named_by}; {held.right_since}/{CLEARED_AFTER} right answers since)"
+                  for held in memory.held]
+    else:
+        lines.append("No misconception held.")
+    known = {p.id for p in catalogue}
+    due = [pid for pid, _ in memory.due(now) if pid in known]
+    lines.append(f"Reviews due: {len(due)}" + (f" ({', '.join(due[:5])}{', ...' if len(due) > 5 else ''})"
+                                                 if due else ""))
     return "\n".join(lines)

@@ -1,0 +1,24 @@
+"""Practice that remembers: a student's tries in; their mastery, the misconceptions they hold, the reviews due and
+the next problem to give them out.
+
+One rule for every route that practises (the offline drill, `qkv practice`, now; the service's /practice pages
+next), so that a student sees the same choice whichever they use:
+
+    rule.py       pure: the tries replayed into a Memory (mastery per problem and per topic, misconceptions held,
+                  fsrs review cards) and the next problem chosen from it
+    catalogue.py  the bank's problems as the rule sees them: id, topic, the misconceptions each can name
+    history.py    the edge: a student's tries kept in a file of their own (owner-only), read bounded; a damaged or
+                  foreign file is put aside with a one-line message and practice starts afresh
+
+docs/exam-prep.md states the rules for students and instructors.
+"""
+
+from autograder.practice.rule import (
+    CLEARED_AFTER, FALL_BACK, STREAK_STEP, HeldMisconception, Memory, NextProblem, PracticeProblem, ProblemMemory,
+    Reason, Try, after, next_problem, rating_of, remember,
+)
+
+__all__ = [
+    "CLEARED_AFTER", "FALL_BACK", "STREAK_STEP", "HeldMisconception", "Memory", "NextProblem", "PracticeProblem",
+    "ProblemMemory", "Reason", "Try", "after", "next_problem", "rating_of", "remember",
+]
