@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
-from autograder.serve.app import account, api, staff, student
+from autograder.serve.app import account, api, practice, staff, student
 from autograder.serve.app.state import ServiceState
 from autograder.serve.guard import Guard, upload_limit
 
@@ -41,7 +41,19 @@ def routes(state: ServiceState) -> list[Route]:
         Route("/api/a/{name}/attempts", api.attempts, methods=["POST"]),
         Route("/api/a/{name}/attempts/{attempt}", api.attempts, methods=["GET"]),
     ]
-    return found + (state.lti.routes(state) if state.lti is not None else [])
+    return found + (practice_routes() if state.practice is not None else []) \
+        + (state.lti.routes(state) if state.lti is not None else [])
+
+
+def practice_routes() -> list[Route]:
+    return [
+        Route("/practice", practice.practice_home),
+        Route("/practice/next", practice.next_variant, methods=["POST"]),
+        Route("/practice/v/{variant}", practice.variant_page),
+        Route("/practice/v/{variant}", practice.answer, methods=["POST"]),
+        Route("/practice/progress", practice.progress),
+        Route("/practice/class", practice.class_view),
+    ]
 
 
 def make_app(state: ServiceState) -> Guard:

@@ -63,7 +63,9 @@ def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]
 
 @signed_in(state_of)
 def home(request: Request, session: Session, form: Any) -> Response:
-    return html("home.html.j2", assignments=list(state_of(request).assignments.values()), session=session)
+    state = state_of(request)
+    return html("home.html.j2", assignments=list(state.assignments.values()), session=session,
+                practice=state.practice is not None)
 
 
 def assignment_page(request: Request, session: Session, refusal: str = "", status: int = 200) -> Response:
