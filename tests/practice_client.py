@@ -3,12 +3,28 @@ store behind the service's back (its seed) and the bank (its key), typed into th
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import yaml
 
 from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
 from autograder.grade.gradebook.practice import PracticeStore, PracticeVariant
 from autograder.kinds import Problem
 from autograder.practice.answers import key_of, questions
+
+# course.yaml's practice: problems with misconceptions to name, under two topics
+PRACTICE = {"topics": ["masking", "attention/softmax"], "kinds": ["numeric", "multiple_choice"]}
+
+
+def practice_course(served_numpy, folder: Path) -> Path:
+    """A copy of the run's served course (tests/served_course.py) whose course.yaml offers practice."""
+    root = folder / "course"
+    shutil.copytree(served_numpy.folder, root, symlinks=True)
+    config = yaml.safe_load((root / "course.yaml").read_text(encoding="utf-8"))
+    config["practice"] = PRACTICE
+    (root / "course.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return root
 
 
 def stored_variant(store: str, variant: str, student: str) -> PracticeVariant:

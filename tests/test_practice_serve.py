@@ -12,16 +12,14 @@ service's back (tests/practice_client.py). The browser's test is tests/test_prac
 from __future__ import annotations
 
 import contextlib
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from autograder.bank.load import Bank
 from autograder.practice.catalogue import catalogue
 from conftest import ROOT
-from practice_client import right_answer, stored_variant, wrong_answer
+from practice_client import practice_course, right_answer, stored_variant, wrong_answer
 from serve_client import Browser, Page, Service
 from servers import fresh_database
 
@@ -29,18 +27,7 @@ pytestmark = pytest.mark.slow  # a course built, servers started
 
 NAME = "attention-numpy"
 ROSTER = ROOT / "examples" / "canvas" / "roster.csv"
-PRACTICE = {"topics": ["masking", "attention/softmax"], "kinds": ["numeric", "multiple_choice"]}
 ADA, BEN, CHO, DAN, EVE = "s2026001", "s2026002", "s2026003", "s2026004", "s2026005"
-
-
-def practice_course(served_numpy, folder: Path) -> Path:
-    """A copy of the run's served course whose course.yaml offers practice."""
-    root = folder / "course"
-    shutil.copytree(served_numpy.folder, root, symlinks=True)
-    config = yaml.safe_load((root / "course.yaml").read_text(encoding="utf-8"))
-    config["practice"] = PRACTICE
-    (root / "course.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    return root
 
 
 @pytest.fixture(scope="module")

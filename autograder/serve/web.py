@@ -1,5 +1,5 @@
-"""The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api; the LTI tool's
-own in serve/lti/launch.py) put together behind the guard (serve/guard.py), with the shared state on the app
+"""The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api, practice; the LTI
+tool's own in serve/lti/launch.py) put together behind the guard (serve/guard.py), with the shared state on the app
 and a lifespan that starts the graders as the app starts and stops them as it stops, each finishing what it
 had claimed.
 """
