@@ -16,7 +16,9 @@ from starlette.responses import RedirectResponse, Response
 
 from autograder.exam.markup import readable_html
 from autograder.grade.gradebook.accounts import Role, Session
-from autograder.practice.answers import Unreadable, judge, key_of, question_markdown, questions, skipped
+from autograder.grade.gradebook.practice import PracticeVariant
+from autograder.kinds import Problem
+from autograder.practice.answers import Judged, Unreadable, judge, key_of, question_markdown, questions, skipped
 from autograder.practice.rule import CLEARED_AFTER
 from autograder.serve.app.site import html, signed_in
 from autograder.serve.app.state import ServiceState, state_of
@@ -73,11 +75,22 @@ def _variant_page(request: Request, session: Session, typed: dict[str, str], ref
                                    refusal=refusal)
     if variant.answered is not None:
         key = key_of(problem, variant.seed)
-        judged = judge(problem, variant.seed, variant.answers) if variant.answers is not None else skipped()
+        judged = _judged_again(problem, variant)
         memory, _ = space.memory(variant.student)
         context.update(judged=judged, key=key, solution=readable_html(key.solution),
                        mastery=memory.of(problem.id).mastery, topic=problem.topic.split("/")[0])
     return html("practice_variant.html.j2", status, **context)
+
+
+def _judged_again(problem: Problem, variant: PracticeVariant) -> Judged:
+    """The stored answers' verdicts; a problem changed since (the bank rebuilt) so that they no longer read shows
+    the stored share alone, never an error."""
+    if variant.answers is None:
+        return skipped()
+    try:
+        return judge(problem, variant.seed, variant.answers)
+    except Unreadable:
+        return Judged((), variant.score or 0.0)
 
 
 @signed_in(state_of)
