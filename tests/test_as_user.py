@@ -55,7 +55,8 @@ GROUPS = {
                       "test_private_at_rest.py")),
     # the service on SQLite only: which database holds the attempts is the same code whoever runs the service, and
     # the root run tries both; what changes with the user (the service's sandbox, its files) is the same on either
-    "service": Rerun(("test_serve.py", "test_serve_abuse.py", "test_lti.py"), select="not postgresql"),
+    "service": Rerun(("test_serve.py", "test_serve_abuse.py", "test_lti.py", "test_practice_serve.py"),
+                     select="not postgresql"),
 }
 
 
