@@ -57,7 +57,8 @@ GROUPS = {
                       "engine/test_private_at_rest.py")),
     # the service on SQLite only: which database holds the attempts is the same code whoever runs the service, and
     # the root run tries both; what changes with the user (the service's sandbox, its files) is the same on either
-    "service": Rerun(("serve/test_serve.py", "serve/test_serve_abuse.py", "serve/test_lti.py"),
+    "service": Rerun(("serve/test_serve.py", "serve/test_serve_abuse.py", "serve/test_lti.py",
+                      "serve/test_practice_serve.py"),
                      select="not postgresql"),
 }
 
