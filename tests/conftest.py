@@ -30,6 +30,7 @@ from autograder.assemble import BuildResult, build
 from autograder.assemble.manifest import Assignment
 from autograder.assemble.solution_key import key_answer, key_function, key_module
 from autograder.sandbox import Call, Limits, ProblemCalls, isolation_available
+from page_look import axe  # noqa: F401 (a fixture: pytest finds it here)
 from served_course import ServedCourse, make_course
 from servers import chromium_browser, postgres_db, postgres_url  # noqa: F401 (fixtures: pytest finds them here)
 

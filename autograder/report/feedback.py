@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from autograder.bundle import GradingBundle
 from autograder.memo import Memo
+from autograder.page_style import page_style
 from autograder.private import write_private
 from autograder.report.lessons import ProblemLines, Summary, bank_words, problem_lines, summarise
 from autograder.report.pictures import Image, test_pictures
@@ -41,6 +42,7 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 _ENV.filters["points"] = points
+_ENV.globals["page_style"] = page_style()
 
 
 def _past_due(due: str | None, now: dt.datetime | None = None) -> bool:

@@ -11,9 +11,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.grade.gradebook.records import Attempt, AttemptState
+from autograder.page_style import page_style
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                    autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+_ENV.globals["page_style"] = page_style()
 _ENV.globals["export_formats"] = tuple(GRADE_FORMATS.values())  # the class page links each registered export
 
 
