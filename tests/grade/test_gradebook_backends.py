@@ -193,10 +193,31 @@ def test_sessions_expire_and_failed_sign_ins_are_counted(accounts):
     cookie, session = book.open_session(book.check(book.issue("prof", Role.INSTRUCTOR, 0.0)), 1000.0, 60)
     assert book.session(cookie, 1059.0).account.role.sees_class
     assert book.session(cookie, 1061.0) is None and book.session("forged", 1000.0) is None
-    for at in range(5):
-        book.note_failure("ip:1.2.3.4", 2000.0 + at, 900)
-    assert book.failures("ip:1.2.3.4", 2000.0) == 5 and book.failures("ip:1.2.3.4", 2003.0) == 2
-    assert book.failures("ip:5.6.7.8", 0.0) == 0
+    assert [book.take_turn("ip:1.2.3.4", 2000.0 + at, 900, 5) for at in range(6)] == [True] * 5 + [False]
+    assert book.take_turn("ip:5.6.7.8", 2000.0, 900, 5)  # another address has its own count
+    assert book.take_turn("ip:1.2.3.4", 2000.0 + 901, 900, 5)  # the first turn has left the window
+
+
+def test_turns_are_counted_in_the_same_transaction_as_they_are_taken(accounts):
+    """A burst of LTI login initiations from one address, from many threads at once (as web processes and the
+    thread pool send them), gets the allowed turns and not one more: read-then-write in two steps let each
+    thread read the count before any wrote."""
+    book, where = accounts
+    taken, start = [], threading.Barrier(24)
+
+    def burst(book: AccountBook) -> None:
+        start.wait()
+        taken.append(book.take_turn("lti-login:10.0.0.9", 3000.0, 300, 5))
+
+    books = [AccountBook(where) for _ in range(3)]  # three handles: as three web processes
+    threads = [threading.Thread(target=burst, args=(books[i % 3],)) for i in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for other in books:
+        other.close()
+    assert taken.count(True) == 5 and len(taken) == 24
 
 
 def test_a_token_checked_lately_skips_the_slow_hash_but_never_outlives_its_account(accounts, monkeypatch):

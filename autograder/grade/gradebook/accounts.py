@@ -283,11 +283,14 @@ class AccountBook:
             else:
                 self._db.execute("DELETE FROM signin_tries WHERE ticket = ?", (try_id,))
 
-    def failures(self, who: str, since: float) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM signin_tries WHERE who = ? AND at >= ?",
-                                    (who, since)).fetchone()[0])
-
-    def note_failure(self, who: str, now: float, keep: float) -> None:
+    def take_turn(self, who: str, now: float, window: float, allowed: int) -> bool:
+        """Whether `who` has had fewer than `allowed` turns in the last `window` seconds, counting this one if so.
+        Counted and noted in one write transaction, as `reserve_try` is: a burst from many threads or web
+        processes gets `allowed` turns, never more."""
         with self._db.write():
-            self._db.execute("DELETE FROM signin_tries WHERE at < ?", (now - keep,))
+            self._db.execute("DELETE FROM signin_tries WHERE at < ?", (now - window,))
+            taken = int(self._db.execute("SELECT COUNT(*) FROM signin_tries WHERE who = ?", (who,)).fetchone()[0])
+            if taken >= allowed:
+                return False
             self._db.execute("INSERT INTO signin_tries VALUES (?, ?, ?, 0)", (secrets.token_hex(8), who, now))
+            return True

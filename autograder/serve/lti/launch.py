@@ -177,11 +177,7 @@ class LtiTool:
 
 def login_allowed(accounts: Any, address: str, now: float, allowed: int = LTI_LOGINS_ALLOWED) -> bool:
     """Whether a login initiation from `address` is taken, counting it if so (beside the failed sign-ins)."""
-    who = f"lti-login:{address}"
-    if accounts.failures(who, now - FAILURE_WINDOW) >= allowed:
-        return False
-    accounts.note_failure(who, now, FAILURE_WINDOW)
-    return True
+    return bool(accounts.take_turn(f"lti-login:{address}", now, FAILURE_WINDOW, allowed))
 
 
 def _on_tool(address: str, tool_url: str) -> bool:
