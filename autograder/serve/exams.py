@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+import numpy as np
+
 from autograder.bank.load import Bank
+from autograder.classroom.stats import ItemAnalysis, Scores, analyse
 from autograder.classroom.roster import Roster
 from autograder.course.find import ExamSettings
 from autograder.errors import QkvError
@@ -171,6 +174,29 @@ class ExamRooms:
             rows.append(Progress(student, sitting, answered.get(sitting.id, 0), state,
                                  max(0.0, sitting.ends - now) if state == "sitting" else 0.0, score))
         return rows
+
+    def marked(self, exam: MockExam) -> list[tuple[Sitting, list[Marked]]]:
+        """Every sitting of `exam` with its items marked, by student."""
+        return [(sitting, self.mark(exam, sitting)) for sitting in self.store.everyone(exam.name)]
+
+    def analysis(self, exam: MockExam) -> ItemAnalysis:
+        """The item analysis of the marked sittings, by the same code as `qkv stats` (facility, discrimination,
+        alpha, the misconceptions named): each problem one item."""
+        marked = self.marked(exam)
+        ids = tuple(p.id for p in exam.problems)
+        held: dict[tuple[str, str], set[str]] = {}
+        messages: dict[tuple[str, str], str] = {}
+        for sitting, marks in marked:
+            for mark in marks:
+                for part in mark.judged.parts:
+                    if not part.correct and part.misconception:
+                        held.setdefault((mark.problem.id, part.misconception), set()).add(sitting.student)
+                        messages[(mark.problem.id, part.misconception)] = part.message
+        scores = Scores(tuple(s.student for s, _ in marked), tuple((pid, "", "visible") for pid in ids),
+                        np.array([[m.points for m in marks] for _, marks in marked]).reshape(len(marked), len(ids)),
+                        np.array([p.points for p in exam.problems]), held, {},
+                        problem_kinds={p.id: p.kind for p in exam.problems})
+        return analyse(scores, ids, messages=messages)
 
 
 def _draw(name: str, settings: ExamSettings, bank: Bank) -> tuple[Problem, ...]:

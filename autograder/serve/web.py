@@ -65,6 +65,7 @@ def exam_routes() -> list[Route]:
         Route("/exams", exam.exams_home),
         Route("/exams/{name}/start", exam.start, methods=["POST"]),
         Route("/exams/{name}/class", exam.class_view),
+        Route("/exams/{name}/scores.csv", exam.scores_csv),
         Route("/exams/s/{sitting}", exam.paper),
         Route("/exams/s/{sitting}", exam.save, methods=["POST"]),
     ]

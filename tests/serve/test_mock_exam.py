@@ -14,16 +14,22 @@ kill -9. The browser's test is tests/serve/test_mock_exam_browser.py.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 from pathlib import Path
 
 import pytest
 
 from autograder.bank.load import Bank
+from autograder.classroom.roster import Roster, Student
+from autograder.course.find import ExamSettings
+from autograder.errors import QkvError
 from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
 from autograder.grade.gradebook.exams import ExamStore, Sitting
 from autograder.exam.select import ExamSpec, draw_exam
 from autograder.kinds import Problem
 from autograder.practice.answers import judge, questions
+from autograder.serve.exams import ExamRooms
 from exam_client import EXAM, MINUTES, SEED, SETTINGS, Clock, at, exam_course, served_with_clock
 from practice_client import right_answer, wrong_answer
 from serve_client import Browser, Page, Service
@@ -175,6 +181,7 @@ def test_each_student_answers_their_own_numbers_and_sees_marks_only_after_the_wi
     assert progress[BEN]["State"] == "handed in" and progress[BEN]["Score"] == ""
     assert progress[BEN]["Items saved"] == "3 of 3"
 
+    assert staff.get(f"/exams/{EXAM}/scores.csv").status_code == 409  # no scores before the window closes
     clock.set(at(4 * 60))  # the window closes: marks, keys and worked solutions
     ben_page, eve_page = Page(ben.get(theirs[BEN]).text), Page(eve.get(theirs[EVE]).text)
     total = sum(p.points for p in drawn)
@@ -187,6 +194,18 @@ def test_each_student_answers_their_own_numbers_and_sees_marks_only_after_the_wi
     progress = Page(staff.get(f"/exams/{EXAM}/class").text).table()
     assert progress[BEN]["Score"] == f"{total:g} of {total:g}"
     assert progress[EVE]["Score"] == f"{round(eve_score, 2):g} of {total:g}"
+
+    export = staff.get(f"/exams/{EXAM}/scores.csv")
+    assert export.status_code == 200 and export.headers["content-type"].startswith("text/csv")
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(export.text))}
+    assert rows[BEN]["total"] == f"{total:g}" and rows[EVE]["total"] == f"{eve_score:g}"
+    assert ben.get(f"/exams/{EXAM}/scores.csv").status_code == 403
+    items = Page(staff.get(f"/exams/{EXAM}/class").text)
+    facility = {row[0]: row[4] for row in items.rows if len(row) == 8 and row[0] != "Problem"}
+    assert list(facility) == [p.id for p in drawn]  # the item analysis of `qkv stats`, over every sitting
+    for n, problem in enumerate(drawn, 1):
+        earned = [float(row[f"{n}. {problem.id}"]) for row in rows.values()]
+        assert facility[problem.id] == f"{sum(earned) / len(earned) / problem.points:.2f}"
 
 
 def test_another_students_paper_is_not_found_as_a_made_up_one(service, clock, bank: Bank):
@@ -282,3 +301,23 @@ def test_a_saved_answer_survives_kill_9_of_the_server(course, clock, store, bank
         assert stored(service.store, EXAM, ADA)[0].ends == at(15 + MINUTES)
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("value", ["lots", "-10", "1e9", "nan"])
+def test_an_extra_time_that_is_no_percent_is_one_line_naming_the_roster_and_the_student(value, tmp_path,
+                                                                                        bank: Bank):
+    roster = Roster((Student(ADA, extra=(("extra_time", "50"),)), Student(BEN, extra=(("extra_time", value),))),
+                    source="roster.csv")
+    with pytest.raises(QkvError) as raised:
+        ExamRooms.open({EXAM: ExamSettings.model_validate(SETTINGS)}, bank, roster, tmp_path / "accounts.sqlite")
+    assert str(raised.value).startswith(f"roster.csv: {BEN}: extra_time: ") and "\n" not in str(raised.value)
+    assert not (tmp_path / "accounts.sqlite").exists()  # refused before anything is made
+
+
+def test_a_draw_the_bank_cannot_give_is_one_line_naming_the_exam(tmp_path, bank: Bank):
+    for changes, fault in (({"count": 90}, "exams.mock-1: 90 problems asked for"),
+                           ({"kinds": ["implement"]}, "exams.mock-1.kinds: implement run code")):
+        with pytest.raises(QkvError) as raised:
+            ExamRooms.open({EXAM: ExamSettings.model_validate({**SETTINGS, **changes})}, bank, None,
+                           tmp_path / "accounts.sqlite")
+        assert str(raised.value).startswith(f"course.yaml: {fault}")

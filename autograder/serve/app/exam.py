@@ -9,6 +9,8 @@ student: another's id is "no such exam paper", as a made-up one.
 
 from __future__ import annotations
 
+import csv
+import io
 from typing import Any
 
 from starlette.requests import Request
@@ -125,5 +127,24 @@ def class_view(request: Request, session: Session, form: Any) -> Response:
     exam: MockExam = rooms.exam(request.path_params["name"])
     now = rooms.clock()
     students = [s.id for s in state.roster.students] if state.roster else []
+    closed = now >= exam.closes
     return html("exam_class.html.j2", session=session, exam=exam, rows=rooms.progress(exam, students, now),
-                closed=now >= exam.closes, when=when)
+                closed=closed, when=when, analysis=rooms.analysis(exam) if closed else None)
+
+
+@signed_in(state_of, staff=True)
+def scores_csv(request: Request, session: Session, form: Any) -> Response:
+    """The scores, one row a sitting (each item's points, the total), once the window has closed."""
+    rooms = rooms_of(state_of(request))
+    exam = rooms.exam(request.path_params["name"])
+    if rooms.clock() < exam.closes:
+        raise Refusal(409, f"the scores are given when the window closes, at {when(exam.closes)}", "Not yet")
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["student", "started", "ended", *(f"{n}. {p.id}" for n, p in enumerate(exam.problems, 1)),
+                     "total", "points"])
+    for sitting, marks in rooms.marked(exam):
+        writer.writerow([sitting.student, when(sitting.started), when(sitting.ended()),
+                         *(f"{m.points:g}" for m in marks), f"{sum(m.points for m in marks):g}", f"{exam.points:g}"])
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+        "content-disposition": f'attachment; filename="{exam.name}-scores.csv"', "cache-control": "no-store"})
