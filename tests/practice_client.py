@@ -49,26 +49,27 @@ def _part(labels: list[str], label: str) -> int:
     return next(n for n, asked in enumerate(labels) if asked == label or asked.startswith(label + " ["))
 
 
-def _fields(problem: Problem, seed: int, by_label: dict[str, str]) -> dict[str, str]:
-    labels = [q.label for q in questions(problem, seed)]
+def _fields(problem: Problem, seed: int, by_label: dict[str, str], student: str | None = None) -> dict[str, str]:
+    labels = [q.label for q in questions(problem, seed, student)]
     fields = {f"part-{n}": "" for n in range(len(labels))}
     for label, value in by_label.items():
         fields[f"part-{_part(labels, label)}"] = value
     return fields
 
 
-def right_answer(problem: Problem, seed: int) -> dict[str, str]:
-    labels, lines = [q.label for q in questions(problem, seed)], key_of(problem, seed).lines
+def right_answer(problem: Problem, seed: int, student: str | None = None) -> dict[str, str]:
+    """(`student`: a mock exam's variant, on their own numbers)"""
+    labels, lines = [q.label for q in questions(problem, seed, student)], key_of(problem, seed, student).lines
     if len(labels) == 1:
-        return _fields(problem, seed, {labels[0]: _as_typed(lines[0].answer)})
-    return _fields(problem, seed, {line.label: line.answer for line in lines})
+        return _fields(problem, seed, {labels[0]: _as_typed(lines[0].answer)}, student)
+    return _fields(problem, seed, {line.label: line.answer for line in lines}, student)
 
 
-def wrong_answer(problem: Problem, seed: int) -> tuple[dict[str, str], str]:
+def wrong_answer(problem: Problem, seed: int, student: str | None = None) -> tuple[dict[str, str], str]:
     """A wrong answer that names a misconception (the key's first; the parts it leaves out answered right), and
     the misconception."""
-    labels, mistake = [q.label for q in questions(problem, seed)], key_of(problem, seed).mistakes[0]
-    fields = right_answer(problem, seed)
+    labels, mistake = [q.label for q in questions(problem, seed, student)], key_of(problem, seed, student).mistakes[0]
+    fields = right_answer(problem, seed, student)
     if len(labels) == 1:
         return {"part-0": _as_typed(mistake.answer)}, mistake.message
     for piece in mistake.answer.split("; "):

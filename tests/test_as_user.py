@@ -62,6 +62,8 @@ GROUPS = {
                      select="not postgresql"),
     # a real JupyterHub whose spawner starts each hub user's server as this same user; the drill's history file
     "hub": Rerun(("serve/test_hub.py", "practice/test_practice_drill.py")),
+    # a timed mock exam, on both databases: issue 48 asks for the browser's exam as this user on each
+    "exams": Rerun(("serve/test_mock_exam.py", "serve/test_mock_exam_browser.py")),
 }
 
 
@@ -194,6 +196,11 @@ class TestServiceAsUser:
 class TestHubAsUser:
     def test_the_hub_tests_pass_as_an_unprivileged_user(self):
         rerun_as_user(GROUPS["hub"])
+
+
+class TestExamsAsUser:
+    def test_the_mock_exam_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["exams"])
 
 
 def test_each_module_is_rerun_once_and_exists():

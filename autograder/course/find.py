@@ -11,10 +11,10 @@ import os
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from autograder.kinds.model import ProblemId, Track
 from autograder.errors import QkvError
@@ -50,6 +50,33 @@ class PracticeSettings(_Strict):
     kinds: list[str] = Field(default=[], description="written kinds (default: the drill's, every kind but code)")
 
 
+class ExamSettings(_Strict):
+    """A timed mock exam in `qkv serve` (/exams): drawn as `qkv exam` draws a paper, each student on numbers of
+    their own, taken once within the window, for `minutes` (more by the roster's `extra_time` column, a percent)."""
+
+    title: str = Field(default="Mock exam", min_length=1, max_length=200)
+    topics: list[str] = Field(default=[], description="topic prefixes (default: every topic)")
+    kinds: list[str] = Field(default=[], description="written kinds (default: qkv exam's, every kind but code)")
+    count: int = Field(default=10, ge=1, le=100)
+    seed: int = Field(default=0, ge=0, lt=2**31)
+    opens: AwareDatetime = Field(description="when students may start it (with a zone, e.g. 2026-12-07T09:00+01:00)")
+    closes: AwareDatetime = Field(description="when the window closes: no start after, every sitting ends by then, "
+                                              "scores and feedback shown from then")
+    minutes: float = Field(gt=0, le=24 * 60, description="how long a sitting lasts")
+    practice: bool = Field(default=False, description="scores and feedback at once when a sitting ends")
+    extra_time: str = Field(default="extra_time", min_length=1,
+                            description="the roster column giving a student's extra time in percent (e.g. 50)")
+
+    @model_validator(mode="after")
+    def _window(self) -> "ExamSettings":
+        if self.closes <= self.opens:
+            raise ValueError("closes must come after opens")
+        return self
+
+
+ExamName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+
+
 class CourseConfig(_Strict):
     title: str = Field(min_length=3)
     term: str = ""
@@ -63,6 +90,8 @@ class CourseConfig(_Strict):
     jupyterhub: Optional[HubSettings] = Field(default=None,
                                               description="qkv serve as a JupyterHub service (docs/jupyterhub.md)")
     practice: Optional[PracticeSettings] = Field(default=None, description="qkv serve's /practice (docs/exam-prep.md)")
+    exams: dict[ExamName, ExamSettings] = Field(default={}, description="qkv serve's timed mock exams, by name "
+                                                                          "(/exams; docs/exam-prep.md)")
 
 
 @dataclass(frozen=True)

@@ -43,36 +43,48 @@ class Unreadable(Exception):
     """An answer not in a form its part reads (a typo, not a wrong answer): asked again, nothing kept."""
 
 
-def questions(problem: Problem, seed: int) -> list[DrillQuestion]:
+# `student`: a mock exam's variant is the student's own (their numbers, as `qkv exam --student` draws them); a
+# practice variant is the seed's alone (None)
+def questions(problem: Problem, seed: int, student: str | None = None) -> list[DrillQuestion]:
     kind = kind_of(problem)
-    return kind.drill_questions(problem, kind.variant(problem, seed, "per_student", None))
+    return kind.drill_questions(problem, kind.variant(problem, seed, "per_student", student))
 
 
-def question_markdown(problem: Problem, seed: int) -> str:
+def question_markdown(problem: Problem, seed: int, student: str | None = None) -> str:
     kind = kind_of(problem)
-    return kind.drill_text(problem, kind.variant(problem, seed, "per_student", None))
+    return kind.drill_text(problem, kind.variant(problem, seed, "per_student", student))
 
 
-def key_of(problem: Problem, seed: int) -> ProblemKey:
+def key_of(problem: Problem, seed: int, student: str | None = None) -> ProblemKey:
     kind = kind_of(problem)
-    return kind.key(problem, kind.variant(problem, seed, "per_student", None))
+    return kind.key(problem, kind.variant(problem, seed, "per_student", student))
 
 
-def judge(problem: Problem, seed: int, typed: Mapping[str, str]) -> Judged:
+def readable(question: DrillQuestion, answer: str) -> None:
+    """Unreadable (a one-line reason naming the part) when `answer` is not in a form the part reads."""
+    if len(answer) > ANSWER_CHARS:
+        raise Unreadable(f"{question.label}: the answer is longer than {ANSWER_CHARS} characters")
+    try:
+        question.read(answer)
+    except AnswerFormatError as err:
+        raise Unreadable(f"{question.label}: {err}") from None
+
+
+def judge(problem: Problem, seed: int, typed: Mapping[str, str], student: str | None = None,
+          blank_is_wrong: bool = False) -> Judged:
     """Every part's answer judged; Unreadable (with a one-line reason naming the part) when one is missing or
-    malformed. A skip is `skipped()`, not an empty answer."""
-    asked = questions(problem, seed)
+    malformed. A skip is `skipped()`, not an empty answer. `blank_is_wrong` (a mock exam's paper, marked when
+    time is up): a part left blank earns nothing instead."""
+    asked = questions(problem, seed, student)
     parts, earned = [], 0.0
     for question in asked:
         answer = typed.get(question.label, "").strip()
+        if not answer and blank_is_wrong:
+            parts.append(Part(question.label, "", False, "no answer"))
+            continue
         if not answer:
             raise Unreadable(f"{question.label}: no answer (answer every part, or show the solution)")
-        if len(answer) > ANSWER_CHARS:
-            raise Unreadable(f"{question.label}: the answer is longer than {ANSWER_CHARS} characters")
-        try:
-            question.read(answer)
-        except AnswerFormatError as err:
-            raise Unreadable(f"{question.label}: {err}") from None
+        readable(question, answer)
         verdict = question.judge(answer)
         earned += question.points if verdict.correct else 0.0
         parts.append(Part(question.label, answer, verdict.correct, verdict.message, verdict.misconception))

@@ -93,7 +93,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
     state = ServiceState(assignments, open_accounts(store), class_roster, secure_cookies, books=books, notes=notes,
                          lti=_lti_tool(course, store), hub=_hub(course),
-                         practice=_practice_space(course, store))
+                         practice=_practice_space(course, store), exams=_exam_rooms(course, class_roster, store))
     protect = protected(assignments, store, course)
 
     def report(line: str) -> None:
@@ -148,6 +148,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         state.accounts.close()
         if state.practice is not None:
             state.practice.store.close()
+        if state.exams is not None:
+            state.exams.store.close()
         if state.lti is not None:
             state.lti.close()
 
@@ -202,6 +204,18 @@ def _practice_space(course, store):
         raise QkvError("course.yaml", f"practice: {err.what}") from None
     return PracticeSpace.open((p for ps in groups.values() for p in ps),
                               store if isinstance(store, str) else store / ACCOUNTS_FILE)
+
+
+def _exam_rooms(course, roster, store):
+    """The mock exams course.yaml's `exams:` section describes (their sittings beside the accounts), else None."""
+    if not course.config.exams:
+        return None
+    from autograder.course.bank import load_course_bank_strict
+    from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
+    from autograder.serve.exams import ExamRooms
+
+    return ExamRooms.open(course.config.exams, load_course_bank_strict(course), roster,
+                          store if isinstance(store, str) else store / ACCOUNTS_FILE)
 
 
 def lti_keys(course) -> Optional[Path]:

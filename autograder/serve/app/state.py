@@ -22,6 +22,7 @@ from autograder.serve.signin import SignIns
 if TYPE_CHECKING:  # the LMS library is imported only where the course is an LTI tool
     from autograder.serve.hub.signin import Hub
     from autograder.serve.lti.launch import LtiTool
+    from autograder.serve.exams import ExamRooms
     from autograder.serve.practice import PracticeSpace
 
 
@@ -33,6 +34,7 @@ class ServiceState(Site):
     lti: Optional[LtiTool] = None  # when course.yaml has an `lti:` section
     hub: Optional[Hub] = None  # when course.yaml has a `jupyterhub:` section: the hub signs people in
     practice: Optional[PracticeSpace] = None  # when course.yaml has a `practice:` section
+    exams: Optional[ExamRooms] = None  # when course.yaml has an `exams:` section
     sign_ins: SignIns = field(init=False)
 
     def __post_init__(self) -> None:

@@ -105,7 +105,7 @@ def home(request: Request, session: Session, form: Any) -> Response:
     now = dt.datetime.now(dt.timezone.utc)
     return html("home.html.j2", listed=[listed(state, a, session, now) for a in state.assignments.values()],
                 staff=session.account.role.sees_class, session=session,
-                practice=state.practice is not None)
+                practice=state.practice is not None, exams=state.exams is not None)
 
 
 def assignment_page(request: Request, session: Session, refusal: str = "", status: int = 200) -> Response:
