@@ -5,7 +5,8 @@ dates moved to the future), `qkv tokens` issues a token to each student of a gen
 as a process of its own (its default jobs: a grading slot per core and one more). Clients are threads of this process,
 each with its own httpx session, and take the browser's route: GET the personal link, POST the sign-in form, POST the
 upload form (multipart, with the session's CSRF token), follow the 303 to the attempt's page and read that page
-again when the page says (its `data-refresh`, what the browser's script obeys) until it shows the score. The API
+again when the page says (its `data-refresh`, what the browser's script obeys), at its held look (`data-wait`, which
+the server answers once the result is stored), until it shows the score. The API
 route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
 
 Each student makes --attempts attempts, one after the other (each waits for its score, as a student reads it before
@@ -28,12 +29,19 @@ in again only if it was not. Checked in each run, against the gradebook once the
   and a stored attempt whose student is not the one its comment names.
 Figures: time from upload to score (the client's, to the look that saw it, as a student sees it; and the server's,
 received to graded)
-p50, p95 and max, and throughput. Goal: p95 under 5 s. Written to benchmarks/results/serve.json (with --looping,
+p50, p95 and max, and throughput; the looks at waiting pages after the first, per attempt. CPU (`cpu`): the server's
+process tree (the `qkv serve` process, web and graders' threads, and its sandbox processes, what each reaped
+included: TreeCpu, read from /proc every SAMPLE_S) from the clients' start to the last score (its start left out;
+across kill -9, both servers' shares), per graded attempt, beside the clients' own (threads of this process:
+its getrusage), which a real class's browsers would spend elsewhere; and `qkv grade`'s tree on the same assignment
+in the same run (`qkv_grade`: the class's mix of samples, its cost beyond its start), with the ratio
+(`over_qkv_grade`). The load average before and after each run is kept beside it. With --poll the waiting pages
+look again on their timer alone, ignoring the held look, as they did before it: the before of a comparison. Goal: p95 under 5 s. Written to benchmarks/results/serve.json (with --looping,
 serve_looping.json); a Markdown table on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results
 /tmp/serve.json.
 
     .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--looping 0.05]
-                                         [--attempt-seconds S] [--results FILE]
+                                         [--attempt-seconds S] [--poll] [--results FILE]
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ import os
 import platform
 import queue
 import re
+import resource
+import subprocess
 import sqlite3
 import statistics
 import sys
@@ -61,8 +71,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import summary  # noqa: E402
-from grade import graded_totals, mixed_samples  # noqa: E402
-from served_course import NAME, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
+from grade import graded_totals, mixed_samples, write_class  # noqa: E402
+from served_course import NAME, QKV, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
 from servers import ServerProcess  # noqa: E402
 
 from served_course import every_function_loops  # noqa: E402
@@ -80,10 +90,104 @@ TIMEOUT_S = 120.0
 ALONE = (2, 3)  # students and attempts of the run with nothing waiting
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 SCORE = re.compile(r'<strong id="score">([^<]*)</strong>')
-LOOK_AGAIN = re.compile(r'id="result"[^>]* data-refresh="([0-9.]+)"')
+LOOK_AGAIN = re.compile(r'id="result"[^>]* data-refresh="([0-9.]+)"(?: data-wait="([^"]+)")?')
+SMALL_CLASS = 20  # `qkv grade` of this many as well: its cost to start, left out as the server's is
+HELD_FLOOR_S = 0.25  # refresh.js's wait before a held look (the server spaces held looks by holding them)
 LISTED = re.compile(rf'href="/a/{NAME}/attempts/([A-Za-z0-9_-]+)"')
 SIGNED_IN = re.compile(r"signed in as <strong>([^<]+)</strong>")
 NAMED = re.compile(rb"# student (\S+), attempt \d+\s*$")
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SAMPLE_S = 0.2  # a look at /proc costs some 3 ms of the benchmark's CPU
+
+
+def proc_stats() -> dict[tuple[int, int], tuple[int, int, int]]:
+    """Every process now: (pid, start time) -> (parent pid, its own CPU ticks, its reaped children's ticks)."""
+    stats = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        # after the name: state ppid ... utime(12) stime(13) cutime(14) cstime(15) ... starttime(20)
+        stats[(int(entry.name), int(fields[19]))] = (int(fields[1]), int(fields[11]) + int(fields[12]),
+                                                     int(fields[13]) + int(fields[14]))
+    return stats
+
+
+class TreeCpu:
+    """The CPU seconds of a process and all its descendants while it runs, from /proc, sampled every SAMPLE_S in a
+    thread: each process's own time as last seen, plus what it reaped of its children (a sandbox's short-lived
+    processes, most never seen). A process that ended before its parent is counted in its parent's reaped time, not
+    twice; one that ended with or after its parent is counted as last seen. Split into
+    the root process's own time and its descendants'."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self._seen: dict[tuple[int, int], tuple[int, int, int]] = {}  # last sample of each process of the tree
+        self._first: dict[tuple[int, int], int] = {}  # own + reaped ticks when first seen
+        self._first_reaped: dict[tuple[int, int], int] = {}
+        self._last: dict[tuple[int, int], int] = {}  # the number of the last sample that saw it
+        self._samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        stats = proc_stats()
+        tree = {key for key in stats if key[0] == self.root}
+        grew = True
+        while grew:  # the descendants, generation by generation
+            parents = {k[0] for k in tree}
+            more = {key for key, (ppid, _, _) in stats.items() if ppid in parents and key not in tree}
+            tree |= more
+            grew = bool(more)
+        self._samples += 1
+        for key in tree:
+            self._last[key] = self._samples
+            if key not in self._first:  # a process born since the start: all its time is the run's
+                born = self._samples > 1
+                self._first[key] = 0 if born else stats[key][1] + stats[key][2]
+                self._first_reaped[key] = 0 if born else stats[key][2]
+            self._seen[key] = stats[key]
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self._sample()
+
+    def __enter__(self) -> "TreeCpu":
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def stop(self) -> dict[str, float]:
+        """Sample once more and stop: {"root": s, "descendants": s} spent since the start."""
+        self._sample()
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        outlived = {}  # pid -> the last sample that saw a process of that pid
+        for key, last in self._last.items():
+            outlived[key[0]] = max(outlived.get(key[0], 0), last)
+        root = descendants = 0
+        for key, (ppid, own, reaped) in self._seen.items():
+            if self._last[key] < outlived.get(ppid, 0):
+                continue  # ended before its parent in the tree, which reaped it: counted in the parent's reaped time
+            spent = own + reaped - self._first[key]
+            if key[0] == self.root:  # what the root reaped is its descendants' time
+                first_own = self._first[key] - self._first_reaped[key]
+                root += own - first_own
+                descendants += spent - (own - first_own)
+            else:
+                descendants += spent
+        return {"root": root / CLOCK_TICKS, "descendants": descendants / CLOCK_TICKS}
 
 
 class Failure(Exception):
@@ -101,6 +205,7 @@ class Ledger:
     wrong: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     foreign_refused: int = 0
+    looks: int = 0  # looks at waiting attempts' pages after the first
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -162,24 +267,29 @@ def upload(web: httpx.Client, csrf: str, body: bytes, known: list[str]) -> tuple
     raise Failure(f"no upload got through in {RETRY_S:g} s")
 
 
-def wait_for_score(web: httpx.Client, attempt: str, page: httpx.Response) -> str:
+def wait_for_score(web: httpx.Client, attempt: str, page: httpx.Response, poll: bool = False) -> tuple[str, int]:
     """The score, looking at the attempt's page again when `page` (its last look) says, as the browser's script
-    does."""
+    does: at its data-wait (a look the server holds until the result is stored) where it gives one, unless `poll`
+    (the page looked at again on its timer alone, as before the held look); and how many looks it took after the
+    first."""
+    looks = 0
     while True:
         if page.status_code != 200:
             raise Failure(f"the student's own attempt answered {page.status_code}")
         score = SCORE.search(page.text)
         if score:
-            return score.group(1)
+            return score.group(1), looks
         again = LOOK_AGAIN.search(page.text)
         if again is None:
             raise Failure(f"attempt {attempt}'s page shows neither a score nor when to look again")
-        time.sleep(float(again.group(1)))
-        page = request(web, "GET", f"/a/{NAME}/attempts/{attempt}")
+        held = None if poll else again.group(2)
+        time.sleep(HELD_FLOOR_S if held else float(again.group(1)))
+        page = request(web, "GET", held or f"/a/{NAME}/attempts/{attempt}")
+        looks += 1
 
 
 def one_student(base: str, row: dict, index: int, attempts: int, samples: list[str], expected: list[float],
-                ledger: Ledger, done: dict[str, str], loops: str | None) -> None:
+                ledger: Ledger, done: dict[str, str], loops: str | None, poll: bool = False) -> None:
     """One student's session: sign in, hand in `attempts` times reading each score, read the attempts back, and try
     another student's attempt. `loops`: a looping student's module (every function loops), handed in each time."""
     student = row["id"]
@@ -196,8 +306,9 @@ def one_student(base: str, row: dict, index: int, attempts: int, samples: list[s
                 (ledger.adopted if adopted else ledger.acknowledged)[attempt] = student
             known.append(attempt)
             # the 303's page, as the browser follows it: the first look
-            score = wait_for_score(web, attempt, request(web, "GET", f"/a/{NAME}/attempts/{attempt}"))
+            score, looks = wait_for_score(web, attempt, request(web, "GET", f"/a/{NAME}/attempts/{attempt}"), poll)
             with ledger.lock:
+                ledger.looks += looks
                 (ledger.upload_to_score if loops is None else ledger.looping_upload_to_score).append(
                     time.perf_counter() - started)
             if float(score.split("/")[0]) != earns:
@@ -287,7 +398,7 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
 
 def run(course: Path, store: Path, roster: Path, students: list[str], attempts: int, clients: int,
         samples: list[str], expected: list[float], jobs: list[str], kill: bool, everyone: bool,
-        looping: frozenset[str] = frozenset(), loops: str = "") -> dict:
+        looping: frozenset[str] = frozenset(), loops: str = "", poll: bool = False) -> dict:
     """One run on a store of its own: `qkv serve` started, `qkv tokens` for the roster (`everyone`) or for
     `students`, the clients, and, with `kill`, kill -9 of the server once half the attempts are in and a restart.
     The students of `looping` hand in `loops`."""
@@ -310,12 +421,15 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
                     return
                 try:
                     one_student(server.url, row, index, attempts, samples, expected, ledger, done,
-                                loops if row["id"] in looping else None)
+                                loops if row["id"] in looping else None, poll)
                 except (Failure, httpx.HTTPError) as err:
                     with ledger.lock:
                         ledger.failures.append(f"{row['id']}: {type(err).__name__}: {err}")
 
         load_before = os.getloadavg()[0]
+        meter = TreeCpu(server.pid).__enter__()
+        spent: list[dict[str, float]] = []
+        clients_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
         threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
         for thread in threads:
@@ -326,14 +440,18 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
             half = len(students) * attempts // 2
             while ledger.accepted < half and any(t.is_alive() for t in threads):
                 time.sleep(0.02)
+            spent.append(meter.stop())
             killed_at = time.time()
             server.kill9()
             server.start()
             restarted_at = time.time()
+            meter = TreeCpu(server.pid).__enter__()
             downtime = restarted_at - killed_at
         for thread in threads:
             thread.join()
         wall = time.perf_counter() - started
+        spent.append(meter.stop())
+        clients_after = resource.getrusage(resource.RUSAGE_SELF)
     finally:
         server.stop()
     figures = checked(store, ledger, killed_at, restarted_at, looping)
@@ -341,6 +459,16 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
                     "tokens_issued_s": round(tokens_s, 1), "wall_s": round(wall, 1),
                     "attempts_per_s": round(figures["graded"] / wall, 2),
                     "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2)})
+    web, sandbox = sum(s["root"] for s in spent), sum(s["descendants"] for s in spent)
+    clients = (clients_after.ru_utime + clients_after.ru_stime - clients_before.ru_utime - clients_before.ru_stime)
+    graded = max(1, figures["graded"])
+    figures["looks_again_per_attempt"] = round(ledger.looks / graded, 2)
+    figures["cpu"] = {"server_s": round(web + sandbox, 2), "web_process_s": round(web, 2),
+                      "sandbox_processes_s": round(sandbox, 2),
+                      "server_ms_per_attempt": round((web + sandbox) / graded * 1000, 1),
+                      "web_process_ms_per_attempt": round(web / graded * 1000, 1),
+                      "sandbox_ms_per_attempt": round(sandbox / graded * 1000, 1),
+                      "clients_s": round(clients, 2), "clients_ms_per_attempt": round(clients / graded * 1000, 1)}
     if kill:
         figures["killed_after_accepted"] = figures.pop("accepted_before_the_kill")
         figures["restart_s"] = round(downtime, 1)
@@ -366,6 +494,39 @@ def expected_scores(course: Path, samples: list[str], folder: Path) -> list[floa
     return [float(totals[f"sample{i}"]) for i in range(len(samples))]
 
 
+def grade_cpu(course: Path, samples: list[str], folder: Path, count: int) -> dict:
+    """`qkv grade` of `count` distinct copies of the samples in turn (the class's mix, on the same assignment), its
+    process tree's CPU measured as the server's is, and again of SMALL_CLASS copies: the batch grader's cost per
+    submission beyond its start (the difference over the difference in submissions), this run's reference, as the
+    server's figures leave out its own start."""
+    def graded(size: int) -> tuple[float, dict[str, float], float]:
+        subs = write_class(folder / f"batch{size}", samples, size)
+        command = [str(QKV), "--course", str(course), "grade", NAME, str(subs), "--out", str(folder / f"out{size}")]
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL)
+        with TreeCpu(process.pid) as meter:
+            _, err = process.communicate()
+            spent = meter.stop()
+        if process.returncode != 0:
+            raise SystemExit(f"qkv grade failed: {err.decode(errors='replace')[-2000:]}")
+        return time.perf_counter() - started, spent, spent["root"] + spent["descendants"]
+
+    wall, spent, total = graded(count)
+    _, small_spent, small_total = graded(SMALL_CLASS)
+    more = count - SMALL_CLASS
+
+    def per(seconds: float) -> float:
+        return round(seconds / more * 1000, 1)
+    return {"submissions": count, "wall_s": round(wall, 1), "cpu_s": round(total, 2),
+            "grader_process_s": round(spent["root"], 2), "sandbox_processes_s": round(spent["descendants"], 2),
+            "cpu_ms_per_submission_with_its_start": round(total / count * 1000, 1),
+            f"cpu_s_of_{SMALL_CLASS}": round(small_total, 2),
+            "cpu_ms_per_submission": per(total - small_total),
+            "grader_process_ms_per_submission": per(spent["root"] - small_spent["root"]),
+            "sandbox_ms_per_submission": per(spent["descendants"] - small_spent["descendants"])}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=200)
@@ -376,6 +537,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the fraction of the students whose every attempt loops in every function (0 to 0.5)")
     parser.add_argument("--attempt-seconds", type=float,
                         help="the manifest's grading.limits.attempt_seconds (default: qkv's own)")
+    parser.add_argument("--poll", action="store_true",
+                        help="look at a waiting attempt's page again on its timer (data-refresh) alone, ignoring its "
+                             "held look (data-wait): the waiting page as it was before, for comparison")
     parser.add_argument("--results", type=Path, help="where the figures go (default: benchmarks/results/serve.json, "
                         "with --looping serve_looping.json; a trial run's figures are no benchmark: write them "
                         "elsewhere)")
@@ -406,6 +570,17 @@ def report(figures: dict) -> str:
             t = f["looping_upload_to_score_s"]
             rows.append(f"| {label}: its {f['looping_students']} looping students | {t.get('count', 0)} | | | | "
                         f"{t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | | |")
+    batch = figures.get("qkv_grade")
+    if batch is None:  # results of before the CPU was measured
+        return "\n".join(rows)
+    rows += ["", "| CPU ms per attempt | web process | sandbox | server | over `qkv grade` | clients |",
+             "|---|---|---|---|---|---|",
+             f"| `qkv grade`, {batch['submissions']} submissions (beyond its start) | {batch['grader_process_ms_per_submission']} | "
+             f"{batch['sandbox_ms_per_submission']} | {batch['cpu_ms_per_submission']} | 1 | |"]
+    for key, label in (("alone", "one student alone"), ("class", "the class"), ("kill9", "the class, kill -9")):
+        c = figures[key]["cpu"]
+        rows.append(f"| {label} | {c['web_process_ms_per_attempt']} | {c['sandbox_ms_per_attempt']} | "
+                    f"{c['server_ms_per_attempt']} | {c.get('over_qkv_grade', '-')} | {c['clients_ms_per_attempt']} |")
     return "\n".join(rows)
 
 
@@ -434,15 +609,22 @@ def main(argv: list[str] | None = None) -> int:
         figures: dict = {"assignment": NAME, "problems": len(json.loads(
             (course / "dist" / NAME / "autograder" / "assignment.json").read_text())["problem_order"]),
             "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page looked at again when "
-                     "it says (data-refresh)",
+                     "it says (data-refresh)" + (", on its timer alone" if args.poll else
+                                                 ", at its held look (data-wait)"),
             "server_jobs": args.jobs or default_slots(), "samples": len(samples),
             "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S,
             "looping_fraction": args.looping, "attempt_seconds": args.attempt_seconds or Limits().attempt_seconds}
+        figures["qkv_grade"] = grade_cpu(course, samples, root,
+                                         max(4 * SMALL_CLASS, min(1000, args.students * args.attempts)))
+        print(f"qkv grade: {json.dumps(figures['qkv_grade'])}", flush=True)
         for key, (who, attempts, clients, kill) in runs.items():
             figures[key] = run(course, root / key, roster, who, attempts, clients, samples, expected,
                                jobs, kill, everyone=who == students, looping=looping if key != "alone" else frozenset(),
-                               loops=loops)
+                               loops=loops, poll=args.poll)
             print(f"{key}: {json.dumps({k: v for k, v in figures[key].items() if k != 'examples'})}", flush=True)
+    batch = figures["qkv_grade"]["cpu_ms_per_submission"]
+    for key in ("class", "kill9"):
+        figures[key]["cpu"]["over_qkv_grade"] = round(figures[key]["cpu"]["server_ms_per_attempt"] / batch, 2)
     figures["p95_within_goal"] = figures["class"]["upload_to_score_s"].get("p95", float("inf")) <= P95_GOAL_S
     figures["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -106,7 +106,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         def route(a=a, limits=limits):
             return open_route(a.bundle, a.bundle_dir, jobs, limits, isolation or a.bundle.isolation, cluster,
                               protect=protect)
-        state.graders[name] = Grader(a, books[name], class_roster, route, report)  # started in the app's lifespan
+        state.graders[name] = Grader(a, books[name], class_roster, route, report,
+                                      state.results.recorded)  # started in the app's lifespan
         settle_class(state.graders[name].service, a)
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster

@@ -42,13 +42,15 @@ class Grader:
 
     def __init__(self, assignment: ServedAssignment, book: Gradebook, roster: Optional[Roster],
                  open_route: Callable[[], AbstractContextManager[Route]],
-                 report: Callable[[str], None] = lambda line: None):
+                 report: Callable[[str], None] = lambda line: None,
+                 on_recorded: Callable[[str], None] = lambda attempt_id: None):
         self.assignment = assignment
         self.book = book
         self.roster = roster
         self.service = GradingService(assignment.bundle, book, roster, assignment.counting)
         self._open_route = open_route
         self._report = report
+        self._on_recorded = on_recorded  # told each attempt id whose grading is stored (serve/results.py)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._finished = threading.Event()  # the grading thread has ended
@@ -162,6 +164,8 @@ class Grader:
     def _recorded(self, recorded: Recorded) -> None:
         # the grading, its late outcome and the class's copy of the counted one are kept in one transaction
         self._release([recorded.handed.attempt or ""])
+        if recorded.handed.attempt:
+            self._on_recorded(recorded.handed.attempt)
 
     def _release(self, attempt_ids: list[str]) -> None:
         # an attempt given back unrecorded is claimed again once its claim goes stale; giving it back at once keeps

@@ -32,6 +32,7 @@ def routes(state: ServiceState) -> list[Route]:
         Route("/a/{name}/release.zip", student.release),
         Route("/a/{name}/attempts", student.upload, methods=["POST"]),
         Route("/a/{name}/attempts/{attempt}", student.attempt_page),
+        Route("/a/{name}/attempts/{attempt}/result", student.held_attempt_page),
         Route("/a/{name}/attempts/{attempt}/feedback", student.feedback),
         Route("/a/{name}/class", staff.class_page),
         Route("/a/{name}/class/{student}", staff.student_page),

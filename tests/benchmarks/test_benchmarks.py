@@ -318,6 +318,26 @@ def serve_benchmark():
     return module
 
 
+def test_the_server_s_cpu_is_its_whole_process_tree_s_counted_once(serve_benchmark):
+    """The tree's CPU (TreeCpu, read from /proc while it runs) against the kernel's own account of the same processes
+    (RUSAGE_CHILDREN, once all are reaped): a shell whose short children burn CPU, each reaped by the shell, so the
+    children are counted once (seen while they run, then in the shell's reaped time) and none is missed. The two
+    accounts of the same ticks differ by a sample's rounding, not by a child."""
+    import resource
+
+    burn = f"{sys.executable} -c 'sum(range(4_000_000))'"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shell = subprocess.Popen(["sh", "-c", f"for i in 1 2 3 4 5 6; do {burn}; done; {burn} & {burn} & wait"])
+    with serve_benchmark.TreeCpu(shell.pid) as meter:
+        shell.wait()
+        spent = meter.stop()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    kernel = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    measured = spent["root"] + spent["descendants"]
+    assert spent["descendants"] > spent["root"]  # the children burn, the shell waits
+    assert abs(measured - kernel) <= 0.05 * kernel + 0.1, (spent, kernel)
+
+
 @pytest.mark.parametrize("argv", [["--students", "0"], ["--attempts", "0"], ["--clients", "0"], ["--jobs", "0"]])
 def test_a_service_benchmark_that_would_measure_nothing_is_refused_before_anything_runs(serve_benchmark, argv,
                                                                                        capsys):
@@ -385,6 +405,14 @@ def test_the_service_benchmark_in_small_grades_every_attempt_once_for_its_own_st
     assert kill["graded_exactly_once"] and 10 <= kill["killed_after_accepted"] <= 15, kill
     assert figures["sample_scores"][0] == 137  # ada.py, the first sample: the reference is qkv grade's own
     assert "| the class, kill -9 midway and a restart | 20 of 20 | 0 | 0 | 0 |" in done.stdout
+    # the server's CPU per attempt beside `qkv grade`'s per submission, both of their whole process trees
+    batch = figures["qkv_grade"]
+    assert batch["submissions"] == 80 and batch["cpu_ms_per_submission"] > 0 and batch["sandbox_ms_per_submission"] > 0
+    for run in ("class", "kill9"):
+        cpu = figures[run]["cpu"]
+        assert cpu["web_process_s"] > 0 and cpu["sandbox_processes_s"] > 0 and cpu["clients_s"] > 0, cpu
+        assert cpu["over_qkv_grade"] == round(cpu["server_ms_per_attempt"] / batch["cpu_ms_per_submission"], 2)
+    assert "| `qkv grade`, 80 submissions (beyond its start) |" in done.stdout
 
 
 # --- benchmarks/summary.py: docs/benchmarks.md, made from the results files, never by hand ---------------------------

@@ -394,6 +394,27 @@ def test_after_the_last_date_an_upload_is_refused_403(limits_service):
     assert attempts_of(limits_service.store, "s004", "closed") == []
 
 
+def test_a_held_look_at_a_waiting_attempt_answers_with_the_score_once_it_is_stored(numpy_service, reference):
+    """The waiting page's script looks at its data-wait, which the server holds until the grading is stored (or
+    some 20 s): an attempt that sleeps 3 s as it loads is still waiting when the look is sent, and the look's answer
+    is the graded page, with the score the attempt's page then shows."""
+    browser = numpy_service.signed_in("s2026003")
+    slow = sample("ada.py") + b"\nimport time as _time\n_time.sleep(3)\n"
+    path = browser.hand_in(NAME, "ada.py", slow).headers["location"]
+    waiting = browser.get(path).text
+    assert "score" not in Page(waiting).by_id, "graded before it could be waited for"
+    held = re.search(r'id="result"[^>]* data-wait="([^"]+)"', waiting)
+    assert held is not None and held.group(1) == f"{path}/result"
+    answers = [browser.get(held.group(1), timeout=120)]
+    # a machine so busy that grading outlasts the hold answers "still waiting": the script then looks again
+    wait_for(lambda: "score" in Page(answers[-1].text).by_id or answers.append(browser.get(held.group(1))),
+             "a held look that shows the score", lambda: answers[-1].text[:1000])
+    assert all(a.status_code == 200 for a in answers)
+    assert "data-wait" not in answers[-1].text
+    assert Page(answers[-1].text).by_id["score"] == browser.graded(path).by_id["score"] == \
+        f"{reference.scores['ada.py']:g} / {reference.max_score:g}"
+
+
 # ------------------------------------------------------------------ hostile students, one defence each
 
 def test_another_students_attempt_is_not_found_exactly_like_a_made_up_one(numpy_service):
@@ -402,7 +423,7 @@ def test_another_students_attempt_is_not_found_exactly_like_a_made_up_one(numpy_
     made_up = secrets.token_urlsafe(16)
     prying = numpy_service.signed_in("s2026007")
     token = numpy_service.tokens["s2026007"]
-    for path in (f"/a/{NAME}/attempts/{{}}", f"/a/{NAME}/attempts/{{}}/feedback"):
+    for path in (f"/a/{NAME}/attempts/{{}}", f"/a/{NAME}/attempts/{{}}/feedback", f"/a/{NAME}/attempts/{{}}/result"):
         theirs, nobodys = prying.get(path.format(owner)), prying.get(path.format(made_up))
         assert (theirs.status_code, theirs.text) == (404, nobodys.text), path
         assert "ada.py" not in theirs.text and "137" not in Page(theirs.text).text  # a token may hold "137"

@@ -148,6 +148,7 @@ def test_a_control_character_in_any_request_input_is_a_one_line_400_and_no_trace
         "attempt id": student.get(f"/a/{NAME}/attempts/x%00y"),
         "attempt id, escape": student.get(f"/a/{NAME}/attempts/x%1By"),
         "feedback's attempt id": student.get(f"/a/{NAME}/attempts/%00/feedback"),
+        "held look's attempt id": student.get(f"/a/{NAME}/attempts/%00/result"),
         "attempt id, not signed in": anyone.get(f"/a/{NAME}/attempts/x%00y"),
         "attempt id, API": httpx.get(f"{service.url}/api/a/{NAME}/attempts/x%00y", headers=api, timeout=120),
         "student id": ta.get(f"/a/{NAME}/class/s2026001%00"),

@@ -329,6 +329,37 @@ def test_the_script_looks_again_when_each_fresh_page_says(context):
     assert page.inner_text("#score") == "7 / 7" and page.evaluate("window.qkvLooks") == 3
 
 
+def test_the_script_looks_at_the_held_look_the_page_gives_at_once(context):
+    """A page with a data-wait (the look the server holds until the result is stored, student.held_attempt_page)
+    is looked at there, not at its own address, after the quarter-second floor whatever its data-refresh says (the
+    server spaces held looks by holding them), and each answer's data-wait is the next look's."""
+    held = ('<!doctype html><html lang="en"><head><title>t</title></head><body><main><div id="result" role="status" '
+            'data-refresh="3.00" data-wait="{}"><p id="status">Being graded</p></div>'
+            '<script src="/refresh.js"></script></main></body></html>')
+    answers = iter([held.format("/a/attempt/result?second"), GRADED])
+    page = context.new_page()
+    page.clock.install(time=1_000_000)
+    page.clock.pause_at(1_001_000)
+    page.add_init_script(RECORDER + "\nwindow.qkvAsked = []; const counted = window.fetch;"
+                         "\nwindow.fetch = (...args) => { window.qkvAsked.push(String(args[0])); return counted(...args); };")
+    page.route("http://qkv.test/refresh.js", lambda route: route.fulfill(
+        body=REFRESH_SCRIPT, content_type="text/javascript; charset=utf-8"))
+    page.route("http://qkv.test/a/attempt", lambda route: route.fulfill(body=held.format("/a/attempt/result?first"),
+                                                                         content_type="text/html"))
+    page.route("http://qkv.test/a/attempt/result*", lambda route: route.fulfill(body=next(answers),
+                                                                                content_type="text/html"))
+    page.goto("http://qkv.test/a/attempt")
+    wait_for(lambda: page.evaluate("window.qkvWaits.length") >= 1, "the script's first wait", seconds=60, every=0.01)
+    assert page.evaluate("window.qkvWaits") == [250]  # not the page's 3 s
+    page.clock.run_for(300)
+    wait_for(lambda: page.evaluate("window.qkvWaits.length") >= 2, "the script's second wait", seconds=60, every=0.01)
+    assert page.evaluate("window.qkvWaits") == [250, 250]
+    page.clock.run_for(300)
+    page.wait_for_selector("#score", timeout=60_000)
+    assert page.inner_text("#score") == "7 / 7"
+    assert page.evaluate("window.qkvAsked") == ["/a/attempt/result?first", "/a/attempt/result?second"]
+
+
 def test_the_script_stops_looking_when_sent_elsewhere(context):
     """A session that ends while the page waits sends the next look to the sign-in page: the script stops there,
     instead of fetching two pages every quarter second for as long as the tab stays open."""

@@ -52,15 +52,16 @@ def until(condition, seconds: float = 120.0) -> None:
 
 
 @contextmanager
-def grading(built_numpy, folder: Path, **limits: float):
+def grading(built_numpy, folder: Path, on_recorded=lambda attempt_id: None, **limits: float):
     """A gradebook of attention-numpy, its full marks, and a grader on a pool of two workers (stopped at the end),
-    under the bundle's limits but for `limits`."""
+    under the bundle's limits but for `limits`, telling `on_recorded` each attempt it records."""
     assignment = served_assignment("attention-numpy", built_numpy.out)
     with Gradebook(folder / "gradebook.sqlite", assignment=assignment.name) as book:
         book.check_assignment(assignment.name, bundle_fingerprint(assignment.bundle_dir))
         run_under = dataclasses.replace(assignment.bundle.limits, **limits)
         grader = Grader(assignment, book, None, lambda: open_route(assignment.bundle, assignment.bundle_dir, 2,
-                                                                   run_under, "allow-rlimits", None))
+                                                                   run_under, "allow-rlimits", None),
+                        on_recorded=on_recorded)
         try:
             yield book, assignment.bundle.max_points, grader
         finally:
@@ -85,6 +86,19 @@ def test_an_attempt_handed_in_while_a_slow_one_is_graded_is_graded_meanwhile(bui
         until(lambda: state(book, slow) is AttemptState.GRADED)
         scores = {book.attempt(a).score for a in (slow, quick)}
     assert scores == {full_marks}, grader.failure
+
+
+def test_the_grader_tells_each_attempt_once_its_grading_is_stored(built_numpy, tmp_path: Path) -> None:
+    # what wakes a held look at a waiting page (serve/results.py): told after the grading is stored, never before,
+    # once per attempt, the unloadable one (recorded as it is read) too
+    told: dict[str, AttemptState] = {}
+    with grading(built_numpy, tmp_path, on_recorded=lambda a: told.setdefault(a, state(book, a))) as (
+            book, full_marks, grader):
+        attempts = [hand_in(book, f"s{i}", key_module(built_numpy.assignment, f"s{i}")) for i in range(3)]
+        attempts.append(hand_in(book, "broken", "def broken(:\n"))
+        grader.start()
+        until(lambda: len(told) == len(attempts))
+    assert told == {a: AttemptState.GRADED for a in attempts}
 
 
 def test_a_slow_attempt_keeps_no_attempt_waiting_behind_it(built_numpy, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from autograder.serve.app.site import Site
 from autograder.serve.course import ServedAssignment
 from autograder.serve.grader import Grader
 from autograder.serve.handin import Accepted, Refused, hand_in
+from autograder.serve.results import ResultWatch
 from autograder.serve.signin import SignIns
 
 if TYPE_CHECKING:  # the LMS library is imported only where the course is an LTI tool
@@ -35,6 +36,7 @@ class ServiceState(Site):
     hub: Optional[Hub] = None  # when course.yaml has a `jupyterhub:` section: the hub signs people in
     practice: Optional[PracticeSpace] = None  # when course.yaml has a `practice:` section
     exams: Optional[ExamRooms] = None  # when course.yaml has an `exams:` section
+    results: ResultWatch = field(default_factory=ResultWatch)  # held looks at waiting attempts, told by the graders
     sign_ins: SignIns = field(init=False)
 
     def __post_init__(self) -> None:

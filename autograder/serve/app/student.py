@@ -6,6 +6,8 @@ The feedback page shows the late outcome the grading service kept with the gradi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import io
 import os
@@ -16,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -23,11 +26,12 @@ from autograder.classroom.classbook import outcome_of
 from autograder.classroom.roster import Roster
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.gradebook.accounts import Role, Session
-from autograder.grade.gradebook.records import Attempt
+from autograder.grade.gradebook.records import Attempt, AttemptState
 from autograder.report.feedback import feedback_html
 from autograder.serve.app.site import html, signed_in
 from autograder.serve.app.state import ServiceState, state_of
 from autograder.serve.course import ServedAssignment
+from autograder.serve.guard import SESSION_COOKIE
 from autograder.serve.handin import Accepted
 from autograder.serve.pages import Refusal, attempt_view
 
@@ -157,7 +161,40 @@ def attempt_page(request: Request, session: Session, form: Any) -> Response:
     graded = state.books[a.name].grading_result(attempt.grading) if (
         view.shows_failure and attempt.grading is not None) else None
     return html("attempt.html.j2", a=a, attempt=attempt, session=session, staff=session.account.role.sees_class,
-                message=graded[0].message if graded else "", refresh=view.refresh)
+                message=graded[0].message if graded else "", refresh=view.refresh,
+                wait=f"/a/{a.name}/attempts/{attempt.id}/result")
+
+
+HOLD_S = 20.0  # the longest a look at a waiting attempt is held: then the page answers "still waiting"
+CHECK_S = 1.0  # how often a held look reads the attempt itself: a grading stored by another web process is not told
+
+
+async def held_attempt_page(request: Request) -> Response:
+    """The attempt's page, held while the attempt waits: answered once its grading is stored (this process's grader
+    says so at once; another's is seen within CHECK_S) or after HOLD_S. A waiting page's script looks here
+    (the page's data-wait), so a result is seen as soon as it is stored, from one request, where a page looked at
+    again on a timer was fetched 7 times in its first 3 s. Who may see the attempt is checked before anything is held,
+    as the page itself checks it: another student's attempt answers at once as the page does (404)."""
+    state = state_of(request)
+    session = await run_in_threadpool(state.accounts.session, request.cookies.get(SESSION_COOKIE, ""), time.time())
+    name, attempt_id = request.path_params["name"], request.path_params["attempt"]
+    book = state.books.get(name)
+    if session is not None and book is not None and name in state.assignments:
+        try:
+            await run_in_threadpool(own_attempt, state, session, state.assignments[name], attempt_id)
+        except Refusal:
+            pass  # the page says so, below
+        else:
+            deadline = time.monotonic() + HOLD_S
+            with state.results.watching(attempt_id) as told:
+                # watched before the first read: a grading stored after that read is told, not missed
+                while (left := deadline - time.monotonic()) > 0:
+                    attempt = await run_in_threadpool(book.attempt, attempt_id)
+                    if attempt is None or attempt.state is AttemptState.GRADED:
+                        break
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(told.wait(), min(CHECK_S, left))
+    return await attempt_page(request)
 
 
 @signed_in(state_of)
