@@ -28,7 +28,7 @@ from autograder.grade.gradebook import Gradebook, GradingContext, HandIn
 from autograder.grade.gradebook.records import Counting, moment
 from autograder.grade.intake import Submission
 from autograder.grade.route import Route
-from autograder.grade.score import grade_submission
+from autograder.grade.score import grade_submission, score_written
 from autograder.grade.timings import Timings
 from autograder.grade.written_policy import applied, shown_score
 from autograder.results import SubmissionResult
@@ -107,7 +107,9 @@ class GradingService:
         and nowhere else."""
         policy = self.bundle.written_attempts
         if handed.attempt is not None:
-            result = applied(policy, self.bundle, result, self.book.answers_before(handed.attempt))
+            student = result.student
+            result = applied(policy, self.bundle, result, self.book.answers_before(handed.attempt),
+                             lambda written, answer: score_written(written, answer, self.bundle, student))
         late = late_outcome(self.deadline, self.roster, result.student, result.score, result.max_score,
                             handed.hand_in)
         with self.clock.stage("gradebook"):

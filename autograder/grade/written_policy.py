@@ -22,17 +22,14 @@ high (a true/false item farmed by elimination earns 1 - share/2 on average).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from autograder.results import ProblemResult, SubmissionResult, TestResult
-
-if TYPE_CHECKING:  # bundle.py imports this module
-    from autograder.bundle import GradingBundle, WrittenProblem
 
 
 class WrittenRule(str, Enum):
@@ -68,6 +65,33 @@ class WrittenPolicy(BaseModel):
                             " its points for each different wrong answer you handed in before.")
         return (fresh + "whether every other written answer is right is shown only once hand-in closes, and the one"
                         " in the attempt that counts is marked.")
+
+
+class Written(Protocol):
+    """A written problem of a grading bundle (bundle.py's WrittenProblem, which imports this module)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def points(self) -> float: ...
+
+    @property
+    def problem(self) -> Any: ...
+
+
+class Bundle(Protocol):
+    """What the rule reads of a grading bundle (bundle.py's GradingBundle)."""
+
+    @property
+    def written(self) -> Sequence[Written]: ...
+
+    @property
+    def max_points(self) -> float: ...
+
+
+# what a fixed item's answer earns, as grade/score.py's score_written judges it (which imports this module)
+Judge = Callable[[Any, Any], ProblemResult]
 
 
 # ------------------------------------------------------------------ fresh numbers
@@ -120,16 +144,15 @@ def item_fraction(policy: WrittenPolicy, tries: Sequence[Try]) -> float:
     return current.fraction
 
 
-def fixed_items(bundle: "GradingBundle") -> list["WrittenProblem"]:
+def fixed_items(bundle: Bundle) -> list[Written]:
     return [w for w in bundle.written if not fresh_numbers(w.problem)]
 
 
-def applied(policy: WrittenPolicy, bundle: "GradingBundle", result: SubmissionResult,
-            earlier: Sequence[Mapping[str, Any]]) -> SubmissionResult:
+def applied(policy: WrittenPolicy, bundle: Bundle, result: SubmissionResult,
+            earlier: Sequence[Mapping[str, Any]], judge: Judge) -> SubmissionResult:
     """`result` with each fixed item scored by the rule, `earlier` being the answers of the student's attempts
-    before this one (oldest first): judged again here, as they were, since a fixed item's verdict depends on
-    nothing but the answer."""
-    from autograder.grade.score import score_written
+    before this one (oldest first): judged again by `judge(written problem, answer)`, as they were, since a fixed
+    item's verdict depends on nothing but the answer."""
     from qkv_runtime.judge import unanswered
 
     if policy.rule is WrittenRule.HIDDEN or not earlier:
@@ -144,7 +167,7 @@ def applied(policy: WrittenPolicy, bundle: "GradingBundle", result: SubmissionRe
         tries = []
         for answers in [*earlier, result.answers]:
             answer = answers.get(written.id)
-            judged = score_written(written, answer, bundle, result.student)
+            judged = judge(written, answer)
             tries.append(Try(not unanswered(answer), judged.score / written.points, repr(answer)))
         fraction = item_fraction(policy, tries)
         problems.append(_rescored(problem, round(written.points * fraction, 4), policy))
@@ -168,12 +191,12 @@ def _rescored(problem: ProblemResult, score: float, policy: WrittenPolicy) -> Pr
 HIDDEN_MESSAGE = "answer kept; whether it is right is shown once hand-in closes"
 
 
-def hides(policy: WrittenPolicy, bundle: "GradingBundle", closed: bool) -> bool:
+def hides(policy: WrittenPolicy, bundle: Bundle, closed: bool) -> bool:
     """Whether fixed items' verdicts are kept from the student now."""
     return policy.rule is WrittenRule.HIDDEN and not closed and bool(fixed_items(bundle))
 
 
-def shown_score(policy: WrittenPolicy, bundle: "GradingBundle", result: SubmissionResult) -> float:
+def shown_score(policy: WrittenPolicy, bundle: Bundle, result: SubmissionResult) -> float:
     """The score a student is shown before the close: without what fixed items earned, when they are hidden."""
     if policy.rule is not WrittenRule.HIDDEN:
         return result.score
@@ -181,13 +204,13 @@ def shown_score(policy: WrittenPolicy, bundle: "GradingBundle", result: Submissi
     return round(sum(p.score for p in result.problems if p.problem_id not in fixed), 4)
 
 
-def shown_max(policy: WrittenPolicy, bundle: "GradingBundle") -> float:
+def shown_max(policy: WrittenPolicy, bundle: Bundle) -> float:
     if policy.rule is not WrittenRule.HIDDEN:
         return bundle.max_points
     return round(bundle.max_points - sum(w.points for w in fixed_items(bundle)), 4)
 
 
-def masked(policy: WrittenPolicy, bundle: "GradingBundle", result: SubmissionResult, closed: bool) -> SubmissionResult:
+def masked(policy: WrittenPolicy, bundle: Bundle, result: SubmissionResult, closed: bool) -> SubmissionResult:
     """`result` as a student may see it now: while fixed items are hidden, their verdicts, scores and points are
     out of it (their answers are shown as handed in)."""
     if not hides(policy, bundle, closed):

@@ -148,6 +148,10 @@ def graded_with(bundle: GradingBundle, verdict: str, student: str = "s1"):
     return grade_submission(bundle, Submission(student, Path("tiny.py"), verdict, None, "ok", ""), run)
 
 
+def judge(bundle: GradingBundle):
+    return lambda written, answer: score_written(written, answer, bundle, "s1")
+
+
 def test_the_rule_over_a_students_attempts(tiny):
     right_word = "true" if tiny.written[1].problem.answer else "false"
     wrong_word = "false" if right_word == "true" else "true"
@@ -155,15 +159,15 @@ def test_the_rule_over_a_students_attempts(tiny):
     fixed = {p.problem_id: p for p in right.problems}["training-vs-generation"]
     assert fixed.score > 0  # the verdict alone earns part of it
     earlier = [wrong.answers]
-    assert applied(HIDDEN, tiny, right, earlier) == right
-    first = applied(FIRST, tiny, right, earlier)
+    assert applied(HIDDEN, tiny, right, earlier, judge(tiny)) == right
+    first = applied(FIRST, tiny, right, earlier, judge(tiny))
     assert {p.problem_id: p.score for p in first.problems}["training-vs-generation"] == \
         {p.problem_id: p.score for p in wrong.problems}["training-vs-generation"]
     assert first.score == wrong.score
-    penalised = applied(PENALTY, tiny, right, earlier)
+    penalised = applied(PENALTY, tiny, right, earlier, judge(tiny))
     got = {p.problem_id: p.score for p in penalised.problems}["training-vs-generation"]
     assert got == pytest.approx(max(0.0, fixed.score - 0.5 * 2.0))
-    assert applied(FIRST, tiny, right, []) == right  # the first attempt is its own first answer
+    assert applied(FIRST, tiny, right, [], judge(tiny)) == right  # the first attempt is its own first answer
 
 
 def test_a_student_is_shown_no_verdict_of_a_fixed_item_while_hidden(tiny):

@@ -56,9 +56,11 @@ def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.dateti
 
 
 def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt,
-                  staff: bool = False) -> str:
-    """The attempt's feedback, with the late outcome the grading service kept with its grading; a student's, before
-    hand-in closes, as the written-answer policy lets them see it (grade/written_policy.py)."""
+                  as_student: bool = False) -> str:
+    """The attempt's feedback, with the late outcome the grading service kept with its grading; `as_student`: as
+    its student may see it before hand-in closes, by the written-answer policy (grade/written_policy.py), without
+    the late outcome too while fixed items are hidden (its raw score would tell how they did)."""
+    staff = not as_student
     graded = book.grading_result(attempt.grading) if attempt.grading else None
     if graded is None or attempt.grading is None:
         return ""
@@ -206,7 +208,7 @@ def feedback(request: Request, session: Session, form: Any) -> Response:
     if attempt.grading is None:
         raise Refusal(404, "this attempt is still being graded", "Not yet")
     return HTMLResponse(feedback_page(a, state.books[a.name], state.roster, attempt,
-                                      staff=session.account.role.sees_class))
+                                      as_student=not session.account.role.sees_class))
 
 
 @signed_in(state_of)
