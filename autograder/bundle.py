@@ -32,6 +32,7 @@ from autograder.kinds.model import Tolerance
 from autograder.errors import QkvError
 from autograder.kinds import Problem
 from autograder.late_policy import LatePolicy
+from autograder.grade.written_policy import WrittenPolicy
 from qkv_runtime.limits import Limits
 
 FORMAT_VERSION = 2
@@ -113,6 +114,9 @@ class GradingBundle:
     isolation: str = "require"  # the manifest's policy: "require" or "allow-rlimits"
     late: LatePolicy | None = None  # the manifest's late policy (classroom/deadlines.py applies it)
     serve: dict[str, Any] = field(default_factory=dict)  # the manifest's `serve` settings as plain data (serve/ reads)
+    # the manifest's written-answer policy for repeated attempts (grade/written_policy.py); a bundle built before has
+    # the default
+    written_attempts: WrittenPolicy = WrittenPolicy()
 
     @property
     def module(self) -> str:
@@ -177,7 +181,7 @@ def bundle_files(bundle: GradingBundle, written: dict[str, bytes]) -> dict[str, 
         "variants": bundle.variants, "due": bundle.due, "problem_order": list(bundle.problem_order),
         "limits": bundle.limits.to_json(), "isolation": bundle.isolation,
         "late": bundle.late.to_json() if bundle.late else None,
-        "serve": bundle.serve, "code": code,
+        "serve": bundle.serve, "written_attempts": bundle.written_attempts.to_json(), "code": code,
         "written": [{"id": w.id, "points": w.points} for w in bundle.written],
     }
     files = {
@@ -260,4 +264,5 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
         limits=Limits.from_json(meta["limits"]), isolation=str(meta["isolation"]),
         late=LatePolicy.model_validate(meta["late"]) if isinstance(meta.get("late"), dict) else None,
         serve=meta.get("serve") if isinstance(meta.get("serve"), dict) else {},
+        written_attempts=WrittenPolicy.model_validate(meta.get("written_attempts") or {}),
     )

@@ -56,6 +56,7 @@ class SubmissionResult:
     stdout: str = ""
     notes: tuple[str, ...] = ()  # what went wrong while it loaded, e.g. a notebook's failed cells
     answers: dict[str, Any] = field(default_factory=dict)  # the written answers as handed in (plain data), by problem id
+    seed: Optional[int] = None  # the seed its fresh numbers were drawn with (grade/written_policy.py); None: the assignment's
 
     def to_json(self) -> dict[str, Any]:
         # dataclasses.asdict deep-copies recursively and cost ~30 ms a submission; the fields are flat

@@ -38,9 +38,13 @@ def qkv(course: Path, *args: object) -> str:
     return done.stdout
 
 
-def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7, grading: dict | None = None) -> Path:
+def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7, grading: dict | None = None,
+                written_attempts: str | None = "first") -> Path:
     """`qkv init FOLDER`, attention-numpy due at `due` (the late policy's last date `last_days` after), with `serve`
-    (and `grading`, when given) as its manifest's `serve:` (`grading:`), built; returns the course folder."""
+    (and `grading`, when given) as its manifest's `serve:` (`grading:`), built; returns the course folder.
+    `written_attempts` (None: the manifest's, whose default hides written verdicts until hand-in closes): `first`
+    by default, so that a student who hands in their written answers once is shown every point `qkv grade` gives
+    (the tests that compare the two); tests/serve/test_written_attempts.py plays the default."""
     done = subprocess.run([str(QKV), "init", str(folder)], capture_output=True, text=True, timeout=COMMAND_S,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -49,6 +53,8 @@ def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7,
     if manifest.get("late"):
         manifest["late"]["last"] = (due + dt.timedelta(days=last_days)).isoformat()
     manifest["serve"] = serve
+    if written_attempts is not None:
+        manifest["written_attempts"] = written_attempts
     if grading is not None:
         manifest["grading"] = grading
     (folder / "assignments" / f"{NAME}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")

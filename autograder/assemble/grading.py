@@ -72,4 +72,5 @@ def grading_bundle(assignment: Assignment) -> GradingBundle:
         limits=assignment.limits, isolation=manifest.grading.isolation,
         late=manifest.late,
         serve=manifest.serve.model_dump(mode="json"),
+        written_attempts=manifest.written_attempts,
     )

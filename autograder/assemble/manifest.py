@@ -22,6 +22,7 @@ from autograder.bank.load import Bank
 from autograder.bundle import module_name
 from autograder.grading_policy import GradingPolicy
 from autograder.late_policy import LatePolicy
+from autograder.grade.written_policy import WrittenPolicy
 from qkv_runtime.limits import Limits
 from autograder.kinds.model import ProblemId, Track
 from autograder.errors import QkvError
@@ -72,6 +73,8 @@ class Manifest(_Strict):
     late: LatePolicy | None = None
     lms: LmsLinks = LmsLinks()
     serve: ServeSettings = ServeSettings()
+    written_attempts: WrittenPolicy = Field(
+        default=WrittenPolicy(), description="how repeated attempts score written answers: first, penalty or hidden")
 
     @model_validator(mode="after")
     def _late_needs_due(self) -> "Manifest":

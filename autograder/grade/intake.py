@@ -46,6 +46,7 @@ class Submission:
     program: Optional[Program]  # what to run; None when the file cannot be graded
     status: str  # "ok" or why it cannot be graded: empty, binary, not_utf8, too_large, bad_notebook, missing, unreadable
     message: str
+    seed: Optional[int] = None  # the attempt's seed of fresh numbers (grade/written_policy.py); None: the assignment's
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy as np
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.grade.intake import Submission
 from autograder.grade.matrices import picture
+from autograder.grade.written_policy import problem_seed
 from autograder.kinds import kind_of
 from autograder.kinds.implement import IMPLEMENT
 from autograder.memo import Memo
@@ -216,15 +217,22 @@ def _fingerprint(answer: Any) -> str | None:
 _JUDGED: Memo[ProblemResult] = Memo(16384)
 
 
-def score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, student: str) -> ProblemResult:
+def score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, student: str,
+                  attempt_seed: int | None = None) -> ProblemResult:
+    """`attempt_seed`: the attempt's seed of fresh numbers (grade/written_policy.py); None: the assignment's."""
+    seed = problem_seed(bundle.seed, written.problem, attempt_seed)
     fingerprint = _fingerprint(answer)
     if fingerprint is None:
-        return _score_written(written, answer, bundle, student)
-    variant = (bundle.seed, bundle.variants, student if bundle.variants == "per_student" else None)
-    return _JUDGED.get((written,), lambda: _score_written(written, answer, bundle, student), (variant, fingerprint))
+        return _score_written(written, answer, bundle, student, seed)
+    # an attempt's own seed draws numbers of that student alone, whatever the mode
+    who = student if bundle.variants == "per_student" or seed != bundle.seed else None
+    variant = (seed, bundle.variants, who)
+    return _JUDGED.get((written,), lambda: _score_written(written, answer, bundle, student, seed),
+                       (variant, fingerprint))
 
 
-def _score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, student: str) -> ProblemResult:
+def _score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, student: str,
+                   seed: int) -> ProblemResult:
     problem = written.problem
 
     def result(fraction: float, message: str, misconception: str | None = None) -> ProblemResult:
@@ -235,7 +243,7 @@ def _score_written(written: WrittenProblem, answer: Any, bundle: GradingBundle, 
     if unanswered(answer):
         return result(0.0, "not answered")
     kind = kind_of(problem)
-    marked = kind.grade(problem, answer, kind.variant(problem, bundle.seed, bundle.variants, student))
+    marked = kind.grade(problem, answer, kind.variant(problem, seed, bundle.variants, student))
     return result(marked.fraction, marked.message, marked.misconception)
 
 
@@ -251,7 +259,8 @@ def grade_submission(bundle: GradingBundle, submission: Submission, run: Submiss
     results = {p.id: score_code_problem(p, run, upstream) for p in _shared(bundle).order}
     answers = run.answers if isinstance(run.answers, dict) else {}
     for written in bundle.written:
-        results[written.id] = score_written(written, answers.get(written.id), bundle, submission.student)
+        results[written.id] = score_written(written, answers.get(written.id), bundle, submission.student,
+                                            submission.seed)
     ordered = tuple(results[pid] for pid in bundle.problem_order)
     status = "graded" if run.status == "ok" else run.status
     message = run.message if run.status != "ok" else ""
@@ -260,4 +269,4 @@ def grade_submission(bundle: GradingBundle, submission: Submission, run: Submiss
     total = round(sum(p.score for p in ordered), 4)
     handed_in = {w.id: answers[w.id] for w in bundle.written if w.id in answers}  # kept for item analysis
     return SubmissionResult(submission.student, submission.digest, status, message, total, bundle.max_points,
-                            ordered, run.stdout, tuple(run.cell_errors), handed_in)
+                            ordered, run.stdout, tuple(run.cell_errors), handed_in, submission.seed)

@@ -28,8 +28,9 @@ from autograder.grade.gradebook import Gradebook, GradingContext, HandIn
 from autograder.grade.gradebook.records import Counting, moment
 from autograder.grade.intake import Submission
 from autograder.grade.route import Route
-from autograder.grade.score import grade_submission
+from autograder.grade.score import grade_submission, score_written
 from autograder.grade.timings import Timings
+from autograder.grade.written_policy import applied, shown_score
 from autograder.results import SubmissionResult
 
 
@@ -101,12 +102,20 @@ class GradingService:
         yield from _drained(ready)
 
     def record(self, handed: HandedIn, result: SubmissionResult, isolation: str) -> Recorded:
-        """Keep one grading with its late outcome, worked out here and nowhere else."""
+        """Keep one grading with its late outcome and, for an attempt, its fixed written items scored by the
+        written-answer policy over the student's attempts before it (grade/written_policy.py), each worked out here
+        and nowhere else."""
+        policy = self.bundle.written_attempts
+        if handed.attempt is not None:
+            student = result.student
+            result = applied(policy, self.bundle, result, self.book.answers_before(handed.attempt),
+                             lambda written, answer: score_written(written, answer, self.bundle, student))
         late = late_outcome(self.deadline, self.roster, result.student, result.score, result.max_score,
                             handed.hand_in)
         with self.clock.stage("gradebook"):
             grading = self.book.record(result, isolation, handed.context, attempt=handed.attempt,
-                                       late=late_entry(result.student, late), counting=self.counting)
+                                       late=late_entry(result.student, late), counting=self.counting,
+                                       shown=shown_score(policy, self.bundle, result))
         return Recorded(handed, result, isolation, late, grading)
 
     def settled(self, now: Iterable[Recorded] = ()) -> dict[str, LateOutcome]:

@@ -94,7 +94,7 @@ def page_context(result: SubmissionResult, past_due: bool, bundle: GradingBundle
         view = None
         if problem.problem_id in written and bundle is not None:  # a written problem of this bundle
             view = written_view(written[problem.problem_id], problem, result.answers.get(problem.problem_id), bundle,
-                                result.student, past_due)
+                                result.student, past_due, result.seed)
         problems.append(ProblemEntry(problem, problem_lines(problem, summary), view))
     context = dict(summary=summary, lesson_drawn=lesson_drawn, rest_drawn=rest_drawn, pictures=pictures,
                    problems=problems, visible=lambda t: visible(t, past_due), past_due=past_due)

@@ -17,6 +17,7 @@ from typing import Any, Optional
 from markupsafe import Markup
 
 from autograder.bundle import GradingBundle, WrittenProblem
+from autograder.grade.written_policy import HIDDEN_MESSAGE, problem_seed
 from autograder.kinds import kind_of
 from autograder.memo import Memo
 from autograder.results import ProblemResult
@@ -50,6 +51,8 @@ def typed_parts(answer: Any) -> tuple[tuple[str, str], ...]:
 
 
 def verdict(problem: ProblemResult) -> str:
+    if problem.message == HIDDEN_MESSAGE:
+        return "kept: right or wrong is shown once hand-in closes"
     if problem.message == "not answered":
         return "not answered"
     if problem.score >= problem.max_score - 1e-9:
@@ -86,9 +89,12 @@ def _form(written: WrittenProblem, seed: int, mode: str, who: Optional[str]) -> 
 
 
 def written_view(written: WrittenProblem, problem: ProblemResult, answer: Any, bundle: GradingBundle,
-                 student: str, past_due: bool) -> WrittenView:
+                 student: str, past_due: bool, attempt_seed: Optional[int] = None) -> WrittenView:
+    """`attempt_seed`: the seed of the attempt's fresh numbers (grade/written_policy.py), so that its feedback is
+    about the numbers it answered."""
+    seed = problem_seed(bundle.seed, written.problem, attempt_seed)
     who = student if bundle.variants == "per_student" else None
     if not past_due:
-        return WrittenView(verdict(problem), _remembered("form", written, bundle.seed, bundle.variants, who, _form))
-    accepted, solution, form = _remembered("key", written, bundle.seed, bundle.variants, who, _explain)
+        return WrittenView(verdict(problem), _remembered("form", written, seed, bundle.variants, who, _form))
+    accepted, solution, form = _remembered("key", written, seed, bundle.variants, who, _explain)
     return WrittenView(verdict(problem), form, typed_parts(answer), problem.message, accepted, solution)

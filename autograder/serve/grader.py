@@ -16,6 +16,7 @@ is when the server received the attempt.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -158,7 +159,8 @@ class Grader:
 
     def _handed(self, attempt: Attempt) -> HandedIn:
         submission = submission_from_bytes(attempt.student, Path(attempt.filename), self.book.attempt_body(attempt.id))
-        return HandedIn(submission, GradingContext("qkv serve: " + attempt.filename, attempt.received.isoformat(),
+        # graded on the numbers its seed draws, those the assignment page showed for it (grade/written_policy.py)
+        return HandedIn(replace(submission, seed=attempt.seed), GradingContext("qkv serve: " + attempt.filename, attempt.received.isoformat(),
                                                    TIME_SOURCE, False), attempt.id)
 
     def _recorded(self, recorded: Recorded) -> None:

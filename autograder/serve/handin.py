@@ -19,6 +19,7 @@ from typing import Optional, Union
 from autograder.classroom.roster import Roster
 from autograder.grade.gradebook import Gradebook, NewAttempt
 from autograder.grade.intake import submission_from_bytes
+from autograder.grade.written_policy import attempt_seed
 from autograder.serve.course import ServedAssignment
 from autograder.serve.guard import clean_filename
 
@@ -56,7 +57,8 @@ def hand_in(assignment: ServedAssignment, book: Gradebook, roster: Optional[Rost
         return Refused(400, f"{submission.message}; it was not counted as an attempt")
     attempt_id = attempt_id or secrets.token_urlsafe(16)
     refused = book.accept(NewAttempt(attempt_id, student, now, name, hashlib.sha256(body).hexdigest(), body),
-                          assignment.settings.attempts, assignment.settings.attempts_per_hour)
+                          assignment.settings.attempts, assignment.settings.attempts_per_hour,
+                          lambda made: attempt_seed(assignment.bundle.seed, student, made))
     if refused:
         return Refused(429, refused)
     return Accepted(attempt_id)

@@ -259,7 +259,9 @@ def test_the_latest_attempt_counts_by_default(numpy_service, reference):
     assert numpy_service.api_graded("s2026005", second)["counted"] is True
     assert numpy_service.api_status(numpy_service.tokens["s2026005"], first).json()["counted"] is False
     rows = Page(numpy_service.signed_in("ta").get(f"/a/{NAME}/class").text).table()
-    assert rows["s2026005"]["Counted score"] == f"{reference.scores['ben.py']:g} / {reference.max_score:g}"
+    # the second attempt's hand calculations had numbers of its own (grade/written_policy.py): its score is its own
+    second_score = stored(numpy_service.store, NAME)[1][second][-1]
+    assert rows["s2026005"]["Counted score"] == f"{second_score:g} / {reference.max_score:g}"
 
 
 # ------------------------------------------------------------------ a course of the tests' own: the manifest's limits
@@ -652,7 +654,9 @@ def test_a_server_killed_while_grading_grades_every_accepted_attempt_once_after_
     service = Service(numpy_root, (NAME,), ROSTER, store, jobs=1).start()
     try:
         service.issue()
-        plan = [(s, f) for s in ("s2026001", "s2026002", "s2026003", "s2026004") for f in ("ben.py", "ada.py")]
+        # one attempt per student: a student's later attempt has hand calculations with new numbers
+        # (grade/written_policy.py), which the samples do not answer, so `qkv grade`'s score is that of a first
+        plan = [(f"s202600{n}", ("ben.py", "ada.py")[n % 2]) for n in range(1, 9)]
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda job: service.api_hand_in(job[0], job[1], sample(job[1])), plan))
         assert [a.status_code for a in answers] == [202] * len(plan), [a.text for a in answers]

@@ -27,26 +27,40 @@ from autograder.errors import QkvError
 from autograder.grade.gradebook.analysis import Analysis
 from autograder.grade.gradebook.attempts import Attempt, Attempts, NewAttempt
 from autograder.grade.gradebook.database import (Database, database_errors, is_postgres, open_postgres, open_sqlite,
-                                                 schema_name, shown_url)
+                                                 postgres_ddl, schema_name, shown_url)
 from autograder.grade.gradebook.lti import ScoreOutbox
 from autograder.grade.gradebook.reads import Reads
 from autograder.grade.gradebook.records import (CountedLate, Grading, GradingContext, HandIn, LateEntry, LateRules, LatestGrading,
                                                 MistakeHit, RosterEntry, ScoreTable, StoredSubmission, TestKey)
-from autograder.grade.gradebook.schema import FORMAT, GRADEBOOK_FILE, SCHEMA
+from autograder.grade.gradebook.schema import FORMAT, GRADEBOOK_FILE, MIGRATIONS, READABLE, SCHEMA
 from autograder.grade.gradebook.writes import Writes
 
 __all__ = ["Attempt", "CountedLate", "NewAttempt", "FORMAT", "GRADEBOOK_FILE", "Gradebook", "Grading", "GradingContext", "HandIn", "LateEntry", "LateRules",
            "LatestGrading", "MistakeHit", "RosterEntry", "ScoreTable", "StoredSubmission", "TestKey"]
 
 
-def _opened(db: Database, where: str, read_only: bool) -> Database:
-    """Check the format of an opened gradebook (made afresh when empty, unless `read_only`)."""
+def _migrated(db: Database) -> None:
+    """Bring a gradebook of an older format that has a migration to this one, in one transaction each step (a
+    second process opening it meanwhile finds it done)."""
+    while True:
+        with db.write():
+            version = db.format()[1]
+            if version not in MIGRATIONS:
+                return
+            for statement in MIGRATIONS[version]:
+                db.execute(postgres_ddl(statement) if db.dialect == "postgresql" else statement)
+            db.set_format(version + 1)
+
+
+def _opened(db: Database, where: str, read_only: bool) -> tuple[Database, int]:
+    """Check the format of an opened gradebook (made afresh when empty, migrated from an older format that has a
+    migration, unless `read_only`); with the format it is now."""
     try:
         made, version = db.format()
-        if made and version != FORMAT and read_only:
+        if made and version not in READABLE and read_only:
             raise QkvError(where, f"a gradebook of format {version}, this qkv reads format {FORMAT}: grade the class "
                                   "again into another --out")
-        if made and version != FORMAT:
+        if made and version != FORMAT and version not in MIGRATIONS:
             raise QkvError(where, f"a gradebook of format {version}, this qkv writes format {FORMAT}; choose another"
                                   " --out")
         if read_only:
@@ -54,8 +68,11 @@ def _opened(db: Database, where: str, read_only: bool) -> Database:
                 raise QkvError(where, "not a gradebook qkv can read (no tables)")
             db.execute("SELECT key, value FROM meta").fetchall()
         else:
+            if made:
+                _migrated(db)
             db.script(SCHEMA)
             db.set_format(FORMAT)
+            version = FORMAT
     except QkvError:
         db.close()
         raise
@@ -63,7 +80,7 @@ def _opened(db: Database, where: str, read_only: bool) -> Database:
         db.close()
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise QkvError(where, f"not a gradebook qkv can use ({first}); choose another --out") from None
-    return db
+    return db, version
 
 
 class Gradebook(Writes, Attempts, Reads, Analysis, ScoreOutbox):
@@ -75,10 +92,10 @@ class Gradebook(Writes, Attempts, Reads, Analysis, ScoreOutbox):
                  durable: bool = False):
         if isinstance(where, str) and is_postgres(where):
             self.path: Union[Path, str] = shown_url(where)
-            self._db = _opened(open_postgres(where, schema_name(assignment or "")), self.path, read_only)
+            self._db, self.format = _opened(open_postgres(where, schema_name(assignment or "")), self.path, read_only)
         else:
             self.path = Path(where)
-            self._db = _opened(open_sqlite(self.path, read_only, durable), str(self.path), read_only)
+            self._db, self.format = _opened(open_sqlite(self.path, read_only, durable), str(self.path), read_only)
 
     def close(self) -> None:
         self._db.close()

@@ -10,38 +10,57 @@ could still record it (`record` checks the state, not whose claim it is).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import json
+from typing import Any, Callable, Optional, Sequence
 
 from autograder.grade.gradebook.database import Database
 from autograder.grade.gradebook.records import Attempt, AttemptState, NewAttempt
 
 _SHOWN = ("a.id, a.student, a.received_at, a.filename, a.digest, a.state, a.grading, g.status, g.score, g.max_score,"
-          " g.final, (SELECT COUNT(*) FROM counted AS c WHERE c.grading = a.grading)")
+          " g.final, (SELECT COUNT(*) FROM counted AS c WHERE c.grading = a.grading), {seed}")
+_SEED = {4: "NULL, NULL", 5: "a.seed, g.shown"}  # a gradebook of format 4, read as it is, kept neither
 _JOINED = "FROM attempts AS a LEFT JOIN gradings AS g ON g.id = a.grading"
 
 
 def _attempt(row: Sequence) -> Attempt:
     return Attempt(row[0], row[1], row[2], row[3], row[4], AttemptState(row[5]), row[6], row[7], row[8], row[9],
-                   row[10], bool(row[11]))
+                   row[10], bool(row[11]), row[12], row[13])
 
 
 class Attempts:
     _db: Database
+    format: int
 
-    def accept(self, new: NewAttempt, most: int, most_per_hour: int) -> Optional[str]:
+    @property
+    def _shown(self) -> str:
+        return _SHOWN.format(seed=_SEED[self.format])
+
+    def accept(self, new: NewAttempt, most: int, most_per_hour: int,
+               seed_of: Optional[Callable[[int], int]] = None) -> Optional[str]:
         """Store an accepted attempt, its file included, in one transaction, unless the student has made `most`
         attempts, or `most_per_hour` in the hour before it: then the reason, and nothing is stored. The count
-        and the insert are one transaction, so attempts sent at once cannot pass the limit together."""
+        and the insert are one transaction, so attempts sent at once cannot pass the limit together. `seed_of`
+        gives the seed of the student's attempt number N (0 first) of fresh numbers, kept with it."""
         with self._db.write():
             hour, made = self.attempt_counts(new.student, new.received_at - 3600)
             if made >= most:
                 return f"you have made all {most} attempts this assignment allows"
             if hour >= most_per_hour:
                 return f"you have made {hour} attempts in the last hour, the most it allows; try again later"
-            self._db.execute("INSERT INTO attempts (id, student, received_at, filename, digest, body, state)"
-                             " VALUES (?, ?, ?, ?, ?, ?, ?)", (new.id, new.student, new.received_at, new.filename,
-                                                               new.digest, new.body, AttemptState.QUEUED.value))
+            self._db.execute("INSERT INTO attempts (id, student, received_at, filename, digest, body, state, seed)"
+                             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (new.id, new.student, new.received_at, new.filename, new.digest, new.body,
+                              AttemptState.QUEUED.value, seed_of(made) if seed_of else None))
         return None
+
+    def answers_before(self, attempt_id: str) -> list[dict[str, Any]]:
+        """The written answers of the student's attempts received before this one, oldest first (each as its
+        latest grading kept them; attempts not graded yet are left out)."""
+        rows = self._db.execute(
+            "SELECT g.answers FROM attempts AS a JOIN attempts AS b ON b.student = a.student"
+            " JOIN gradings AS g ON g.id = b.grading WHERE a.id = ? AND (b.received_at < a.received_at OR"
+            " (b.received_at = a.received_at AND b.id < a.id)) ORDER BY b.received_at, b.id", (attempt_id,))
+        return [loaded for (text,) in rows if isinstance(loaded := json.loads(text), dict)]
 
     def requeue_claimed(self) -> int:
         """Queue again every attempt a grader had taken: for the one process that serves a SQLite gradebook,
@@ -52,7 +71,7 @@ class Attempts:
         return int(found)
 
     def attempt(self, attempt_id: str) -> Optional[Attempt]:
-        row = self._db.execute(f"SELECT {_SHOWN} {_JOINED} WHERE a.id = ?", (attempt_id,)).fetchone()
+        row = self._db.execute(f"SELECT {self._shown} {_JOINED} WHERE a.id = ?", (attempt_id,)).fetchone()
         return _attempt(row) if row else None
 
     def attempt_body(self, attempt_id: str) -> bytes:
@@ -62,7 +81,7 @@ class Attempts:
     def attempts_of(self, student: str) -> list[Attempt]:
         """A student's attempts, newest first."""
         return [_attempt(r) for r in self._db.execute(
-            f"SELECT {_SHOWN} {_JOINED} WHERE a.student = ? ORDER BY a.received_at DESC, a.id", (student,))]
+            f"SELECT {self._shown} {_JOINED} WHERE a.student = ? ORDER BY a.received_at DESC, a.id", (student,))]
 
     def attempt_counts(self, student: str, since: float) -> tuple[int, int]:
         """How many attempts a student has made since `since`, and in all."""

@@ -203,6 +203,8 @@ class Attempt:
     max_score: Optional[float] = None
     final: Optional[float] = None
     counted: bool = False
+    seed: Optional[int] = None  # its seed of fresh numbers (grade/written_policy.py); None: the assignment's
+    shown: Optional[float] = None  # the score its student is shown before hand-in closes; None: `score`
 
     @property
     def received(self) -> dt.datetime:

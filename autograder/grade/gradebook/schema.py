@@ -18,7 +18,13 @@ from __future__ import annotations
 # no reader needs it, and a format-4 gradebook gets it, empty, when it is next opened for writing; so did
 # grading_late (each grading's late outcome, worked out once by the grading service, grade/service.py): a grading
 # of before has none, and its readers fall back on class_late, the outcome kept beside the class then
-FORMAT = 4
+# Format 5 keeps each attempt's seed of fresh numbers (attempts.seed; NULL: the assignment's) and the score its
+# student is shown before hand-in closes (gradings.shown; NULL: the score), grade/written_policy.py's; a gradebook of
+# format 4 is migrated to it when opened for writing (`MIGRATIONS`), and read as it is otherwise.
+FORMAT = 5
+READABLE = (4, 5)  # the formats the readers take as they are
+# what turns a gradebook of format N into one of N + 1, in SQLite's words (database.py turns them into PostgreSQL's)
+MIGRATIONS = {4: ("ALTER TABLE attempts ADD COLUMN seed INTEGER", "ALTER TABLE gradings ADD COLUMN shown REAL")}
 GRADEBOOK_FILE = "gradebook.sqlite"
 
 SCHEMA = """
@@ -40,7 +46,8 @@ CREATE TABLE IF NOT EXISTS gradings (
     answers      TEXT NOT NULL,
     result       TEXT NOT NULL,
     attempt      TEXT,
-    final        REAL NOT NULL
+    final        REAL NOT NULL,
+    shown        REAL
 );
 CREATE INDEX IF NOT EXISTS gradings_by_student ON gradings (student, id);
 CREATE TABLE IF NOT EXISTS grading_tests (
@@ -89,7 +96,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     body        BLOB NOT NULL,
     state       TEXT NOT NULL,
     claimed_at  REAL,
-    grading     INTEGER REFERENCES gradings(id)
+    grading     INTEGER REFERENCES gradings(id),
+    seed        INTEGER
 );
 CREATE INDEX IF NOT EXISTS attempts_by_student ON attempts (student, received_at);
 CREATE INDEX IF NOT EXISTS attempts_by_state ON attempts (state, received_at);

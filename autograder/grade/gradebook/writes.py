@@ -61,13 +61,14 @@ class Writes:
 
     def record(self, result: SubmissionResult, isolation: str, context: GradingContext = GradingContext(),
                attempt: Optional[str] = None, late: Optional[LateEntry] = None,
-               counting: Counting = Counting.LATEST) -> Optional[int]:
+               counting: Counting = Counting.LATEST, shown: Optional[float] = None) -> Optional[int]:
         """Store one grading of a submission in a single transaction and choose the student's counted grading
         (`qkv grade`: this one). With `attempt`, the grading of an attempt `qkv serve` accepted: it is recorded
         once (a second grading of an attempt already graded, say after a restart, returns None and writes
         nothing) and the attempt is marked graded in the same transaction. `late` is its late outcome (the
         grading service's, grade/service.py): kept with it, its final score the grading's, and, for an
-        attempt, the counted grading's kept beside the class (class_late) for the exports. Returns its id."""
+        attempt, the counted grading's kept beside the class (class_late) for the exports. `shown`: the score its
+        student is shown before hand-in closes (grade/written_policy.py), when not the score. Returns its id."""
         # a mistake of a function built on is stored as "that problem/mistake", so the class counts it where it starts
         tests = [(p.problem_id, t.name, t.visibility, t.score, t.max_score, int(t.passed),
                   f"{t.cause}/{t.misconception}" if t.cause and t.misconception else t.misconception)
@@ -80,14 +81,14 @@ class Writes:
                     return None
             grading = self._db.execute(
                 "INSERT INTO gradings (student, digest, graded_at, bundle, status, score, max_score, isolation, source,"
-                " submitted_at, time_source, late_marked, answers, result, attempt, final) VALUES (?, ?, ?,"
-                " COALESCE((SELECT value FROM meta WHERE key = 'bundle'), ''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " submitted_at, time_source, late_marked, answers, result, attempt, final, shown) VALUES (?, ?, ?,"
+                " COALESCE((SELECT value FROM meta WHERE key = 'bundle'), ''), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " RETURNING id",
                 (result.student, result.digest, now, result.status, result.score,
                  result.max_score, isolation, context.source, context.submitted_at, context.time_source,
                  int(context.late_marked), json.dumps(result.answers, allow_nan=True),
                  result.to_json_text(), attempt,
-                 result.score if late is None else late.final),
+                 result.score if late is None else late.final, shown),
             ).fetchone()[0]
             self._db.executemany("INSERT INTO grading_tests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                  [(grading, *test) for test in tests])

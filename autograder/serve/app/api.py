@@ -3,6 +3,7 @@ form takes too, ServiceState.receive) and look at an attempt."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
 from starlette.concurrency import run_in_threadpool
@@ -11,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 
 from autograder.grade.gradebook.accounts import Account, Role
 from autograder.serve.app.state import ServiceState, state_of
+from autograder.serve.app.student import as_shown, closed_for_all
 from autograder.serve.course import ServedAssignment
 from autograder.serve.guard import client_address
 from autograder.serve.handin import Accepted
@@ -49,6 +51,8 @@ def status(state: ServiceState, a: ServedAssignment, account: Account, attempt_i
     attempt = state.books[a.name].attempt(attempt_id)
     if attempt is None or (attempt.student != account.person and not account.role.sees_class):
         return JSONResponse({"error": "no such attempt"}, status_code=404)
+    if not account.role.sees_class:
+        attempt = as_shown(a, attempt, closed_for_all(a, state.roster, dt.datetime.now(dt.timezone.utc)))
     return JSONResponse({"attempt": attempt.id, "state": attempt.state.value, "score": attempt.score,
                          "max_score": attempt.max_score, "final": attempt.final, "counted": attempt.counted,
                          "page": f"/a/{a.name}/attempts/{attempt.id}"})

@@ -13,11 +13,12 @@ import io
 import os
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -26,7 +27,9 @@ from autograder.classroom.classbook import outcome_of
 from autograder.classroom.roster import Roster
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.gradebook.accounts import Role, Session
-from autograder.grade.gradebook.records import Attempt, AttemptState
+from autograder.grade.gradebook.records import Attempt, AttemptState, Counting
+from autograder.grade.written_policy import attempt_seed, fresh_numbers, hides, masked, shown_max
+from autograder.kinds import kind_of
 from autograder.report.feedback import feedback_html
 from autograder.serve.app.site import html, signed_in
 from autograder.serve.app.state import ServiceState, state_of
@@ -56,16 +59,49 @@ def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.dateti
     return all(last is not None and now > last for last in lasts)
 
 
-def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt) -> str:
-    """The attempt's feedback, with the late outcome the grading service kept with its grading."""
+def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt,
+                  as_student: bool = False) -> str:
+    """The attempt's feedback, with the late outcome the grading service kept with its grading; `as_student`: as
+    its student may see it before hand-in closes, by the written-answer policy (grade/written_policy.py), without
+    the late outcome too while fixed items are hidden (its raw score would tell how they did)."""
+    staff = not as_student
     graded = book.grading_result(attempt.grading) if attempt.grading else None
     if graded is None or attempt.grading is None:
         return ""
     result, isolation = graded
-    entry = book.grading_late(attempt.grading) if a.bundle.due else None
-    return feedback_html(result, a.bundle.title, a.bundle.due, isolation, outcome_of(entry) if entry else None,
-                         a.bundle, reveal=closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc)),
-                         back=f"/a/{a.name}/attempts/{attempt.id}")
+    closed = closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc))
+    hidden = not staff and hides(a.bundle.written_attempts, a.bundle, closed)
+    entry = book.grading_late(attempt.grading) if a.bundle.due and not hidden else None
+    return feedback_html(result if staff else masked(a.bundle.written_attempts, a.bundle, result, closed),
+                         a.bundle.title, a.bundle.due, isolation, outcome_of(entry) if entry else None,
+                         a.bundle, reveal=closed, back=f"/a/{a.name}/attempts/{attempt.id}")
+
+
+def as_shown(a: ServedAssignment, attempt: Attempt, closed: bool) -> Attempt:
+    """An attempt as its student sees it: while fixed written items are hidden (grade/written_policy.py), its score
+    without them, and neither the score after the late policy nor, when the best attempt counts, which counts (each
+    would tell how the hidden answers did)."""
+    policy = a.bundle.written_attempts
+    if not hides(policy, a.bundle, closed) or attempt.score is None:
+        return attempt
+    return replace(attempt, score=attempt.score if attempt.shown is None else attempt.shown,
+                   max_score=shown_max(policy, a.bundle), final=None,
+                   counted=attempt.counted and a.counting is Counting.LATEST)
+
+
+def fresh_problems(a: ServedAssignment, student: str, made: int) -> list[tuple[str, Markup]]:
+    """(title, prompt) of each problem with fresh numbers, with the numbers of the student's next attempt."""
+    from autograder.exam.markup import readable_html  # markdown-it: only for a page that shows a problem
+
+    seed = attempt_seed(a.bundle.seed, student, made)
+    shown = []
+    for written in a.bundle.written:
+        problem = written.problem
+        if fresh_numbers(problem):
+            kind = kind_of(problem)
+            variant = kind.variant(problem, seed, a.bundle.variants, student)
+            shown.append((problem.title, Markup(readable_html(kind.prompt_text(problem, variant)))))
+    return shown
 
 
 class Opening(Enum):
@@ -119,14 +155,16 @@ def assignment_page(request: Request, session: Session, refusal: str = "", statu
         return RedirectResponse(f"/a/{a.name}/class", status_code=303)
     student = session.account.person
     due, last = a.dates_of(student, state.roster)
-    attempts = state.books[a.name].attempts_of(student)
+    over = closed_for_all(a, state.roster, dt.datetime.now(dt.timezone.utc))
+    attempts = [as_shown(a, t, over) for t in state.books[a.name].attempts_of(student)]
     closed = (f"The last date for handing in was {last.isoformat()}."
               if last is not None and time.time() > last.timestamp() else "")
     return html("assignment.html.j2", status, a=a, session=session, due=due, last=last,
                 extended=due is not None and a.policy.due is not None and due != a.policy.due,
                 late_rule=a.policy.late_terms() if a.bundle.late else "", whose="Your attempts", made=len(attempts),
                 left=max(0, a.settings.attempts - len(attempts)), attempts=attempts, refusal=refusal,
-                closed=closed)
+                closed=closed, written_rule=a.bundle.written_attempts.sentence() if a.bundle.written else "",
+                fresh=[] if closed else fresh_problems(a, student, len(attempts)))
 
 
 @signed_in(state_of)
@@ -155,6 +193,8 @@ def attempt_page(request: Request, session: Session, form: Any) -> Response:
     state = state_of(request)
     a = state.assignment(request.path_params["name"])
     attempt = own_attempt(state, session, a, request.path_params["attempt"])
+    if not session.account.role.sees_class:
+        attempt = as_shown(a, attempt, closed_for_all(a, state.roster, dt.datetime.now(dt.timezone.utc)))
     view = attempt_view(attempt, time.time())
     # the whole result (tens of kB of JSON) is read only for the one line a grading that failed shows: the
     # page is looked at again and again while an attempt waits, and once more when it is graded
@@ -204,7 +244,8 @@ def feedback(request: Request, session: Session, form: Any) -> Response:
     attempt = own_attempt(state, session, a, request.path_params["attempt"])
     if attempt.grading is None:
         raise Refusal(404, "this attempt is still being graded", "Not yet")
-    return HTMLResponse(feedback_page(a, state.books[a.name], state.roster, attempt))
+    return HTMLResponse(feedback_page(a, state.books[a.name], state.roster, attempt,
+                                      as_student=not session.account.role.sees_class))
 
 
 @signed_in(state_of)
