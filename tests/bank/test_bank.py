@@ -287,7 +287,6 @@ def test_one_query_example(bank: Bank) -> None:
     assert a["scores"].tolist() == [2, 4, 4]
     assert a["weights"] == pytest.approx([0.0634, 0.4683, 0.4683], abs=5e-5)
     assert a["output"] == pytest.approx([1.9366, 6.6831, 1.5951], abs=5e-5)
-    assert a["scaled_weights"] == pytest.approx([0.1361, 0.4319, 0.4319], abs=5e-5)
 
 
 def test_masked_example_170_40_and_wrong_20_thirds(bank: Bank) -> None:
