@@ -28,7 +28,7 @@ def right_answers(item: ExamItem) -> list[str]:
     if isinstance(problem, NumericProblem):
         return [part_answer(part, item.variant.answers[part.name]) for part in problem.parts]
     if isinstance(problem, ShapeProblem):
-        return ["(" + ", ".join(expected_shape(problem)) + ")"]
+        return ["(" + ", ".join(expected_shape(problem, item.variant)) + ")"]
     if isinstance(problem, TrueFalseProblem):
         verdict = ["true" if problem.answer else "f"]
         if problem.follow_up is None:
