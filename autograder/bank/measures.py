@@ -26,6 +26,7 @@ import numpy as np
 from autograder.bank.load import Bank
 from autograder.kinds import kind_of
 from autograder.kinds.true_false import VERDICT_SHARE
+from autograder.kinds.numeric.model import NumericProblem
 
 TRUE_SHARE = (0.35, 0.65)  # of a bank's true/false statements that are true
 BALANCE_FROM = 12  # true/false problems a bank needs before its balance is enforced
@@ -282,7 +283,7 @@ def own_share(problem: Any, first: Any, second: Any) -> float:
     (issue 47: a classmate's answers must not be this student's). A numeric part counts on its own; choices in
     another order are the same answer, so only drawn numbers make one."""
     kind = kind_of(problem)
-    if problem.kind == "numeric":
+    if isinstance(problem, NumericProblem):
         parts = [not np.allclose(first.answers[p.name], second.answers[p.name]) for p in problem.parts]
         return sum(parts) / len(parts)
 
