@@ -91,6 +91,8 @@ def linear_attention_cost(n, d):
 def linear_attention_cost_feasible(params, answers):
     if params["n"] <= params["d"]:
         return "the sequence is no longer than the width, where linear attention saves nothing"
+    if answers["softmax"] >= 1e8:
+        return "a count of nine digits, which is copying, not counting"
     if typed_everywhere(answers["ratio"]):
         return "the ratio is a number typed everywhere by a student who knows nothing"
     return None
