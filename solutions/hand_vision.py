@@ -93,6 +93,8 @@ def linear_attention_cost_feasible(params, answers):
         return "the sequence is no longer than the width, where linear attention saves nothing"
     if answers["softmax"] >= 1e8:
         return "a count of nine digits, which is copying, not counting"
+    if params["n"] % params["d"]:
+        return "the ratio n/d is not whole"
     if typed_everywhere(answers["ratio"]):
         return "the ratio is a number typed everywhere by a student who knows nothing"
     return None
