@@ -11,7 +11,9 @@ import inspect
 import os
 import pickle
 import pprint
+import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +30,7 @@ from autograder.assemble import BuildResult, build
 from autograder.assemble.manifest import Assignment
 from autograder.assemble.solution_key import key_answer, key_function, key_module
 from autograder.sandbox import Call, Limits, ProblemCalls, isolation_available
+from page_look import axe  # noqa: F401 (a fixture: pytest finds it here)
 from served_course import ServedCourse, make_course
 from servers import chromium_browser, postgres_db, postgres_url  # noqa: F401 (fixtures: pytest finds them here)
 
@@ -185,3 +188,15 @@ needs_bwrap = pytest.mark.usefixtures("bwrap_required")
 
 __all__ = ["CORE", "HOSTILE", "MEMORY_TEST_LIMITS", "QKV", "ROOT", "S", "SANDBOX_LIMITS", "X", "graded_so_far",
            "gradebook_rows", "said", "key_module", "key_notebook", "needs_bwrap", "replace_function", "require_bwrap"]  # what test modules import from here
+
+
+def no_network_prefix() -> list[str]:
+    """A command prefix that runs its command with no network (unshare -n, else bwrap); [] where none works here."""
+    for prefix in (["unshare", "-n"], ["bwrap", "--unshare-net", "--dev-bind", "/", "/"]):
+        if shutil.which(prefix[0]):
+            try:
+                if subprocess.run(prefix + ["true"], capture_output=True, timeout=20).returncode == 0:
+                    return prefix
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+    return []

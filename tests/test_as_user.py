@@ -57,8 +57,11 @@ GROUPS = {
                       "engine/test_private_at_rest.py")),
     # the service on SQLite only: which database holds the attempts is the same code whoever runs the service, and
     # the root run tries both; what changes with the user (the service's sandbox, its files) is the same on either
-    "service": Rerun(("serve/test_serve.py", "serve/test_serve_abuse.py", "serve/test_lti.py"),
+    "service": Rerun(("serve/test_serve.py", "serve/test_serve_abuse.py", "serve/test_lti.py",
+                      "serve/test_practice_serve.py"),
                      select="not postgresql"),
+    # a real JupyterHub whose spawner starts each hub user's server as this same user; the drill's history file
+    "hub": Rerun(("serve/test_hub.py", "practice/test_practice_drill.py")),
 }
 
 
@@ -186,6 +189,11 @@ class TestServersAsUser:
 class TestServiceAsUser:
     def test_the_service_tests_pass_as_an_unprivileged_user(self):
         rerun_as_user(GROUPS["service"])
+
+
+class TestHubAsUser:
+    def test_the_hub_tests_pass_as_an_unprivileged_user(self):
+        rerun_as_user(GROUPS["hub"])
 
 
 def test_each_module_is_rerun_once_and_exists():

@@ -472,3 +472,58 @@ def test_the_foreign_import_rule_finds_one(tmp_path):
     (tmp_path / "routes" / "test_mistakes.py").write_text("from test_nbgrader import fixture\n")
     (tmp_path / "serve" / "test_lti.py").write_text("import test_as_user\n\n\ndef late():\n    import test_nbgrader\n")
     assert foreign_test_imports(tmp_path) == ["serve/test_lti.py:5: test_nbgrader"]
+
+
+# ------------------------------------------------------------------ one stylesheet
+
+PAGE_CSS = ROOT / "autograder" / "page.css"
+_JINJA = re.compile(r"\{[{%#].*?[}%#]\}", re.S)
+_RULE = re.compile(r"([^{};]+)\{([^{}]*)\}")
+
+
+def _rules(css: str) -> list[tuple[str, frozenset[str]]]:
+    """Each CSS rule as its selector and its declarations, whitespace-normalised; comments and Jinja left out."""
+    css = re.sub(r"/\*.*?\*/", "", _JINJA.sub("", css), flags=re.S)
+    return [(" ".join(sel.split()), frozenset(" ".join(d.split()) for d in body.split(";") if d.strip()))
+            for sel, body in _RULE.findall(css)]
+
+
+def _styles(path: Path) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return text if path.suffix == ".css" else "\n".join(re.findall(r"<style[^>]*>(.*?)</style>", text, re.S))
+
+
+def second_copies_of_the_page_style(root: Path, shared: Path) -> list[str]:
+    """Rules of other pages that repeat one of the shared stylesheet's: the same selector with two or more of its
+    declarations (or its only one). A page keeps in its own <style> only what differs."""
+    mine = _rules(shared.read_text(encoding="utf-8"))
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path == shared or path.suffix not in (".css", ".j2", ".html", ".py") or not path.is_file():
+            continue
+        for selector, declarations in _rules(_styles(path)):
+            for shared_selector, shared_declarations in mine:
+                same = declarations & shared_declarations
+                if selector == shared_selector and len(same) >= min(2, len(shared_declarations)):
+                    found.append(f"{path.relative_to(root)}: {selector} {{ {'; '.join(sorted(same))} }}")
+    return found
+
+
+def test_the_pages_share_one_stylesheet_and_copy_none_of_it():
+    """autograder/page.css is the pages' one look: each standalone page's template inlines it, and no template
+    (or other file of the engine) carries a second copy of its rules to keep in step."""
+    assert second_copies_of_the_page_style(ROOT / "autograder", PAGE_CSS) == []
+    for template in ("serve/templates/base.html.j2", "report/templates/feedback.html.j2",
+                     "classroom/templates/stats.html.j2", "exam/templates/paper.html.j2"):
+        assert "{{ page_style }}" in (ROOT / "autograder" / template).read_text(encoding="utf-8"), template
+
+
+def test_the_second_copy_rule_finds_a_copied_rule(tmp_path):
+    shared = tmp_path / "page.css"
+    shared.write_text("/* one look */\nnav { display: flex; gap: 1rem; }\nh1 { font-size: 1.5rem; }\n")
+    (tmp_path / "own.html.j2").write_text(
+        "<style>{{ page_style }}</style>\n<style>\n@media print { nav {display:none} }\n"
+        "{% if x %}nav { gap: 1rem;  display: flex; margin: 0 }{% endif %}\nh1 { font-size: 2rem; }\n</style>\n")
+    (tmp_path / "other.html.j2").write_text("<style>h1 { font-size: 1.5rem }</style><p>nav { display: flex; gap: 1rem; }</p>")
+    assert second_copies_of_the_page_style(tmp_path, shared) == [
+        "other.html.j2: h1 { font-size: 1.5rem }", "own.html.j2: nav { display: flex; gap: 1rem }"]

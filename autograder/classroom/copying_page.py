@@ -6,10 +6,12 @@ from __future__ import annotations
 import jinja2
 
 from autograder.classroom.copying import MIN_PARTS, NOISE, AnswerFlag, CodeReport
+from autograder.page_style import page_style
 from autograder.report.spreadsheet import csv_text
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("autograder.classroom", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined)
+_ENV.globals["page_style"] = page_style()
 
 
 def copying_html(title: str, per_student: bool, answer_flags: list[AnswerFlag], code: CodeReport) -> str:

@@ -43,19 +43,17 @@ class Deadline:
         """The last date (`late.last`) as a moment, in the due date's zone when it names none."""
         return as_moment(self.rules.last, self.due.tzinfo if self.due and self.due.tzinfo else dt.timezone.utc)
 
-    def describe(self) -> str:
-        if self.due is None:
-            return "no due date"
+    def late_terms(self) -> str:
+        """The late rule without its dates, for a page that shows a student's own due and last dates beside it
+        (an extension moves both, so the manifest's dates in the rule would contradict them)."""
         rules = self.rules
-        parts = [f"due {self.due.isoformat(timespec='minutes')}"]
-        if rules.grace_minutes:
-            parts.append(f"{rules.grace_minutes:g} minutes' grace")
+        parts = [f"{rules.grace_minutes:g} minutes' grace"] if rules.grace_minutes else []
         if rules.penalty_percent:
             parts.append(f"-{rules.penalty_percent:g}% of the points per {rules.per} late"
                          + (f", at most -{rules.cap_percent:g}%" if rules.cap_percent < 100 else ""))
         if self.last:
-            parts.append(f"zero after {self.last.isoformat(timespec='minutes')}")
-        return "; ".join(parts)
+            parts.append("zero after the last date")
+        return "; ".join(parts) or "no penalty"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from autograder.classroom.stats import HIGH_FACILITY, LOW_DISCRIMINATION, ItemAnalysis
+from autograder.page_style import page_style
 from autograder.report.summary import terminal_safe
 from autograder.wording import counted
 
@@ -32,6 +33,7 @@ def _number(value: Optional[float], digits: int = 2) -> str:
 
 
 _ENV.filters["num"] = _number
+_ENV.globals["page_style"] = page_style()
 _ENV.filters["counted"] = counted
 
 

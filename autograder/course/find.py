@@ -43,6 +43,13 @@ class BankConfig(_Strict):
         default="all", description="the bundled problems the course takes: all, none, or {topics, ids}")
 
 
+class PracticeSettings(_Strict):
+    """`qkv serve`'s practice space (/practice): the bank's written problems under these topics and of these kinds."""
+
+    topics: list[str] = Field(default=[], description="topic prefixes, e.g. [attention, masking] (default: every topic)")
+    kinds: list[str] = Field(default=[], description="written kinds (default: the drill's, every kind but code)")
+
+
 class CourseConfig(_Strict):
     title: str = Field(min_length=3)
     term: str = ""
@@ -55,6 +62,7 @@ class CourseConfig(_Strict):
     lti: Optional[LtiSettings] = Field(default=None, description="qkv serve as an LTI 1.3 tool (docs/lti.md)")
     jupyterhub: Optional[HubSettings] = Field(default=None,
                                               description="qkv serve as a JupyterHub service (docs/jupyterhub.md)")
+    practice: Optional[PracticeSettings] = Field(default=None, description="qkv serve's /practice (docs/exam-prep.md)")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from autograder.exam.markup import literal_asterisks, page_html
 from autograder.exam.select import Exam, ExamItem
 from autograder.kinds import kind_of
 from autograder.kinds.items import Blank, ProblemKey
+from autograder.page_style import page_style
 
 # the paper's one rule for numbers: each blank says its decimals (those its key shows), and a fraction or,
 # for a count, arithmetic is read as the number it is, by the grader's own answer reader
@@ -106,6 +107,7 @@ _TEMPLATES = jinja2.Environment(
     autoescape=lambda name: name is not None and name.endswith(".html.j2"),
 )
 _TEMPLATES.filters["page_html"] = page_html
+_TEMPLATES.globals["page_style"] = page_style()
 _TEMPLATES.filters["markdown"] = literal_asterisks
 
 

@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from autograder.bundle import GradingBundle
 from autograder.memo import Memo
+from autograder.page_style import page_style
 from autograder.private import write_private
 from autograder.report.lessons import ProblemLines, Summary, bank_words, problem_lines, summarise
 from autograder.report.pictures import Image, test_pictures
@@ -41,6 +42,7 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 _ENV.filters["points"] = points
+_ENV.globals["page_style"] = page_style()
 
 
 def _past_due(due: str | None, now: dt.datetime | None = None) -> bool:
@@ -126,16 +128,18 @@ def problem_section(entry: ProblemEntry, context: dict[str, Any]) -> Markup:
 
 def feedback_html(result: SubmissionResult, title: str, due: str | None, isolation: str, late: Any = None,
                   bundle: GradingBundle | None = None, now: dt.datetime | None = None,
-                  reveal: bool | None = None) -> str:
+                  reveal: bool | None = None, back: str | None = None) -> str:
     """`late`, when given, is the student's own deadline (classroom.deadlines.LateOutcome): shown, and it
     decides when hidden tests' details and written answers' solutions appear, unless `reveal` decides (the
     service: only once nobody can hand in any more). `bundle` gives the bank's words for each mistake and
-    the written problems' keys; without it, the tests' own words stand in."""
+    the written problems' keys; without it, the tests' own words stand in. `back`: the page it was opened from
+    (the service's attempt page), linked above the feedback."""
     if late is not None and late.due is not None:
         due = late.due.isoformat()
     past_due = _past_due(due, now) if reveal is None else reveal
     return _ENV.get_template("feedback.html.j2").render(
-        result=result, title=title, due=due, isolation=isolation, late=late, **page_context(result, past_due, bundle),
+        result=result, title=title, due=due, isolation=isolation, late=late, back=back,
+        **page_context(result, past_due, bundle),
     )
 
 

@@ -70,6 +70,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     from autograder.course.find import find_course
     from autograder.grade.route import open_route, tune_for_grading
     from autograder.serve.connections import CONNECTIONS_PER_CLIENT, bounded_h11
+    from autograder.grade.gradebook import GRADEBOOK_FILE
     from autograder.serve.course import open_accounts, open_gradebook, served_assignment
     from autograder.serve.grader import Grader
     from autograder.serve.guard import HEADER_BYTES
@@ -91,7 +92,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         if isinstance(store, Path):
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
     state = ServiceState(assignments, open_accounts(store), class_roster, secure_cookies, books=books, notes=notes,
-                         lti=_lti_tool(course, store), hub=_hub(course))
+                         lti=_lti_tool(course, store), hub=_hub(course),
+                         practice=_practice_space(course, store))
     protect = protected(assignments, store, course)
 
     def report(line: str) -> None:
@@ -121,7 +123,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     click.echo(f"{which}", err=True)
     for note in notes.values():
         click.echo(f"note: {note}", err=True)
-    where = store if isinstance(store, str) else f"{store}/NAME/gradebook.sqlite"
+    where = store if isinstance(store, str) else ", ".join(str(store / name / GRADEBOOK_FILE) for name in names)
     click.echo(f"serving {', '.join(names)} on http://{host}:{port}/ (gradebook: {where}); students sign in with "
                + (f"the hub, at its {state.hub.prefix}" if state.hub is not None else
                   f"the links `qkv tokens {names[0]} --out tokens.csv` writes"), err=True)
@@ -144,6 +146,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         for book in books.values():
             book.close()
         state.accounts.close()
+        if state.practice is not None:
+            state.practice.store.close()
         if state.lti is not None:
             state.lti.close()
 
@@ -175,6 +179,29 @@ def _hub(course):
     from autograder.serve.hub.signin import Hub
 
     return Hub.from_environ(course.config.jupyterhub)
+
+
+def _practice_space(course, store):
+    """The practice space course.yaml's `practice:` section describes (its tries beside the accounts), else None."""
+    if course.config.practice is None:
+        return None
+    from autograder.course.bank import load_course_bank_strict
+    from autograder.exam.select import DEFAULT_KINDS, topic_groups
+    from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
+    from autograder.kinds import KINDS
+    from autograder.serve.practice import PracticeSpace
+
+    settings = course.config.practice
+    kinds = tuple(settings.kinds) or DEFAULT_KINDS
+    code = [k for k in kinds if k in KINDS and KINDS[k].code]
+    if code:
+        raise QkvError("course.yaml", f"practice.kinds: {', '.join(code)} run code; practice takes written kinds only")
+    try:
+        groups = topic_groups(load_course_bank_strict(course), tuple(settings.topics), kinds)
+    except QkvError as err:
+        raise QkvError("course.yaml", f"practice: {err.what}") from None
+    return PracticeSpace.open((p for ps in groups.values() for p in ps),
+                              store if isinstance(store, str) else store / ACCOUNTS_FILE)
 
 
 def lti_keys(course) -> Optional[Path]:

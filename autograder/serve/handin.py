@@ -35,16 +35,19 @@ class Refused:
 
 
 def hand_in(assignment: ServedAssignment, book: Gradebook, roster: Optional[Roster], student: str,
-            filename: str, body: bytes, now: float, attempt_id: Optional[str] = None) -> Union[Accepted, Refused]:
+            filename: str, body: bytes, now: float, attempt_id: Optional[str] = None,
+            size: Optional[int] = None) -> Union[Accepted, Refused]:
     """`attempt_id`: one the caller derives, so that handing the same thing in twice stores it once (the hub's
-    exchange after a restart); a new random one by default."""
+    exchange after a restart); a new random one by default. `size`: the upload's whole size when `body` holds only
+    its first bytes (past the limit nothing more is kept, but the refusal states the size that was sent)."""
     _, last = assignment.dates_of(student, roster)
     if last is not None and dt.datetime.fromtimestamp(now, dt.timezone.utc) > last:
         return Refused(403, f"the last date for handing in {assignment.name} was {last.isoformat()}; "
                             "nothing handed in now can count")
     limit = assignment.settings.upload_kb * 1024
-    if len(body) > limit:
-        return Refused(413, f"the file is {len(body):,} bytes; the most this assignment takes is {limit:,}")
+    sent = max(len(body), size or 0)
+    if sent > limit:
+        return Refused(413, f"the file is {sent:,} bytes; the most this assignment takes is {limit:,}")
     name, why = clean_filename(filename)
     if name is None:
         return Refused(400, why)

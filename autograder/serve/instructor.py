@@ -6,6 +6,7 @@ apply the late policy.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -13,7 +14,9 @@ from typing import Any, Optional
 from autograder.classroom import classbook
 from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.classroom.grades_export import export_files, grade_column, grade_lines
+from autograder.classroom.mistakes import ClassMistake, class_mistakes
 from autograder.classroom.roster import Roster
+from autograder.classroom.stats import bundle_info
 from autograder.classroom.stats_page import class_report
 from autograder.grade.gradebook import Gradebook
 from autograder.grade.intake import submission_from_bytes
@@ -37,18 +40,64 @@ class ClassRow:
     score: Optional[float]
     max_score: Optional[float]
     final: Optional[float]
+    penalty: float = 0.0  # the late policy's, on the counted attempt
+    due: Optional[dt.datetime] = None  # the student's own (an extension moves it)
 
 
 def class_rows(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -> list[ClassRow]:
     """One row per roster student and per student with attempts: the grade lines the exports write."""
     totals = book.attempt_totals()
     lines, _ = grade_lines(book, roster)
-    rows = [ClassRow(line.student, line.name, *totals.get(line.student, (0, 0)),
-                     line.raw, line.max_score, line.final) for line in lines]
+    rows = [ClassRow(line.student, line.name, *totals.get(line.student, (0, 0)), line.raw, line.max_score,
+                     line.final, line.penalty, a.dates_of(line.student, roster)[0]) for line in lines]
     listed = {r.student for r in rows}
-    rows += [ClassRow(student, "", made, waiting, None, None, None)
+    rows += [ClassRow(student, "", made, waiting, None, None, None, 0.0, a.dates_of(student, roster)[0])
              for student, (made, waiting) in sorted(totals.items()) if student not in listed]
     return rows
+
+
+BANDS = 5  # the score distribution's bars: 0-20%, ..., 80-100% of the points
+
+
+@dataclass(frozen=True)
+class Band:
+    label: str
+    students: int
+    share: float  # of the students with a counted score, for the bar's length
+
+
+@dataclass(frozen=True)
+class ClassView:
+    """What the class page answers at one look: who has not handed in, how the class is doing (the final scores'
+    distribution) and what it gets wrong (the named mistakes most students' counted attempts make now)."""
+
+    rows: list[ClassRow]
+    missing: list[ClassRow]
+    bands: list[Band]
+    mistakes: tuple[ClassMistake, ...]
+    late: int  # students whose counted attempt lost points to the late policy
+
+
+def distribution(rows: list[ClassRow]) -> list[Band]:
+    """The final scores (after the late policy) of the students with one, as a share of the points, in BANDS bands;
+    a full score falls in the top band."""
+    shares = [r.final / r.max_score for r in rows if r.final is not None and r.max_score]
+    counts = [0] * BANDS
+    for share in shares:
+        counts[min(BANDS - 1, max(0, int(share * BANDS)))] += 1
+    width = 100 // BANDS
+    return [Band(f"{i * width}–{(i + 1) * width}%", n, n / len(shares) if shares else 0.0)
+            for i, n in enumerate(counts)]
+
+
+MISTAKES_SHOWN = 5
+
+
+def class_view(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]) -> ClassView:
+    rows = class_rows(a, book, roster)
+    info = bundle_info(a.bundle)
+    return ClassView(rows, [r for r in rows if r.made == 0], distribution(rows),
+                     class_mistakes(book, info[3], info[0])[:MISTAKES_SHOWN], sum(1 for r in rows if r.penalty > 0))
 
 
 def lms_class_list(lti: Any, name: str) -> Optional[str]:

@@ -11,18 +11,22 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from autograder.classroom.grade_formats import GRADE_FORMATS
 from autograder.grade.gradebook.records import Attempt, AttemptState
+from autograder.page_style import page_style
 
 _ENV = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                    autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+_ENV.globals["page_style"] = page_style()
 _ENV.globals["export_formats"] = tuple(GRADE_FORMATS.values())  # the class page links each registered export
 
 
 def when(moment: Optional[dt.datetime | float]) -> str:
+    """A moment as the pages write it: in UTC always, so an attempt's time and a due date the manifest gave in
+    another zone read on one clock."""
     if moment is None:
         return "none"
     if isinstance(moment, (int, float)):
         moment = dt.datetime.fromtimestamp(moment, dt.timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def points(value: Optional[float]) -> str:

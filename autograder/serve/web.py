@@ -1,5 +1,5 @@
-"""The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api; the LTI tool's
-own in serve/lti/launch.py) put together behind the guard (serve/guard.py), with the shared state on the app
+"""The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api, practice; the LTI
+tool's own in serve/lti/launch.py) put together behind the guard (serve/guard.py), with the shared state on the app
 and a lifespan that starts the graders as the app starts and stops them as it stops, each finishing what it
 had claimed.
 """
@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from autograder.serve.app import account, api, staff, student
+from autograder.serve.app import account, api, practice, staff, student
 from autograder.serve.app.state import ServiceState
 from autograder.serve.guard import Guard, upload_limit
 
@@ -42,9 +42,21 @@ def routes(state: ServiceState) -> list[Route]:
         Route("/api/a/{name}/attempts", api.attempts, methods=["POST"]),
         Route("/api/a/{name}/attempts/{attempt}", api.attempts, methods=["GET"]),
     ]
+    found += practice_routes() if state.practice is not None else []
     found += state.lti.routes(state) if state.lti is not None else []
     # the hub's /signin first: in a hub the hub signs people in (hub/signin.py)
     return (state.hub.routes(state) if state.hub is not None else []) + found
+
+
+def practice_routes() -> list[Route]:
+    return [
+        Route("/practice", practice.practice_home),
+        Route("/practice/next", practice.next_variant, methods=["POST"]),
+        Route("/practice/v/{variant}", practice.variant_page),
+        Route("/practice/v/{variant}", practice.answer, methods=["POST"]),
+        Route("/practice/progress", practice.progress),
+        Route("/practice/class", practice.class_view),
+    ]
 
 
 def make_app(state: ServiceState) -> ASGIApp:

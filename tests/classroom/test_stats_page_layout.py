@@ -14,6 +14,7 @@ from autograder.classroom.stats import ChoiceItem, Scores, analyse
 from autograder.classroom.stats_page import plots, stats_html
 from autograder.grade.matrices import picture
 from autograder.report.pictures import test_pictures as pictures_of
+from page_look import WIDTHS, looks_finished
 
 pytestmark = pytest.mark.slow  # a real browser
 
@@ -102,3 +103,18 @@ def test_a_heatmap_of_a_4d_output_says_which_slice_it_shows():
     # a 2-D output is the whole of itself: no slice named
     plain = pictures_of(picture([got[0, 0]], [want[0, 0]], (), {}), "t1")[0]
     assert ":" not in plain.caption
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_stats_page_looks_finished_on_a_laptop_and_a_phone(chromium_browser, axe, width, tmp_path):
+    """In the service's style: nothing wider than the window, its tables scrolling in their own box, a navigation
+    bar to its sections, and axe-core clean; with the long lists unfolded, as an instructor reading them sees it."""
+    path = tmp_path / "stats.html"
+    path.write_text(stats_html(analysis(), "Attention from scratch"), encoding="utf-8")
+    page = chromium_browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(path.as_uri())
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        looks_finished(page, axe, width, tmp_path / f"stats-{width}.png")
+    finally:
+        page.close()

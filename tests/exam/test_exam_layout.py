@@ -24,6 +24,7 @@ from autograder.exam.markup import lms_html, page_html
 from autograder.exam.paper import INSTRUCTIONS, exam_paper
 from autograder.exam.select import ExamSpec, draw_exam
 from autograder.kinds import kind_of
+from page_look import WIDTHS, looks_finished
 
 SETUP_HINT = "run `make setup` as root (it installs chromium and poppler-utils)"
 ARITHMETIC = "4*512^2 + 4*512"
@@ -147,5 +148,20 @@ def test_the_room_to_work_prints_as_tall_as_it_says(bank, chromium_browser, tmp_
             height = work.bounding_box()["height"]
             assert height >= item.work_lines * line * 1.5, (item.title, height, line)
             assert work.evaluate("e => getComputedStyle(e).breakInside") == "avoid"
+    finally:
+        page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_html_exam_looks_finished_on_a_laptop_and_a_phone(bank, chromium_browser, axe, width, tmp_path):
+    """On screen the paper is in the service's style: nothing wider than the window (its tables and formulas scroll
+    in their own box), a navigation bar to its problems, and axe-core clean."""
+    write_exam(TEN, "html", tmp_path, bank=bank)
+    page = chromium_browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto((tmp_path / "exam.html").as_uri())
+        page.wait_for_selector("body[data-math=rendered]")
+        looks_finished(page, axe, width, tmp_path / f"exam-{width}.png")
     finally:
         page.close()

@@ -154,7 +154,7 @@ def test_the_readers_refuse_a_gradebook_of_another_format_in_one_line(tmp_path):
     assert (tmp_path / GRADEBOOK_FILE).read_bytes() == before, "a reader changed the gradebook"
 
 
-OLD = Path(__file__).parent / "fixtures" / "gradebooks" / "format4-before-one-path"  # write_format4.py says how
+OLD = Path(__file__).parents[1] / "fixtures" / "gradebooks" / "format4-before-one-path"  # write_format4.py says how
 
 
 def test_a_gradebook_of_before_the_grading_service_reads_the_same(tmp_path):

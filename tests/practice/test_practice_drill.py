@@ -25,7 +25,7 @@ from autograder.kinds.numeric.render import fmt
 from autograder.practice.catalogue import catalogue
 from autograder.practice.history import MAX_BYTES, History, Loaded, Pending, encode, load_history
 from autograder.practice.rule import Try
-from conftest import QKV, ROOT, said
+from conftest import QKV, ROOT, no_network_prefix, said
 
 FIXTURES = ROOT / "tests" / "fixtures" / "practice"
 T0 = datetime(2027, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -107,20 +107,13 @@ def test_a_drawn_drill_keeps_its_order_and_its_tries(bank):
 # ------------------------------------------------------- as a student, offline
 
 
-def _works(prefix: list[str]) -> bool:
-    try:
-        return subprocess.run(prefix + ["true"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 @pytest.fixture(scope="module")
 def netless() -> list[str]:
-    """A command prefix that runs its command with no network (as tests/selfcheck/test_selfcheck.py makes one)."""
-    for prefix in (["unshare", "-n"], ["bwrap", "--unshare-net", "--dev-bind", "/", "/"]):
-        if shutil.which(prefix[0]) and _works(prefix):
-            return prefix
-    pytest.fail("neither `unshare -n` nor bwrap can take the network away here")
+    """A command prefix that runs its command with no network."""
+    prefix = no_network_prefix()
+    if not prefix:
+        pytest.fail("neither `unshare -n` nor bwrap can take the network away here")
+    return prefix
 
 
 def practise(folder: Path, *args: str, answers: list[str], prefix: list[str] = (), umask: int = 0o022

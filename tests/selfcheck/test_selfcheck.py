@@ -47,7 +47,7 @@ from autograder.kinds.sealing import answer_seal, derive_seals
 from autograder.assemble.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
-from conftest import QKV, ROOT, said
+from conftest import QKV, ROOT, no_network_prefix, said
 
 pytestmark = pytest.mark.slow  # releases checked in fresh folders and processes, a Jupyter kernel
 
@@ -291,21 +291,11 @@ def numpy_release(releases) -> BuildResult:
     return releases["attention-numpy"]
 
 
-def _works(prefix: list[str]) -> bool:
-    try:
-        return subprocess.run(prefix + ["true"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 @pytest.fixture(scope="module")
 def netless() -> list[str]:
     """A command prefix that runs its command with no network; [] where none can be made here
     (the audit hook installed in the fresh venv still fails on any socket use)."""
-    for prefix in (["unshare", "-n"], ["bwrap", "--unshare-net", "--dev-bind", "/", "/"]):
-        if shutil.which(prefix[0]) and _works(prefix):
-            return prefix
-    return []
+    return no_network_prefix()
 
 
 GUARD = f'''

@@ -14,6 +14,8 @@ in and whether the LMS marks it LATE); `counted` points at the grading that coun
 (`qkv grade`: the latest; `qkv serve`: the latest or best attempt, as the manifest says), and the
 views `submissions` and `test_scores` read it. The `class_*` tables hold what the last `qkv grade`
 knew of the class. The tables and the format number are in schema.py; the two databases in database.py.
+The service's own tables sit beside its accounts: accounts.py, lti.py (its LTI launches) and practice.py (the
+/practice variants and tries, which the practice rule replays).
 """
 
 from __future__ import annotations

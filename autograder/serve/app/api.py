@@ -32,13 +32,13 @@ async def attempts(request: Request) -> Response:
         return await run_in_threadpool(status, state, a, account, request.path_params.get("attempt", ""))
     if account.role is not Role.STUDENT:
         return JSONResponse({"error": "only students hand in"}, status_code=403)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > a.settings.upload_kb * 1024:
-            break
+    body, size, limit = bytearray(), 0, a.settings.upload_kb * 1024
+    async for chunk in request.stream():  # the guard bounds the whole body; past the limit it is only counted
+        size += len(chunk)
+        if len(body) <= limit:
+            body += chunk[:limit + 1 - len(body)]
     handed = await run_in_threadpool(state.receive, a, account.person, request.query_params.get("filename", ""),
-                                     bytes(body), time.time())
+                                     bytes(body), time.time(), size)
     if not isinstance(handed, Accepted):
         return JSONResponse({"error": handed.reason}, status_code=handed.status)
     return JSONResponse({"attempt": handed.attempt_id, "page": f"/a/{a.name}/attempts/{handed.attempt_id}"},

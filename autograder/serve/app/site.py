@@ -22,7 +22,7 @@ from autograder.classroom.roster import Roster
 from autograder.errors import QkvError
 from autograder.grade.gradebook.accounts import Account, AccountBook, Role, Session
 from autograder.serve.course import ServedAssignment
-from autograder.serve.guard import SESSION_COOKIE, SESSION_SECONDS, same_token
+from autograder.serve.guard import FORM_BYTES, SESSION_COOKIE, SESSION_SECONDS, same_token
 from autograder.serve.pages import Refusal, page
 
 
@@ -108,7 +108,8 @@ def signed_in(site_of: Callable[[Request], Site], staff: bool = False,
             if (staff and not role.sees_class) or (instructor_only and role is not Role.INSTRUCTOR):
                 return html("message.html.j2", 403, heading="Refused", message="this page is for the course's staff",
                             session=session)
-            form = await request.form(max_files=1, max_fields=20, max_part_size=site.most_upload + 1) \
+            most = max(site.most_upload, FORM_BYTES) + 1  # a file, else a form's field (a typed answer)
+            form = await request.form(max_files=1, max_fields=20, max_part_size=most) \
                 if request.method == "POST" else None
             try:
                 if form is not None:

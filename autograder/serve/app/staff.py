@@ -19,8 +19,8 @@ def class_page(request: Request, session: Session, form: Any) -> Response:
     state = state_of(request)
     a = state.assignment(request.path_params["name"])
     grader = state.graders.get(a.name)
-    return html("class.html.j2", a=a, session=session, rows=instructor.class_rows(a, state.books[a.name], state.roster),
-                waiting=state.books[a.name].waiting(), note=state.notes.get(a.name),
+    return html("class.html.j2", a=a, session=session, view=instructor.class_view(a, state.books[a.name], state.roster),
+                late_rule=a.policy.late_terms() if a.bundle.late else "", waiting=state.books[a.name].waiting(), note=state.notes.get(a.name),
                 failure=grader.failure if grader else None, instructor=session.account.role is Role.INSTRUCTOR,
                 lms_class_list=instructor.lms_class_list(state.lti, a.name))
 
@@ -33,7 +33,7 @@ def student_page(request: Request, session: Session, form: Any) -> Response:
     found = state.roster.by_id(student) if state.roster else None
     due, last = a.dates_of(student, state.roster)
     return html("student.html.j2", a=a, session=session, student=student, name=found.name if found else "",
-                due=due, last=last, attempts=state.books[a.name].attempts_of(student),
+                due=due, last=last, attempts=state.books[a.name].attempts_of(student), whose=f"{student}'s attempts",
                 instructor=session.account.role is Role.INSTRUCTOR)
 
 

@@ -22,6 +22,7 @@ from autograder.serve.signin import SignIns
 if TYPE_CHECKING:  # the LMS library is imported only where the course is an LTI tool
     from autograder.serve.hub.signin import Hub
     from autograder.serve.lti.launch import LtiTool
+    from autograder.serve.practice import PracticeSpace
 
 
 @dataclass
@@ -31,6 +32,7 @@ class ServiceState(Site):
     notes: dict[str, str] = field(default_factory=dict)  # by assignment: what the class page says at the top
     lti: Optional[LtiTool] = None  # when course.yaml has an `lti:` section
     hub: Optional[Hub] = None  # when course.yaml has a `jupyterhub:` section: the hub signs people in
+    practice: Optional[PracticeSpace] = None  # when course.yaml has a `practice:` section
     sign_ins: SignIns = field(init=False)
 
     def __post_init__(self) -> None:
@@ -42,10 +44,10 @@ class ServiceState(Site):
             self.graders[name].wake()
 
     def receive(self, a: ServedAssignment, student: str, filename: str, body: bytes,
-                now: float) -> Union[Accepted, Refused]:
+                now: float, size: Optional[int] = None) -> Union[Accepted, Refused]:
         """The one hand-in path, the browser's form and the API's alike: checked and stored as an attempt (or
         refused in one sentence), and the grader woken."""
-        outcome = hand_in(a, self.books[a.name], self.roster, student, filename, body, now)
+        outcome = hand_in(a, self.books[a.name], self.roster, student, filename, body, now, size=size)
         if isinstance(outcome, Accepted):
             self.wake(a.name)
         return outcome

@@ -11,6 +11,8 @@ import io
 import os
 import time
 import zipfile
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -58,12 +60,52 @@ def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster]
     result, isolation = graded
     entry = book.grading_late(attempt.grading) if a.bundle.due else None
     return feedback_html(result, a.bundle.title, a.bundle.due, isolation, outcome_of(entry) if entry else None,
-                         a.bundle, reveal=closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc)))
+                         a.bundle, reveal=closed_for_all(a, roster, dt.datetime.now(dt.timezone.utc)),
+                         back=f"/a/{a.name}/attempts/{attempt.id}")
+
+
+class Opening(Enum):
+    """Whether an assignment takes uploads now, by the signed-in student's own dates (staff: the class's)."""
+
+    OPEN = "open"
+    LATE = "open, late"  # past the due date, before the last date: what is handed in now loses points
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One served assignment on the course's home: its dates (the signed-in student's own), whether it takes
+    uploads, and how far the class (for staff) or the student has got."""
+
+    a: ServedAssignment
+    due: Optional[dt.datetime]
+    last: Optional[dt.datetime]
+    state: Opening
+    handed_in: int  # students with an attempt (staff), or the student's own attempts
+    students: int  # on the roster (staff)
+    waiting: int
+
+
+def listed(state: ServiceState, a: ServedAssignment, session: Session, now: dt.datetime) -> Listed:
+    staff = session.account.role.sees_class
+    due, last = (a.policy.due, a.policy.last) if staff else a.dates_of(session.account.person, state.roster)
+    word = (Opening.CLOSED if last is not None and now > last else Opening.LATE if due is not None and now > due
+            else Opening.OPEN)
+    book = state.books[a.name]
+    if staff:
+        totals = book.attempt_totals()
+        return Listed(a, due, last, word, len(totals), len(state.roster.students) if state.roster else 0,
+                      sum(waiting for _, waiting in totals.values()))
+    return Listed(a, due, last, word, len(book.attempts_of(session.account.person)), 0, 0)
 
 
 @signed_in(state_of)
 def home(request: Request, session: Session, form: Any) -> Response:
-    return html("home.html.j2", assignments=list(state_of(request).assignments.values()), session=session)
+    state = state_of(request)
+    now = dt.datetime.now(dt.timezone.utc)
+    return html("home.html.j2", listed=[listed(state, a, session, now) for a in state.assignments.values()],
+                staff=session.account.role.sees_class, session=session,
+                practice=state.practice is not None)
 
 
 def assignment_page(request: Request, session: Session, refusal: str = "", status: int = 200) -> Response:
@@ -78,7 +120,7 @@ def assignment_page(request: Request, session: Session, refusal: str = "", statu
               if last is not None and time.time() > last.timestamp() else "")
     return html("assignment.html.j2", status, a=a, session=session, due=due, last=last,
                 extended=due is not None and a.policy.due is not None and due != a.policy.due,
-                late_rule=a.policy.describe() if a.bundle.late else "", made=len(attempts),
+                late_rule=a.policy.late_terms() if a.bundle.late else "", whose="Your attempts", made=len(attempts),
                 left=max(0, a.settings.attempts - len(attempts)), attempts=attempts, refusal=refusal,
                 closed=closed)
 
@@ -98,7 +140,7 @@ def upload(request: Request, session: Session, form: Any) -> Response:
     if file is None or isinstance(file, str):
         return assignment_page(request, session, "choose a file to hand in", 400)
     body = file.file.read(a.settings.upload_kb * 1024 + 1)
-    outcome = state.receive(a, session.account.person, file.filename or "", body, time.time())
+    outcome = state.receive(a, session.account.person, file.filename or "", body, time.time(), file.size)
     if not isinstance(outcome, Accepted):
         return assignment_page(request, session, outcome.reason, outcome.status)
     return RedirectResponse(f"/a/{a.name}/attempts/{outcome.attempt_id}", status_code=303)
