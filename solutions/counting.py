@@ -137,3 +137,33 @@ def kv_cache_bytes(
     size of one stored number (2 for float16 / bfloat16, 4 for float32)."""
     _require_positive(batch=batch, bytes_per_value=bytes_per_value)
     return batch * bytes_per_value * kv_cache_entries(n, d, h, kv_heads, layers)
+
+
+def patch_count(side: int, patch: int) -> int:
+    """Patches of a square image of `side` pixels cut into `patch` x `patch` squares: (side / patch)^2."""
+    _require_positive(side=side, patch=patch)
+    if side % patch:
+        raise ValueError(f"a side of {side} pixels is not a whole number of {patch}-pixel patches")
+    return (side // patch) ** 2
+
+
+def patch_embedding_parameter_count(patch: int, channels: int, d: int, bias: bool = True) -> int:
+    """A ViT's patch embedding: one linear map of a flattened patch (patch^2 * channels numbers) to width d,
+    the same as a convolution of kernel and stride `patch` with d filters."""
+    _require_positive(patch=patch, channels=channels, d=d)
+    return patch * patch * channels * d + (d if bias else 0)
+
+
+def linear_attention_flops(n: int, d: int) -> int:
+    """Multiply-adds of linear attention, phi(Q) (phi(K)^T V), with d-wide features and values: the d x d state
+    phi(K)^T V costs n d^2, reading it for every query n d^2 more; linear in n where softmax attention's
+    `attention_flops` is quadratic."""
+    _require_positive(n=n, d=d)
+    return 2 * n * d * d
+
+
+def local_window_score_count(n: int, window: int) -> int:
+    """Scores of causal attention over a sliding window: query i (from 1) reads min(i, window) keys, itself and
+    the window - 1 before it."""
+    _require_positive(n=n, window=window)
+    return sum(min(i, window) for i in range(1, n + 1))

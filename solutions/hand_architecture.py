@@ -14,6 +14,7 @@ import numpy as np
 
 from . import counting
 from . import numpy_ref as ref
+from .hand_calculations import typed_everywhere
 
 MIB = 2**20
 BYTES_FLOAT16 = 2
@@ -114,6 +115,8 @@ def generation_scores(n, m):
 def generation_scores_feasible(params, answers):
     if params["m"] > params["n"]:
         return "the step asked comes after the last token"
+    if typed_everywhere(params["m"]):
+        return "the step's count is a number a student who knows nothing types everywhere"
     return None
 
 
@@ -200,3 +203,22 @@ def bidirectional_encoder_follow_up():
 def kv_cache_growth_follow_up():
     """Factor by which the KV cache grows when the context goes from 2,048 to 8,192 tokens."""
     return counting.kv_cache_entries(8192, 512, 8, 8) / counting.kv_cache_entries(2048, 512, 8, 8)
+
+
+# ----------------------------------------- what heads cost and hold (L08 p.21-23; 3-8 course page self-test Q4)
+
+
+def heads_by_numbers(d, h, n):
+    """A multi-head layer of width d with h heads of width d/h over n tokens: the head width, its parameters
+    (4 d^2 + 4 d, whatever h), the scores of all heads (h n^2) and the multiply-adds of Q K^T and of the weights
+    times V over all heads (2 n^2 d, whatever h)."""
+    if d % h:  # heads that do not split the width: NaN answers make the draw be rejected
+        return dict.fromkeys(("head_width", "parameters", "scores", "products"), np.nan)
+    return {"head_width": counting.head_dim(d, h), "parameters": counting.mha_parameter_count(d, h),
+            "scores": counting.attention_score_count(n, h), "products": counting.attention_flops(n, d, h)}
+
+
+def heads_by_numbers_wrong_full_width_heads(d, h, n):
+    """Gives every head the full width d: h times the projections and the products."""
+    answers = heads_by_numbers(d, h, n)
+    return {**answers, "head_width": d, "parameters": h * answers["parameters"], "products": h * answers["products"]}

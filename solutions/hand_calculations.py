@@ -21,6 +21,16 @@ def _f(a):
     return np.asarray(a, dtype=float)
 
 
+# the numbers a student who knows nothing types into every blank (tests/test_guessing.py): a part whose answer is one
+# of them is earned without the method, so the draws of the problems whose answers fall on them often avoid them
+GUESSED_EVERYWHERE = (0.0, 0.5, 1.0, 2.0, 4.0)
+
+
+def typed_everywhere(*values) -> bool:
+    """Whether any of the values is a number a guesser types everywhere."""
+    return any(abs(float(v) - x) < 1e-9 for v in values for x in GUESSED_EVERYWHERE)
+
+
 def _distinct(values) -> bool:
     values = np.round(_f(values).reshape(-1), 9).tolist()
     return len(set(values)) == len(values)
@@ -36,13 +46,11 @@ def _exponents(scores, scale: float = 1.0):
 
 
 def one_query_attention(q, K, V):
+    """Unscaled scores of one query, their softmax and the weighted values (V may be of any width)."""
     q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
     scores = K @ q
     weights = ref.softmax_rows(scores)
-    scaled_weights = ref.softmax_rows(scores / np.sqrt(q.shape[-1]))
-    exponents = np.concatenate([_exponents(scores), _exponents(scores, np.sqrt(q.shape[-1]))])
-    return {"scores": scores, "weights": weights, "output": weights @ V, "scaled_weights": scaled_weights,
-            "exponents": exponents}
+    return {"scores": scores, "weights": weights, "output": weights @ V, "exponents": _exponents(scores)}
 
 
 def one_query_attention_feasible(params, answers):
@@ -62,7 +70,7 @@ def one_query_attention_wrong_no_exp(q, K, V):
     answers = one_query_attention(q, K, V)
     s = answers["scores"]
     total = s.sum() if s.sum() != 0 else 1.0
-    return {**answers, "weights": s / total, "scaled_weights": s / total}
+    return {**answers, "weights": s / total, "output": s / total @ _f(V)}
 
 
 # --------------------------------------------- one query, two keys (L08 p.10-12)
@@ -232,6 +240,8 @@ def layer_norm_by_hand_feasible(params, answers):
         return "the mean is not a whole number"
     if answers["variance"] > 30:
         return "the variance is larger than 30"
+    if typed_everywhere(answers["variance"]):
+        return "the variance is a number a student who knows nothing types everywhere"
     return None
 
 
@@ -415,11 +425,27 @@ def pe_offset_follow_up():
 
 
 def pe_entry(p, d, j):
+    """One entry of the encoding, its pair and angle, and the angles p / 10^k (k = 0 to 3) whose sine and cosine
+    the prompt's table prints, so the table does not tell which one the entry needs."""
     i = j // 2
+    angles = [p / 10.0 ** k for k in range(4)]  # 10000^(2i/d) is a power of ten for every pair drawn
     if j >= d:  # no such column: NaN answers make the draw be rejected
-        return {"pair": i, "angle": math.nan, "value": math.nan}
+        return {"pair": i, "angle": math.nan, "value": math.nan, "angles": angles}
     pe = ref.sinusoidal_positional_encoding(p + 1, d)
-    return {"pair": i, "angle": p / 10000.0 ** (2 * i / d), "value": pe[p, j]}
+    return {"pair": i, "angle": p / 10000.0 ** (2 * i / d), "value": pe[p, j], "angles": angles}
+
+
+def pe_entry_feasible(params, answers):
+    i, d = int(answers["pair"]), params["d"]
+    if i == 0:
+        return "pair 0's angle is p whatever the exponent, so the exponent slip (i/d) would go unseen"
+    if (8 * i) % d:
+        return "10000^(2i/d) is not a power of ten"
+    if abs(float(answers["value"])) < 0.05 or abs(float(answers["value"])) > 0.99:
+        return "the entry is near 0 or 1, which a guess of 0 or 1 earns (the cosine of a small angle is about 1)"
+    if typed_everywhere(answers["angle"]):
+        return "the angle is a number typed everywhere by a student who knows nothing"
+    return None
 
 
 def pe_entry_wrong_swapped(p, d, j):
@@ -433,7 +459,7 @@ def pe_entry_wrong_exponent_i(p, d, j):
     """Exponent i/d instead of 2i/d."""
     i = j // 2
     angle = p / 10000.0 ** (i / d)
-    return {"pair": i, "angle": angle, "value": math.sin(angle) if j % 2 == 0 else math.cos(angle)}
+    return {**pe_entry(p, d, j), "angle": angle, "value": math.sin(angle) if j % 2 == 0 else math.cos(angle)}
 
 
 # ------------------------------------------- numbers stated by true/false follow-ups

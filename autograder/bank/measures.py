@@ -26,6 +26,7 @@ import numpy as np
 from autograder.bank.load import Bank
 from autograder.kinds import kind_of
 from autograder.kinds.true_false import VERDICT_SHARE
+from autograder.kinds.numeric.model import NumericProblem
 
 TRUE_SHARE = (0.35, 0.65)  # of a bank's true/false statements that are true
 BALANCE_FROM = 12  # true/false problems a bank needs before its balance is enforced
@@ -272,3 +273,21 @@ def leaks(bank: Bank) -> dict[str, list[str]]:
                                     f"{owners[0]} who reads this one is given it")
                     break
     return dict(out)
+
+
+# ------------------------------------------------------------------- each student's own numbers
+
+
+def own_share(problem: Any, first: Any, second: Any) -> float:
+    """The share of a written problem's points whose right answers differ between two students' variants
+    (issue 47: a classmate's answers must not be this student's). A numeric part counts on its own; choices in
+    another order are the same answer, so only drawn numbers make one."""
+    kind = kind_of(problem)
+    if isinstance(problem, NumericProblem):
+        parts = [not np.allclose(first.answers[p.name], second.answers[p.name]) for p in problem.parts]
+        return sum(parts) / len(parts)
+
+    def content(variant: Any) -> Any:
+        return kind.answer(problem, None if variant is None or "order" in variant.params else variant)
+
+    return float(content(first) != content(second))

@@ -31,6 +31,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import itertools
 import math
@@ -186,11 +187,32 @@ def _containers(found: list[CodePair], threshold: float) -> tuple[Container, ...
     return tuple(sorted(out, key=lambda c: (-len(c.holds), c.student)))
 
 
+def without_answers(code: str) -> str:
+    """`code` without its statements that fill in ANSWERS: written answers are compared by the answer signal,
+    and in a class given one set of numbers everyone's right answers are alike, which in a notebook (a cell per
+    answer) outweighs the code once the written part grows. Code that does not parse is kept whole."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code
+    drop: set[int] = set()
+    for statement in tree.body:
+        targets = (statement.targets if isinstance(statement, ast.Assign)
+                   else [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else [])
+        for target in targets:
+            named = target.value if isinstance(target, ast.Subscript) else target
+            if isinstance(named, ast.Name) and named.id == "ANSWERS":
+                drop.update(range(statement.lineno, (statement.end_lineno or statement.lineno) + 1))
+    return "\n".join(line for number, line in enumerate(code.split("\n"), 1) if number not in drop)
+
+
 def code_pairs(codes: Mapping[str, str], stub: str, threshold: float = CODE_THRESHOLD, keep: int = 10) -> CodeReport:
     """Every pair of `codes` (student -> Python source) compared, the stub's and the class's common code ignored."""
     from copydetect import compare_files
     from copydetect.utils import highlight_overlap
 
+    stub = without_answers(stub)
+    codes = {student: without_answers(code) if len(code) <= MAX_CODE_CHARS else code for student, code in codes.items()}
     stub_hashes = set(_fingerprint(stub, np.array([])).hashes) if stub.strip() else set()
     ignored = np.array(sorted(stub_hashes))
     prints, skipped = {}, []

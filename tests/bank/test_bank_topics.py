@@ -96,7 +96,38 @@ def _third_query(p):
     return {"scores": scores, "weights": weights, "output": weights @ V, "figure_output": np.asarray(shown) @ V}
 
 
+def _vit_tokens(p):
+    per_side = p["side"] // p["patch"]
+    return {"per_side": per_side, "patches": per_side**2, "tokens": per_side**2 + 1,
+            "embedding": p["patch"] ** 2 * p["channels"] * p["d"] + p["d"]}
+
+
+def _patch_attention(p):
+    patches = (p["side"] // p["patch"]) ** 2
+    return {"patches": patches, "scores": patches**2, "score_products": patches**2 * p["head_width"],
+            "scores_half_patch": (4 * patches) ** 2}
+
+
+def _linear_attention(p):
+    n, d = p["n"], p["d"]
+    return {"softmax": 2 * n * n * d, "linear": 2 * n * d * d, "ratio": n / d, "break_even": d}
+
+
+def _local_window(p):
+    n, w = p["n"], p["window"]
+    allowed = [[0 <= i - j < w for j in range(n)] for i in range(n)]  # key j within the w keys ending at query i
+    return {"full": n * (n + 1) // 2, "windowed": sum(map(sum, allowed)), "layers": math.ceil((n - 1) / (w - 1))}
+
+
+def _heads(p):
+    d, h, n = p["d"], p["h"], p["n"]
+    return {"head_width": d // h, "parameters": 4 * d * d + 4 * d, "scores": h * n * n, "products": 2 * n * n * d}
+
+
 CLOSED_FORMS = {
+    # issue 47: Vision Transformers, efficient attention, and the heads in numbers
+    "vit-patch-tokens": _vit_tokens, "patch-attention-cost": _patch_attention, "linear-attention-cost": _linear_attention,
+    "local-window-scores": _local_window, "heads-by-numbers": _heads,
     "kv-cache-memory": _kv_cache, "mask-cells-count": _mask_cells, "generation-score-count": _generation,
     "mean-pooling-by-hand": _pooling, "ffn-with-biases": _ffn, "layer-norm-batch-axis": _layer_norm_batch,
     "add-and-norm-by-hand": _add_and_norm, "residual-gradient": _residual, "add-positions-by-hand": _positions,
@@ -178,3 +209,55 @@ def test_the_sinusoidal_offset_property(bank: Bank) -> None:
     assert all(a > b for a, b in zip(falls, falls[1:])), falls
     problem = bank.get("sinusoidal-offset")
     assert problem.answer is False and problem.follow_up.number == pytest.approx(math.cos(3), abs=1e-4)
+
+
+def test_the_vit_facts_against_pytorch(bank: Bank) -> None:
+    """Issue 47: a ViT's patch embedding is a convolution of kernel and stride the patch side; PyTorch's own
+    Conv2d gives ViT-Base's 196 patches of a 224 x 224 image and 590,592 parameters at d = 768, as the
+    problem's reference does, and the statements' follow-ups (577 tokens at 384 x 384) hold."""
+    import torch
+
+    from solutions.hand_vision import vit_tokens
+
+    for side, patch, d in ((224, 16, 768), (96, 12, 192), (384, 16, 64)):
+        embed = torch.nn.Conv2d(3, d, kernel_size=patch, stride=patch)
+        out = embed(torch.zeros(1, 3, side, side)).flatten(2).transpose(1, 2)  # (1, patches, d), as a ViT reads it
+        ours = vit_tokens(side, patch, 3, d)
+        assert out.shape[1] == ours["patches"] and out.shape[2] == d
+        assert sum(p.numel() for p in embed.parameters()) == ours["embedding"]
+    assert bank.get("vit-token-count").follow_up.number == (384 // 16) ** 2 + 1
+    shape = bank.get("patch-embedding-shape")
+    assert tuple(int(x) for x in __import__("autograder.kinds.shape", fromlist=["x"]).expected_shape(shape)) == \
+        (4, (96 // 12) ** 2 + 1, 192)
+
+
+def test_linear_attention_against_pytorch(bank: Bank) -> None:
+    """phi(Q) (phi(K)^T V), normalised, equals the n x n table's product (phi(Q) phi(K)^T) V: the order is exact
+    for a kernel that splits, which the softmax's exp(q . k) is not; the summary phi(K)^T V is d_k x d_v."""
+    import torch
+
+    torch.manual_seed(47)
+    n, d_k, d_v = 50, 8, 12
+    phi = lambda x: torch.nn.functional.elu(x) + 1  # noqa: E731 - Katharopoulos et al.'s feature map
+    Q, K, V = phi(torch.randn(n, d_k, dtype=torch.float64)), phi(torch.randn(n, d_k, dtype=torch.float64)), \
+        torch.randn(n, d_v, dtype=torch.float64)
+    table = Q @ K.T
+    quadratic = (table / table.sum(1, keepdim=True)) @ V
+    state = K.T @ V
+    linear = (Q @ state) / (Q @ K.sum(0))[:, None]
+    assert torch.allclose(quadratic, linear) and tuple(state.shape) == (d_k, d_v)
+    softmax = torch.softmax(Q @ K.T, dim=1) @ V
+    assert not torch.allclose(softmax, linear)  # another weighting: linear-attention-weights is false
+    assert bank.get("linear-attention-weights").answer is False
+    shape = bank.get("linear-attention-state-shape")
+    assert [shape.parameters[a] for a in shape.answer] == [32, 48]
+
+
+def test_the_follow_ups_of_the_efficient_statements(bank: Bank) -> None:
+    """A window of w keys carries information w - 1 tokens further back per layer; GQA keeps the key/value heads'
+    share of the cache."""
+    window = bank.get("sliding-window-reach")
+    assert window.answer is (math.ceil((10 - 1) / (4 - 1)) <= 3)
+    assert window.follow_up.number == math.ceil((21 - 1) / (5 - 1))
+    gqa = bank.get("gqa-cache-fraction")
+    assert gqa.answer is (8 / 32 == 1 / 8) and gqa.follow_up.number == 2 / 16

@@ -91,16 +91,8 @@ def _slack(paper, part: str, total: float) -> float:
     return max(MARGIN, guessing.largest_question(paper, part) * len(paper) / total)
 
 
-# Known and open (issue 47): with exams drawn balanced by kind, this 12-problem paper of statements and choices lets
-# the best combination of the guessers earn 42.5% of its written points against 28.7% by chance; each guesser alone
-# stays within its bound. Strict: the day it passes, this mark must go.
-_OPEN = {"exam: statements and choices, 12, seed 4": "issue 47: the best combination beats chance on this paper"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("scope", [pytest.param(scope, marks=pytest.mark.xfail(strict=True, reason=_OPEN[scope]))
-                                   if scope in _OPEN else scope
-                                   for scope in ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)]])
+@pytest.mark.parametrize("scope", ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)])
 def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank, papers, scope: str) -> None:
     """Every strategy of issue 24 through the grader: the verdicts (all true, all false, the cue), the picks (by
     length at either end, by place, between the ends), constants (numbers, shapes) and the strongest combination

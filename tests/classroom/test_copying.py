@@ -12,7 +12,8 @@ import pytest
 from autograder.kinds import NumericProblem
 from autograder.assemble.manifest import find_manifest, resolve_assignment
 from autograder.assemble.solution_key import key_answer
-from autograder.classroom.copying import CODE_THRESHOLD, COMMON_MIN_FILES, MIN_PARTS, answer_flags, code_pairs
+from autograder.classroom.copying import (CODE_THRESHOLD, COMMON_MIN_FILES, MIN_PARTS, answer_flags, code_pairs,
+                                         without_answers)
 from autograder.classroom.copying_page import copying_csv, copying_html
 from fixtures.classroom.honest import disguise, honest_module
 from fixtures.classroom.kitchen_sink import SIZE, kitchen_sink
@@ -79,6 +80,23 @@ def test_code_of_another_student_is_flagged_and_honest_code_is_not(built_numpy):
     assert pair.similarity >= CODE_THRESHOLD and "<mark>" in pair.a_html and "<mark>" in pair.b_html
     highest_honest = max(p.similarity for p in honest.highest)
     assert highest_honest < CODE_THRESHOLD <= pair.similarity
+
+
+def test_written_answers_are_not_code_similarity_nor_hide_it(built_numpy):
+    """The same code handed in once with one dict of answers and once as a notebook's answer cells (each answer
+    a statement of its own, more of them than code) is the same code: answers are compared by the answer signal."""
+    code = honest_module(random.Random(3))
+    stub = (built_numpy.out / "student" / "attention_numpy.py").read_text()
+    answers = {f"problem-{n}": [round(random.Random(n).random(), 6) for _ in range(40)] for n in range(60)}
+    as_module = code + f"\nANSWERS = {answers!r}\n"
+    as_cells = code + "".join(f"\nANSWERS[{k!r}] = (\n    {v!r})\n" for k, v in answers.items())
+    report = code_pairs({"py": as_module, "notebook": as_cells, "other": honest_module(random.Random(4))}, stub)
+    assert [(p.a, p.b) for p in report.pairs] == [("notebook", "py")]
+    assert without_answers(as_cells).strip() == without_answers(as_module).strip() == code.strip()
+    assert without_answers("ANSWERS = {") == "ANSWERS = {"  # what does not parse is kept whole
+    report = code_pairs({"a": code + f"\nANSWERS = {answers!r}\n", "b": honest_module(random.Random(5))
+                         + f"\nANSWERS = {answers!r}\n"}, stub)
+    assert report.pairs == ()  # alike answers do not make unlike code a pair
 
 
 def test_the_stub_alone_is_not_similarity(built_numpy):

@@ -28,7 +28,7 @@ def right_answers(item: ExamItem) -> list[str]:
     if isinstance(problem, NumericProblem):
         return [part_answer(part, item.variant.answers[part.name]) for part in problem.parts]
     if isinstance(problem, ShapeProblem):
-        return ["(" + ", ".join(expected_shape(problem)) + ")"]
+        return ["(" + ", ".join(expected_shape(problem, item.variant)) + ")"]
     if isinstance(problem, TrueFalseProblem):
         verdict = ["true" if problem.answer else "f"]
         if problem.follow_up is None:
@@ -112,14 +112,14 @@ def test_malformed_answers_are_asked_again_not_marked(bank):
     summary = run_drill([item], ask, say)
     text = "\n".join(said)
     assert "could not read 'hello'" in text and 'expected 3 number(s), got 2 in "1, 2"' in text
-    assert "skipped" in text and summary.earned == pytest.approx(item.problem.points * 2 / 4)
+    assert "skipped" in text and summary.earned == pytest.approx(sum(q.points for q in questions(item)[:2]))
 
 
 def test_skip_leaves_the_whole_problem_for_the_next(bank):
     """'skip' at a problem's first part asks none of its other parts: the next answer typed is the next problem's."""
     first, second = item_of(bank, "one-query-by-hand"), item_of(bank, "concat-shape")
     second = ExamItem(2, second.problem, second.variant, second.group)
-    assert len(questions(first)) == 4
+    assert len(questions(first)) == len(first.problem.parts) > 1
     ask, say, said = scripted(["skip", *right_answers(second)])
     summary = run_drill([first, second], ask, say)
     text = "\n".join(said)

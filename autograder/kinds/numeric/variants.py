@@ -31,7 +31,7 @@ def variant_seed(seed: int, student: str | None, problem_id: str) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
-def _draw(spec: IntParam | ChoiceParam, rng: np.random.Generator) -> Any:
+def draw_parameter(spec: IntParam | ChoiceParam, rng: np.random.Generator) -> Any:
     if isinstance(spec, ChoiceParam):
         return spec.choice[int(rng.integers(len(spec.choice)))]
     values = rng.integers(spec.range[0], spec.range[1] + 1, tuple(spec.ints))
@@ -64,7 +64,7 @@ def draw_variant(problem: NumericProblem, seed: int, student: str | None = None)
     last_reason = "no draw was tried"
     names = [p.name for p in problem.parts]
     for _ in range(MAX_DRAWS):
-        params = {name: _draw(spec, rng) for name, spec in problem.parameters.items()}
+        params = {name: draw_parameter(spec, rng) for name, spec in problem.parameters.items()}
         with np.errstate(all="ignore"):  # a degenerate draw (0/0) is rejected below, not warned about
             quantities = compute_quantities(problem, params)
         answers = {name: quantities[name] for name in names}

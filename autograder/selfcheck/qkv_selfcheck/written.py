@@ -156,8 +156,9 @@ def _answer_verdict(data, problem, student, canonical: str, entry=None, salted=N
 
 
 def _shape(data, problem, student, typed, who="") -> List[Outcome]:
+    symbols = problem.get("symbols_of", {}).get(student, problem["symbols"])  # a student's own drawn numbers
     try:
-        dims = tuple(qkv_answers.evaluate_dim(d, problem["symbols"]) for d in qkv_answers.parse_shape(typed))
+        dims = tuple(qkv_answers.evaluate_dim(d, symbols) for d in qkv_answers.parse_shape(typed))
     except qkv_answers.AnswerFormatError as err:
         return [Outcome(FAIL, str(err))]
     right, mistake = _answer_verdict(data, problem, student, "x".join(dims))

@@ -797,10 +797,9 @@ def softmax_backward(S, dA, mask=None):
 
 STUDENT_ID = ""
 
-ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
-                       'weights': [0.6652409558, 0.2447284711, 0.0900305732],
-                       'output': [4.0900305732, 3.4851798094, 5.6005736311],
-                       'scaled_weights': [0.5328968375, 0.2991597123, 0.1679434501]},
+ANSWERS = {'one-query-by-hand': {'scores': [6.0, 5.0, 7.0],
+                       'weights': [0.2447284711, 0.0900305732, 0.6652409558],
+                       'output': [1.939609808, 3.9099694268]},
  'masked-renormalisation': {'weights': [0.1428571429, 0.1428571429, 0.7142857143],
                             'output': 11.0,
                             'masked_weights': [0.0, 0.1666666667, 0.8333333333],
@@ -810,11 +809,11 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                         'normalised': [1.0, 0.3333333333, 0.3333333333, -1.6666666667]},
  'ffn-by-hand': {'pre': [2.0, -1.0, -1.0], 'hidden': [2.0, 0.0, 0.0], 'output': [0.0, 2.0]},
  'mha-parameter-count': {'weights': 1478656.0, 'biases': 2432.0, 'total': 1481088.0},
- 'score-growth': {'scores_old': 1638400.0, 'scores_new': 6553600.0, 'ratio': 4.0},
- 'scores-shape': 'nq x nk',
- 'output-shape': 'n x dv',
- 'split-heads-shape': 'n x d/h',
- 'concat-shape': '10 x 512',
+ 'score-growth': {'scores_old': 1638400.0, 'scores_new': 14745600.0, 'ratio': 9.0},
+ 'scores-shape': '9 x 11',
+ 'output-shape': '9 x 24',
+ 'split-heads-shape': '9 x 48',
+ 'concat-shape': '14 x 768',
  'rnn-sequential': {'answer': False,
                     'follow_up': 'A',
                     'correction': 'Given the whole input sequence, a Transformer processes all '
@@ -840,7 +839,16 @@ ANSWERS = {'one-query-by-hand': {'scores': [5.0, 4.0, 3.0],
                                  'length n. The O(n^2) term of a layer comes from attention, which '
                                  'pairs every position with every other.'},
  'ffn-shared-weights': {'answer': True, 'follow_up': 'B', 'correction': ''},
- 'mha-heads-and-parameters': 'B'}
+ 'mha-heads-and-parameters': 'B',
+ 'heads-by-numbers': {'head_width': 24.0,
+                      'parameters': 37248.0,
+                      'scores': 784.0,
+                      'products': 37632.0},
+ 'local-window-scores': {'full': 153.0, 'windowed': 62.0, 'layers': 6.0},
+ 'generation-score-count': {'step_scores': 10.0,
+                            'cached_total': 105.0,
+                            'recompute_total': 1015.0,
+                            'training_pass': 196.0}}
 
 
 import os, subprocess

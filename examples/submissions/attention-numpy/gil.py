@@ -516,7 +516,7 @@ STUDENT_ID = ""
 
 ANSWERS = {
     # one-query-by-hand (3 points): One query, three keys, by hand
-    "one-query-by-hand": {"scores": None, "weights": None, "output": None, "scaled_weights": None},
+    "one-query-by-hand": {"scores": None, "weights": None, "output": None},
     # masked-renormalisation (4 points): Mask before the softmax, not after
     "masked-renormalisation": {"weights": None, "output": None, "masked_weights": None, "masked_output": None},
     # layer-norm-by-hand (3 points): Normalising one token
@@ -549,4 +549,10 @@ ANSWERS = {
     "ffn-shared-weights": {"answer": None, "follow_up": None, "correction": ""},
     # mha-heads-and-parameters (2 points): Heads and the parameter count
     "mha-heads-and-parameters": None,
+    # heads-by-numbers (3 points): What the heads of a layer hold and cost
+    "heads-by-numbers": {"head_width": None, "parameters": None, "scores": None, "products": None},
+    # local-window-scores (3 points): Scores of a sliding window
+    "local-window-scores": {"full": None, "windowed": None, "layers": None},
+    # generation-score-count (4 points): Scores computed while generating, with and without a cache
+    "generation-score-count": {"step_scores": None, "cached_total": None, "recompute_total": None, "training_pass": None},
 }
