@@ -28,7 +28,7 @@ import numpy as np
 from autograder.archive import load_npz, npz_bytes
 from autograder.bank import folders
 from autograder.bank.load import load_problem, parse_problem
-from autograder.kinds.model import Tolerance
+from autograder.kinds.model import TRACKS, Tolerance, Track
 from autograder.errors import QkvError
 from autograder.kinds import Problem
 from autograder.late_policy import LatePolicy
@@ -103,7 +103,7 @@ def module_name(assignment: str) -> str:
 class GradingBundle:
     name: str
     title: str
-    track: str
+    track: Track
     seed: int
     variants: str
     due: str | None
@@ -232,6 +232,12 @@ def read_bundle(folder: Path) -> GradingBundle:
         raise QkvError(str(folder), f"damaged grading bundle ({type(err).__name__}: {err}): rebuild it") from None
 
 
+def _track(value: Any) -> Track:
+    if value not in TRACKS:
+        raise ValueError(f"track {value!r} is not one of {', '.join(TRACKS)}")
+    return value
+
+
 def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> GradingBundle:
     code = []
     for p in meta["code"]:
@@ -258,11 +264,12 @@ def _decode_bundle(folder: Path, meta: dict[str, Any], arrays: dict[str, np.ndar
             continue
         path = folder / "problems" / f"{w['id']}.yaml"
         written.append(WrittenProblem(w["id"], w["points"], parse_problem(path.read_text(encoding="utf-8"), str(path))))
+    serve = meta.get("serve")
     return GradingBundle(
-        name=meta["name"], title=meta["title"], track=meta["track"], seed=meta["seed"], variants=meta["variants"],
+        name=meta["name"], title=meta["title"], track=_track(meta["track"]), seed=meta["seed"], variants=meta["variants"],
         due=meta["due"], code=tuple(code), written=tuple(written), problem_order=tuple(meta["problem_order"]),
         limits=Limits.from_json(meta["limits"]), isolation=str(meta["isolation"]),
         late=LatePolicy.model_validate(meta["late"]) if isinstance(meta.get("late"), dict) else None,
-        serve=meta.get("serve") if isinstance(meta.get("serve"), dict) else {},
+        serve=serve if isinstance(serve, dict) else {},
         written_attempts=WrittenPolicy.model_validate(meta.get("written_attempts") or {}),
     )

@@ -230,7 +230,7 @@ def _layout_entry(index: int, entry: Any) -> Tuple[np.dtype, Tuple[int, ...], in
     return checked
 
 
-def unpack_arrays(blob: bytes, layout: Any, copy: bool = True, limit: int = MAX_OUTPUTS_PER_CALL) -> Tuple[np.ndarray, ...]:
+def unpack_arrays(blob: bytes | memoryview, layout: Any, copy: bool = True, limit: int = MAX_OUTPUTS_PER_CALL) -> Tuple[np.ndarray, ...]:
     """Arrays from bytes and their layout; refuses odd dtypes, absurd shapes and forged sizes.
 
     `copy=False` gives read-only views of `blob` (the sandbox's inputs, from the grader).

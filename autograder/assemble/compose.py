@@ -81,6 +81,8 @@ def with_replaced(function: Callable[..., Any], name: str | set[str], replacemen
     """`function` running in a copy of its module's namespace where `name` (or each of a set of names) is
     `replacement`: every function of that module it calls is rebound to the copy too, so the replacement is
     reached however deep the call."""
+    if not isinstance(function, types.FunctionType):
+        raise TypeError(f"{function!r}: only a Python function runs with a name it calls replaced")
     original = function.__globals__
     space = dict(original)
 

@@ -8,6 +8,9 @@ builds on inside (compose.py), where they differ from the right outputs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal
+
 from autograder.kinds.implement.inputs import call_arguments
 from autograder.kinds.implement.outputs import run_trusted
 from autograder.kinds.resolve import resolve
@@ -15,6 +18,7 @@ from autograder.assemble.compose import builds_on, composed_functions
 from autograder.assemble.manifest import Assignment
 from autograder.bundle import CodeProblem, GradedTest, GradingBundle, WrittenProblem
 from autograder.kinds.implement import ImplementProblem
+from autograder.kinds.model import TestCase, Track
 from qkv_runtime.compare import compare, select
 
 
@@ -32,13 +36,13 @@ def _upstream_outputs(composed, test, expected) -> dict:
     return found
 
 
-def _code_problem(problem: ImplementProblem, points: float, track: str,
-                  others: list[ImplementProblem] = ()) -> CodeProblem:
+def _code_problem(problem: ImplementProblem, points: float, track: Track,
+                  others: Sequence[ImplementProblem] = ()) -> CodeProblem:
     reference = resolve(problem.references[track])
     mutants = {m.id: resolve(m.implementation) for m in problem.misconceptions if m.implementation}
     upstream = builds_on(problem, list(others))
     composed = composed_functions(problem, [o for o in others if o.id in upstream])
-    weighted = [(t, "public") for t in problem.public_tests] + [(t, "hidden") for t in problem.hidden_tests]
+    weighted: list[tuple[TestCase, Literal["public", "hidden"]]] = [(t, "public") for t in problem.public_tests] + [(t, "hidden") for t in problem.hidden_tests]
     tests = []
     for test, visibility in weighted:
         args, kwargs = call_arguments(test)

@@ -134,7 +134,7 @@ def default_assignments_root() -> Path:
     """The bundled manifests (package data; the repository's assignments/)."""
     from importlib import resources
 
-    return Path(str(resources.files("autograder").joinpath("bundled", "assignments")))
+    return Path(str(resources.files("autograder") / "bundled" / "assignments"))
 
 
 def find_manifest(name_or_path: str, root: Path | None = None) -> Path:

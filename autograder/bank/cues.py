@@ -132,11 +132,15 @@ class Strategy:
     candidates: Callable[[Question], list[str]]  # the choices it picks among, each as likely
 
 
+def _by_form(has: Callable[[str], bool], prefer: bool) -> Callable[[Question], list[str]]:
+    return lambda q: with_form(q.texts, has, prefer)
+
+
 def strategies() -> list[Strategy]:
     out = []
     for form in FORMS:
-        out.append(Strategy(f"prefers {form.name}", lambda q, h=form.has: with_form(q.texts, h, True)))
-        out.append(Strategy(f"avoids {form.name}", lambda q, h=form.has: with_form(q.texts, h, False)))
+        out.append(Strategy(f"prefers {form.name}", _by_form(form.has, True)))
+        out.append(Strategy(f"avoids {form.name}", _by_form(form.has, False)))
     out.append(Strategy("prefers the most word overlap with the question", lambda q: most_overlap(q.asked, q.texts)))
     out.append(Strategy("prefers the least word overlap with the question",
                         lambda q: least_overlap(q.asked, q.texts)))

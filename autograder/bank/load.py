@@ -46,7 +46,7 @@ def default_bank_root() -> Path:
     """The bank that ships with qkv (package data; the repository's question_bank/)."""
     from importlib import resources
 
-    return Path(str(resources.files("autograder").joinpath("bundled", "question_bank")))
+    return Path(str(resources.files("autograder") / "bundled" / "question_bank"))
 
 
 def _node_at(node: yaml.Node | None, loc: Iterable[Any]) -> yaml.Node | None:

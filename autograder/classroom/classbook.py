@@ -23,7 +23,9 @@ def _extension_text(student: Student) -> str:
     ext = student.extension
     if ext is None:
         return ""
-    return f"{ext.hours:g}" if ext.hours is not None else ext.due.isoformat()
+    if ext.hours is not None:
+        return f"{ext.hours:g}"
+    return ext.due.isoformat() if ext.due is not None else ""
 
 
 def extension_of(roster: Optional[Roster], student: str) -> Optional[Extension]:

@@ -128,11 +128,12 @@ def answer_flags(students: list[str], answers: Mapping[str, Mapping[str, Any]], 
             match = np.zeros((n, n), dtype=bool)
             for size in {w.size for w in want}:
                 columns = [j for j, w in enumerate(want) if w.size == size]
-                rows = [i for i, g in enumerate(got) if g is not None and g.size == size]
-                if not rows:
+                present = [(i, g) for i, g in enumerate(got) if g is not None and g.size == size]
+                if not present:
                     continue
+                rows = [i for i, _ in present]
                 truth = np.stack([want[j].reshape(-1) for j in columns])  # (c, size)
-                typed = np.stack([got[i].reshape(-1) for i in rows])  # (r, size)
+                typed = np.stack([g.reshape(-1) for _, g in present])  # (r, size)
                 close = np.all(judge.within(typed[:, None, :], truth[None, :, :], part.tolerance.abs,
                                             part.tolerance.rel), axis=-1)
                 match[np.ix_(rows, columns)] = close

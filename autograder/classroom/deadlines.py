@@ -22,7 +22,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, overload
 
 from autograder.classroom.roster import Extension
 from autograder.late_policy import LatePolicy
@@ -38,10 +38,15 @@ class Deadline:
     due: Optional[dt.datetime] = None
     rules: LatePolicy = LatePolicy()
 
+    @property
+    def zone(self) -> dt.tzinfo:
+        """The due date's zone, in which a date or time that names none is read (UTC when the due date has none)."""
+        return self.due.tzinfo if self.due and self.due.tzinfo else dt.timezone.utc
+
     @cached_property
     def last(self) -> Optional[dt.datetime]:
         """The last date (`late.last`) as a moment, in the due date's zone when it names none."""
-        return as_moment(self.rules.last, self.due.tzinfo if self.due and self.due.tzinfo else dt.timezone.utc)
+        return as_moment(self.rules.last, self.zone)
 
     def late_terms(self) -> str:
         """The late rule without its dates, for a page that shows a student's own due and last dates beside it
@@ -68,6 +73,14 @@ class LateOutcome:
     time_source: str = ""
     late_seconds: float = 0.0
     extension: str = ""
+
+
+@overload
+def as_moment(value: dt.datetime | dt.date, zone: dt.tzinfo) -> dt.datetime: ...
+
+
+@overload
+def as_moment(value: dt.datetime | dt.date | str | None, zone: dt.tzinfo) -> Optional[dt.datetime]: ...
 
 
 def as_moment(value: dt.datetime | dt.date | str | None, zone: dt.tzinfo) -> Optional[dt.datetime]:
@@ -97,7 +110,7 @@ def student_due(policy: Deadline, extension: Optional[Extension]) -> tuple[Optio
         if extension.hours is not None:
             due = policy.due + dt.timedelta(hours=extension.hours)
         elif extension.due is not None:
-            due = max(policy.due, as_moment(extension.due, policy.due.tzinfo))
+            due = max(policy.due, as_moment(extension.due, policy.zone))
     shift = due - policy.due
     try:
         return due, (policy.last + shift if policy.last else None)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Protocol
 
 from autograder.kinds.cells import plain_literal
 from autograder.kinds.items import Blank, DrillQuestion, Marked, ProblemKey, Question, QuestionGroup, Variant, Verdict
-from autograder.kinds.model import ProblemBase
+from autograder.kinds.model import ProblemBase, Track
 
 CLASS = "*"  # the student key of class-wide variants
 
@@ -44,7 +44,7 @@ class Build(Protocol):
     def name(self) -> str: ...
 
     @property
-    def track(self) -> str: ...
+    def track(self) -> Track: ...
 
     @property
     def manifest(self) -> Draws: ...
@@ -71,8 +71,11 @@ class CodeProblems(Protocol):
 class Guess(Protocol):
     """A student who knows nothing (bank/guessing.py): what they type in each kind of blank; None leaves it empty."""
 
-    number: float | None
-    shape: str | None
+    @property
+    def number(self) -> float | None: ...
+
+    @property
+    def shape(self) -> str | None: ...
 
     def says(self, problem) -> bool | None:
         """The verdict they give a true/false statement."""
@@ -184,6 +187,28 @@ class Kind(ABC):
         """The option of `options` a student's answer picks; AnswerFormatError when it picks none."""
         raise NotImplementedError(f"{self.name} answers are not a pick among options")
 
+    # ---------------------------------- an ANSWERS entry (WrittenKind's; a code kind is answered by a function)
+
+    def answer(self, problem, variant: Variant | None) -> object:
+        """What a right student writes in ANSWERS; `variant` holds the numbers of a parameterised kind."""
+        raise NotImplementedError(f"{self.name} problems are not answered in ANSWERS")
+
+    def placeholder(self, problem) -> str:
+        """The ANSWERS entry of the release, before the student fills it in."""
+        raise NotImplementedError(f"{self.name} problems are not answered in ANSWERS")
+
+    def grade(self, problem, answer: Any, variant: Variant | None) -> Marked:
+        """An answered ANSWERS entry, judged for `qkv grade`."""
+        raise NotImplementedError(f"{self.name} problems are not answered in ANSWERS")
+
+    def question_markdown(self, problem, variant: Variant | None) -> str:
+        """What the student reads to answer: the prompt, with the statement or choices it asks about."""
+        return self.prompt_text(problem, variant)
+
+    def blanks(self, problem, variant: Variant | None) -> tuple[Blank, ...]:
+        """The blanks of an exam paper."""
+        return self.paper_question(problem, variant)[1]
+
     # ----------------------------------------------------------- build
 
     @abstractmethod
@@ -244,16 +269,11 @@ class WrittenKind(Kind):
         """What a right student writes in ANSWERS; `variant` holds the numbers of a parameterised kind."""
 
     def placeholder(self, problem) -> str:
-        """The ANSWERS entry of the release, before the student fills it in."""
         return "None"
 
     @abstractmethod
     def grade(self, problem, answer: Any, variant: Variant | None) -> Marked:
         """An answered ANSWERS entry, judged for `qkv grade`."""
-
-    def question_markdown(self, problem, variant: Variant | None) -> str:
-        """What the student reads to answer: the prompt, with the statement or choices it asks about."""
-        return self.prompt_text(problem, variant)
 
     def per_student_note(self, problem) -> str:
         return (f"Your {self.per_student_what} depend on your student id: set `STUDENT_ID`, then run "

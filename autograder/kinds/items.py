@@ -130,6 +130,13 @@ class Answerable:
     blank: NumericBlank | None  # numerical: the one entry
     points: float
 
+    @property
+    def entry(self) -> NumericBlank:
+        """The one entry of a numerical answer, which has one."""
+        if self.blank is None:
+            raise ValueError(f"{self.question.ident}: a {self.question.kind} answer has no numeric entry")
+        return self.blank
+
 
 @dataclass(frozen=True)
 class QuestionGroup:

@@ -33,7 +33,7 @@ from typing import Callable, Collection, Optional
 from autograder.bundle import GradingBundle, bundle_fingerprint, read_bundle
 from autograder.classroom import classbook, history
 from autograder.classroom.collect import ClassIntake, IntakeRow, collect
-from autograder.classroom.deadlines import LateOutcome, as_moment
+from autograder.classroom.deadlines import Deadline, LateOutcome, as_moment
 from autograder.classroom.roster import Roster
 from autograder.course.find import find_course
 from autograder.errors import QkvError
@@ -142,8 +142,7 @@ def grade_class(
         secrets = (bundle_dir, submissions_dir, out, workdir) + (() if course.bundled else (course.root,))
         routing = open_route(bundle, bundle_dir, jobs, limits, isolation or bundle.isolation, cluster,
                              protect=secrets, tls=tls, timings=timings, start_soon=True)
-        due = as_moment(bundle.due, dt.timezone.utc)
-        zone = due.tzinfo if due else dt.timezone.utc  # of zip entry times
+        zone = Deadline(as_moment(bundle.due, dt.timezone.utc)).zone  # of zip entry times
         clock = timings or Timings()
         clock.started()
         with ExitStack() as early:
@@ -214,9 +213,9 @@ def check_intake(handed: ClassIntake, submissions_dir: Path, out: Path, strict: 
                        + (f" ({len(handed.rows)} intake row(s), e.g. {first})" if first else ""))
     if strict and handed.blocking:
         write_private(out / "intake.csv", intake_csv(handed.rows).encode())
-        first = handed.blocking[0]
+        row = handed.blocking[0]
         raise QkvError(str(submissions_dir), f"--strict: {len(handed.blocking)} hand-in(s) to resolve first (see "
-                       f"{out / 'intake.csv'}), e.g. {first.entry or first.student}: {first.status}, {first.message}")
+                       f"{out / 'intake.csv'}), e.g. {row.entry or row.student}: {row.status}, {row.message}")
     if only is not None:
         unknown = sorted(set(only) - {s.student for s in handed.submissions})
         if unknown:

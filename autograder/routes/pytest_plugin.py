@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _pytest._code.code import TerminalRepr
 from _pytest.config.findpaths import load_config_dict_from_file
 
 from autograder.bundle import GradingBundle, read_bundle
@@ -122,7 +123,7 @@ class QkvItem(pytest.Item):
         if not result.passed:
             raise SubmissionCallFailed(result.message)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         if isinstance(excinfo.value, SubmissionCallFailed):
             return str(excinfo.value)
         return super().repr_failure(excinfo)

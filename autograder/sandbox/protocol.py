@@ -112,7 +112,9 @@ class SandboxCpu:
 
         def seconds(key: str) -> float:
             value = data.get(key)
-            return float(value) if type(value) in (int, float) and 0 <= value < 1e6 else 0.0
+            if isinstance(value, bool) or not isinstance(value, (int, float)):  # JSON's numbers, not its booleans
+                return 0.0
+            return float(value) if 0 <= value < 1e6 else 0.0
 
         return SandboxCpu(seconds("handler"), seconds("load"), seconds("calls"))
 
@@ -274,7 +276,8 @@ class RunCollector:
 
     def _add_call(self, problem: object, header: dict, blob: Union[bytes, memoryview]) -> None:
         call_id = header.get("call_id")
-        if not isinstance(problem, str) or call_id not in self.call_ids.get(problem, ()) or call_id in self.results[problem]:
+        if (not isinstance(problem, str) or not isinstance(call_id, str) or call_id not in self.call_ids.get(problem, ())
+                or call_id in self.results[problem]):
             raise ProtocolError(f"unexpected result for call {clean_text(str(call_id), 80)!r}")
         if header.get("ok") is not True:
             error = clean_text(header.get("error"), MAX_ERROR_CHARS) or "failed"

@@ -36,7 +36,7 @@ def answer_block(answer: Answerable, feedback: str) -> str:
     part = answer.question
     general = f"####{_html(feedback)}"
     if part.kind == "numerical":
-        blank = answer.blank
+        blank = answer.entry
         return f"{{#{number_text(blank.value)}:{number_text(blank.tolerance)}{general}}}"
     if part.kind == "truefalse":
         return f"{{{'TRUE' if part.truth else 'FALSE'}{general}}}"

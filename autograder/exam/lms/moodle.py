@@ -50,15 +50,15 @@ def cloze_escape(text: str) -> str:
 def cloze_blank(answer: Answerable, weight: int) -> str:
     part = answer.question
     if part.kind == "numerical":
-        blank = answer.blank
+        blank = answer.entry
         return f"{{{weight}:NUMERICAL:={number_text(blank.value)}:{number_text(blank.tolerance)}}}"
     if part.kind == "truefalse":
         options = [("True", part.truth is True), ("False", part.truth is False)]
         return f"{{{weight}:MULTICHOICE:" + "~".join(("=" if right else "") + text for text, right in options) + "}"
     if part.kind == "multichoice":
-        options = "~".join(("=" if c.correct else "") + cloze_escape(c.text)
-                           + (f"#{cloze_escape(c.feedback)}" if c.feedback else "") for c in part.choices)
-        return f"{{{weight}:MULTICHOICE_VS:{options}}}"
+        listed = "~".join(("=" if c.correct else "") + cloze_escape(c.text)
+                          + (f"#{cloze_escape(c.feedback)}" if c.feedback else "") for c in part.choices)
+        return f"{{{weight}:MULTICHOICE_VS:{listed}}}"
     assert part.kind == "shortanswer", part.kind
     return f"{{{weight}:SHORTANSWER:" + "~".join(f"={cloze_escape(t)}" for t in part.accepted) + "}"
 

@@ -106,7 +106,7 @@ def qti_item(ident: str, title: str, text: str, answer: Answerable, feedback: st
         sub_element(fib, "response_label", ident=answer_ids[0])
         condition = ET.Element("conditionvar")
         if part.kind == "numerical":
-            blank = answer.blank
+            blank = answer.entry
             either = sub_element(condition, "or")
             sub_element(either, "varequal", number_text(blank.value), respident="response1")
             window = sub_element(either, "and")

@@ -80,21 +80,23 @@ class ImplementProblem(ProblemBase):
 # ------------------------------------------------------------------ validate
 
 
-def _run(function, test: TestCase, track: str) -> tuple[Outputs | None, BaseException | None]:
+def _run(function, test: TestCase, track: Track) -> Outputs | Exception:
+    """The function's outputs on the test, or the error it raised."""
     try:
-        return run_trusted(function, test, track), None
+        return run_trusted(function, test, track)
     except Exception as err:  # noqa: BLE001 - any failure of the code under test is a finding, not a crash
-        return None, err
+        return err
 
 
-def _passes(function, test: TestCase, track: str, want: Outputs | None) -> bool:
-    got, error = _run(function, test, track)
+def _passes(function, test: TestCase, track: Track, want: Outputs | None) -> bool:
+    got = _run(function, test, track)
     if test.expect_error:
-        return error is not None and type(error).__name__ == test.expect_error
-    return error is None and want is not None and compare(select(got, test.output), want, test.tolerance.abs, test.tolerance.rel) is None
+        return isinstance(got, Exception) and type(got).__name__ == test.expect_error
+    return (not isinstance(got, Exception) and want is not None
+            and compare(select(got, test.output), want, test.tolerance.abs, test.tolerance.rel) is None)
 
 
-def runnable_references(problem: ImplementProblem) -> dict[str, Any]:
+def runnable_references(problem: ImplementProblem) -> dict[Track, Any]:
     """{track: reference} of the references that can run here, the one that gives the right outputs first."""
     # without the torch extra the torch references cannot run here; `qkv validate` says so once
     reference = {track: resolve(ref) for track, ref in problem.references.items()
@@ -111,19 +113,19 @@ def check_implement(problem: ImplementProblem) -> list[str]:
     main_track, numpy_ref = next(iter(reference.items()))
     expected: dict[str, Outputs | None] = {}
     for test in tests:
-        want, error = _run(numpy_ref, test, main_track)
+        want = _run(numpy_ref, test, main_track)
         if test.expect_error:
-            if error is None or type(error).__name__ != test.expect_error:
+            if not isinstance(want, Exception) or type(want).__name__ != test.expect_error:
                 problems.append(f"test '{test.name}': the reference does not raise {test.expect_error}")
             expected[test.name] = None
             continue
-        if error is not None:
-            problems.append(f"test '{test.name}': the reference raised {type(error).__name__}: {error}")
+        if isinstance(want, Exception):
+            problems.append(f"test '{test.name}': the reference raised {type(want).__name__}: {want}")
             expected[test.name] = None
             continue
-        expected[test.name] = select(want, test.output)
+        expected[test.name] = selected = select(want, test.output)
         if test.expect is not None:
-            mismatch = compare(expected[test.name], literal_outputs(test.expect), test.tolerance.abs, test.tolerance.rel)
+            mismatch = compare(selected, literal_outputs(test.expect), test.tolerance.abs, test.tolerance.rel)
             if mismatch:
                 problems.append(f"test '{test.name}': expect: the reference gives other numbers ({mismatch.reason})")
         for track, function in reference.items():
@@ -158,13 +160,13 @@ def stub_function(problem: ImplementProblem) -> str:
     return f'def {problem.signature}:\n    r"""{docstring(problem)}\n    """\n    raise NotImplementedError("{problem.function}")\n'
 
 
-def key_function(problem: ImplementProblem, track: str) -> str:
+def key_function(problem: ImplementProblem, track: Track) -> str:
     """The problem's function with the track's reference as its body."""
     body = reference_body(problem.signature, resolve(problem.references[track]))
     return f"def {problem.signature}:\n{textwrap.indent(body, '    ')}\n"
 
 
-def _solution_cell_source(problem: ImplementProblem, track: str) -> str:
+def _solution_cell_source(problem: ImplementProblem, track: Track) -> str:
     body = reference_body(problem.signature, resolve(problem.references[track]))
     return (
         f'def {problem.signature}:\n    r"""{docstring(problem)}\n    """\n'

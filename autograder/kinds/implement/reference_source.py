@@ -29,11 +29,19 @@ def _function_node(function: Callable) -> ast.FunctionDef:
     return next(s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == function.__name__)
 
 
+def _segment(text: str, node: ast.stmt) -> str:
+    """The source of a statement of `text`'s own syntax tree, which always has its position."""
+    segment = ast.get_source_segment(text, node)
+    if segment is None:
+        raise ValueError(f"line {node.lineno}: no source text for {type(node).__name__}")
+    return segment
+
+
 def _names_used(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _inlined(function: Callable) -> bool:
+def _inlined(function: object) -> bool:
     """A function a release cannot import, so its source goes into the key: reference code that qkv loads
     (the bundled references, a course's problem folders)."""
     module = getattr(function, "__module__", None) or ""
@@ -56,9 +64,9 @@ def _parts(function: Callable, include_self: bool, seen: frozenset[str]) -> tupl
             kept = [a for a in stmt.names if (a.asname or a.name) not in inline]
             if kept:
                 imports.append(ast.unparse(ast.ImportFrom(stmt.module, kept, stmt.level)) if inline
-                               else ast.get_source_segment(text, stmt))
+                               else _segment(text, stmt))
         elif isinstance(stmt, ast.Import):
-            imports.append(ast.get_source_segment(text, stmt))
+            imports.append(_segment(text, stmt))
         elif isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
             definitions[stmt.name] = stmt
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -89,7 +97,7 @@ def _parts(function: Callable, include_self: bool, seen: frozenset[str]) -> tupl
         if name != other.__name__:
             blocks.append(f"{name} = {other.__name__}")
     ordered = sorted({id(definitions[n]): definitions[n] for n in needed}.values(), key=lambda s: s.lineno)
-    return imports, blocks + [ast.get_source_segment(text, s) for s in ordered]
+    return imports, blocks + [_segment(text, s) for s in ordered]
 
 
 def reference_source(function: Callable, include_self: bool = True) -> tuple[str, str]:

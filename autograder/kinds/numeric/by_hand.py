@@ -42,6 +42,14 @@ def literal(text: str) -> float | None:
     return -value if sign else value
 
 
+def literal_value(text: str) -> float:
+    """A table entry typed in the file as a number, which `x:` as a list holds."""
+    value = literal(text)
+    if value is None:
+        raise ValueError(f"x: {text!r} is not a number such as -1/3 or sqrt(2)")
+    return value
+
+
 def latex_of(text: str) -> str:
     return re.sub(r"sqrt\((\d+)\)", r"\\sqrt{\1}", text.replace(" ", ""))
 
@@ -58,7 +66,7 @@ class Table(Strict):
         if isinstance(self.x, str):
             values = np.ravel(quantities[self.x]).tolist()
             return [(f"{v:g}", float(v)) for v in dict.fromkeys(round(v, 12) for v in values)]
-        return [(latex_of(t), float(literal(t))) for t in self.x]
+        return [(latex_of(t), literal_value(t)) for t in self.x]
 
     def markdown(self, quantities: dict[str, np.ndarray]) -> str:
         xs = self.xs(quantities)
@@ -114,9 +122,9 @@ class HandRules(Strict):
             values = np.round(flat(name), 9)
             if len(set(values.tolist())) < values.size:
                 return f"the entries of {name} are not all different"
-        for name, largest in self.spread.items():
-            if float(np.ptp(flat(name))) > largest + EPS:
-                return f"the spread of {name} is above {largest:g}"
+        for name, widest in self.spread.items():
+            if float(np.ptp(flat(name))) > widest + EPS:
+                return f"the spread of {name} is above {widest:g}"
         for name, (low, high) in self.within.items():
             if np.any(flat(name) < low - EPS) or np.any(flat(name) > high + EPS):
                 return f"an entry of {name} is outside [{low:g}, {high:g}]"

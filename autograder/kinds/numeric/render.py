@@ -8,7 +8,7 @@ by_hand.py), so the text can never disagree with the numbers.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -17,11 +17,11 @@ from autograder.kinds.numeric.by_hand import table_markdown
 from autograder.kinds.numeric.model import AnswerPart, NumericProblem
 
 
-def _fmt_number(x: float, decimals: int | None = 4) -> str:
-    x = float(x)
+def _fmt_number(value: SupportsFloat, decimals: int | None = 4) -> str:
+    x = float(value)
     if decimals is None:
         return f"{x:g}"
-    if float(x).is_integer() and abs(x) < 1e15:
+    if x.is_integer() and abs(x) < 1e15:
         return str(int(x))
     return f"{x:.{decimals}f}"
 
@@ -63,10 +63,13 @@ def render_text(template: str, context: dict[str, Any]) -> str:
     return _environment().from_string(template).render(**context)
 
 
+def _rounded(value: Any, decimals: int | None) -> Any:
+    return value if decimals is None else np.round(value, decimals)
+
+
 def variant_context(problem: NumericProblem, variant: Variant) -> dict[str, Any]:
     parts: dict[str, AnswerPart] = {p.name: p for p in problem.parts}
-    rounded = {name: np.round(value, parts[name].decimals) if parts[name].decimals is not None else value
-               for name, value in variant.answers.items()}
+    rounded = {name: _rounded(value, parts[name].decimals) for name, value in variant.answers.items()}
     # what compute gives besides the answers (a figure's rounded weights), for a prompt that prints it
     given = {name: value for name, value in variant.quantities.items() if name not in parts}
     return {**variant.params, "answer": rounded, "given": given,

@@ -54,7 +54,7 @@ def shown_symbols(problem: NumericProblem, variant: Variant) -> dict[str, int]:
     printed = set()
     for output in jinja2.Environment().parse(problem.prompt).find_all(jinja2.nodes.Output):
         for node in output.nodes:
-            while isinstance(node, jinja2.nodes.Filter):
+            while isinstance(node, jinja2.nodes.Filter) and node.node is not None:
                 node = node.node
             if isinstance(node, jinja2.nodes.Name):
                 printed.add(node.name)

@@ -13,6 +13,7 @@ to read and never earns points by itself: it cannot be judged without a person.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
@@ -69,6 +70,20 @@ class FollowUp(Strict):
     def ids(self) -> list[str]:
         return [c.id for c in self.choices]
 
+    @property
+    def right_id(self) -> str:
+        """The id of the right choice, which a follow-up of choices has (`_one_form`)."""
+        if self.answer is None:
+            raise ValueError(f"a follow-up of form {self.form} has no right choice")
+        return self.answer
+
+    @property
+    def value(self) -> float:
+        """The right number, which a follow-up of form number has (`_one_form`)."""
+        if self.number is None:
+            raise ValueError(f"a follow-up of form {self.form} has no number")
+        return self.number
+
     def part(self) -> AnswerPart:
         return AnswerPart(name="follow_up", label="follow-up", decimals=self.decimals, tolerance=self.tolerance)
 
@@ -93,6 +108,12 @@ class TrueFalseProblem(ProblemBase):
             raise ValueError("a false statement needs a follow-up that grades its correction")
         return self
 
+    def follow(self) -> FollowUp:
+        """Its follow-up, where the caller knows it has one."""
+        if self.follow_up is None:
+            raise ValueError(f"{self.id} has no follow-up")
+        return self.follow_up
+
 
 def _typed(answer: Any, key: str) -> Any:
     """One half of an answer: {"answer": ..., "follow_up": ...}; a bare value is the verdict alone."""
@@ -110,10 +131,9 @@ def judge_verdict(problem: TrueFalseProblem, typed: Any) -> Verdict:
 
 
 def judge_follow_up(problem: TrueFalseProblem, typed: Any, variant) -> Verdict:
-    follow = problem.follow_up
-    assert follow is not None
+    follow = problem.follow()
     if follow.form == "choice":
-        return ch.judge_choice(follow.choices, follow.answer, ch.order_in(variant, problem.id, follow.ids), typed)
+        return ch.judge_choice(follow.choices, follow.right_id, ch.order_in(variant, problem.id, follow.ids), typed)
     if follow.form == "number":
         part = follow.part()
         verdict = check_part(part, np.asarray(follow.number, dtype=float), typed)
@@ -143,7 +163,7 @@ def check_true_false(problem: TrueFalseProblem, typed: Any, variant=None) -> Mar
 
 
 def _number_data(problem: TrueFalseProblem, name: str) -> dict[str, Any]:
-    follow = problem.follow_up
+    follow = problem.follow()
     part = follow.part()
     salt = lambda suffix: sealed.digest_salt(name, CLASS, problem.id, "follow_up" + suffix)  # noqa: E731
     entry, _ = numeric_part_plan(salt, np.asarray(follow.number, dtype=float), part, [])
@@ -166,7 +186,7 @@ def _selfcheck_data(problem: TrueFalseProblem, assignment, students: list[str]) 
             "form": "choice", "choices": len(follow.choices),
             "orders": {s: ch.order_in(TRUE_FALSE.variant(problem, seed, mode, None if s == CLASS else s),
                                       problem.id, follow.ids) for s in students},
-            "digests": {CLASS: {"answer": answer_seal(name, problem.id + "/follow_up", follow.answer, "right")}},
+            "digests": {CLASS: {"answer": answer_seal(name, problem.id + "/follow_up", follow.right_id, "right")}},
             "misconceptions": class_mistakes(name, problem.id + "/follow_up",
                                              [(c.misconception, c.id) for c in follow.choices if c.misconception]),
         }
@@ -180,12 +200,11 @@ def _selfcheck_data(problem: TrueFalseProblem, assignment, students: list[str]) 
 
 
 def follow_up_answer(problem: TrueFalseProblem, variant) -> object:
-    follow = problem.follow_up
-    assert follow is not None
+    follow = problem.follow()
     if follow.form == "choice":
-        return ch.letter_of(ch.order_in(variant, problem.id, follow.ids), follow.answer)
+        return ch.letter_of(ch.order_in(variant, problem.id, follow.ids), follow.right_id)
     if follow.form == "number":
-        return float(follow.number)
+        return float(follow.value)
     return " x ".join(follow.shape)
 
 
@@ -210,13 +229,13 @@ def follow_up_findings(problem: TrueFalseProblem) -> list[str]:
         return []
     out: list[str] = []
     if follow.form == "choice":
-        out += ch.id_findings(follow.choices, follow.answer, "follow_up.choices")
+        out += ch.id_findings(follow.choices, follow.right_id, "follow_up.choices")
     if follow.compute is not None:
         try:
             value = float(resolve(follow.compute)())
         except Exception as err:  # noqa: BLE001 - the bank's own function failing is the bank's error
             return out + [f"follow_up.compute: failed: {type(err).__name__}: {err}"]
-        if not judge.close(float(follow.number), value, follow.tolerance.abs, follow.tolerance.rel):
+        if not judge.close(float(follow.value), value, follow.tolerance.abs, follow.tolerance.rel):
             out.append(f"follow_up.number: {follow.compute} gives {value:g} but the file says {follow.number:g}")
     if follow.form == "shape":
         try:
@@ -253,7 +272,7 @@ class TrueFalseKind(WrittenKind):
         follow = problem.follow_up
         if follow is None or not follow.choices:
             return []
-        return [("follow_up.choices", {c.id: c.text for c in follow.choices}, follow.answer)]
+        return [("follow_up.choices", {c.id: c.text for c in follow.choices}, follow.right_id)]
 
     def numbers_asked(self, problem: TrueFalseProblem) -> list[float]:
         follow = problem.follow_up
@@ -287,7 +306,7 @@ class TrueFalseKind(WrittenKind):
     def variant(self, problem: TrueFalseProblem, seed: int, mode: str, student: str | None):
         if not self.per_student(problem):
             return None
-        return ch.order_variant(problem.id, problem.follow_up.ids, seed, mode, student)
+        return ch.order_variant(problem.id, problem.follow().ids, seed, mode, student)
 
     def question_markdown(self, problem: TrueFalseProblem, variant) -> str:
         follow = follow_up_markdown(problem, variant)
@@ -312,7 +331,7 @@ class TrueFalseKind(WrittenKind):
         return {**right, "correction": problem.correction or ""}
 
     def answer_notes(self, problem: TrueFalseProblem) -> tuple[str, ...]:
-        notes = ('# (when false, also write the corrected statement under "correction": your instructor reads it)',)
+        notes: tuple[str, ...] = ('# (when false, also write the corrected statement under "correction": your instructor reads it)',)
         if problem.follow_up is not None:
             form = {"choice": "one letter", "number": "a number", "shape": 'a shape such as "n x d"'}
             notes += (f'# ("follow_up": the follow-up question\'s answer, {form[problem.follow_up.form]})',)
@@ -326,7 +345,7 @@ class TrueFalseKind(WrittenKind):
         if follow.form == "choice":
             checks.append(f"_w.choice({follow_up_answer(problem, variant)!r}, {len(follow.choices)}, key='follow_up')")
         elif follow.form == "number":
-            checks.append(f"_w.number('follow_up', {float(follow.number)!r}, {float(follow.tolerance.abs)!r}, "
+            checks.append(f"_w.number('follow_up', {float(follow.value)!r}, {float(follow.tolerance.abs)!r}, "
                           f"{float(follow.tolerance.rel)!r})")
         else:
             checks.append(f"_w.shape({plain_literal(follow.expected_shape())}, {plain_literal(dict(follow.parameters))}, "
@@ -356,8 +375,8 @@ class TrueFalseKind(WrittenKind):
         if follow is not None:
             if follow.form == "choice":
                 order = ch.order_in(variant, problem.id, follow.ids)
-                right = ch.by_id(follow.choices)[follow.answer]
-                lines.append(KeyLine("follow-up", f"{ch.letter_of(order, follow.answer)}: {right.text}"))
+                right = ch.by_id(follow.choices)[follow.right_id]
+                lines.append(KeyLine("follow-up", f"{ch.letter_of(order, follow.right_id)}: {right.text}"))
                 mistakes = tuple(Mistake(f"follow-up {ch.letter_of(order, c.id)}", c.misconception)
                                  for c in follow.choices if c.misconception)
             elif follow.form == "number":
@@ -386,11 +405,12 @@ class TrueFalseKind(WrittenKind):
                                    lambda typed: judge_verdict(problem, typed), share)]
         if follow is None:
             return questions
+        read: Callable[[str], object]
         if follow.form == "choice":
             order = ch.order_in(variant, problem.id, follow.ids)
             label, read = f"follow-up ({ch.letters_hint(len(order))})", lambda typed: ch.read_choice(typed, order)
         elif follow.form == "number":
-            label, read = "follow-up (a number)", read_numbers(np.asarray(float(follow.number)))
+            label, read = "follow-up (a number)", read_numbers(np.asarray(float(follow.value)))
         else:
             label, read = "follow-up (a shape, e.g. a x b)", parse_shape
         return questions + [DrillQuestion(label, read, lambda typed: judge_follow_up(problem, typed, variant),
@@ -410,10 +430,10 @@ class TrueFalseKind(WrittenKind):
         if follow.form == "choice":
             order = ch.order_in(variant, problem.id, follow.ids)
             second = Question(f"{problem.id}-follow-up", "follow-up", "multichoice", follow.question, share, "",
-                              choices=ch.quiz_choices(follow.choices, follow.answer, order))
+                              choices=ch.quiz_choices(follow.choices, follow.right_id, order))
         elif follow.form == "number":
-            window = float(judge.window(float(follow.number), follow.tolerance.abs, follow.tolerance.rel))
-            blank = NumericBlank("follow-up", float(follow.number), window,
+            window = float(judge.window(float(follow.value), follow.tolerance.abs, follow.tolerance.rel))
+            blank = NumericBlank("follow-up", float(follow.value), window,
                                  part_answer(follow.part(), np.asarray(follow.number, dtype=float)))
             second = Question(f"{problem.id}-follow-up", "follow-up", "numerical", follow.question, share, "",
                               blanks=(blank,))

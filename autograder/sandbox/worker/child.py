@@ -59,7 +59,8 @@ def send(header: Dict[str, Any], blob: bytes = b"") -> None:
 def flush_std() -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            if stream is not None:  # sys.__stdout__ is, without a console
+                stream.flush()
         except BaseException:  # noqa: BLE001 - student code may have replaced or closed the streams
             pass
 
@@ -119,7 +120,7 @@ def run_child(job: Job, main_w: int, out_w: int, guard: Guard) -> None:
     me = os.getpid()
     module = types.ModuleType("submission")
     module.__file__ = os.path.join(workdir, SUBMISSION_FILE)
-    module.__builtins__ = builtins
+    module.__dict__["__builtins__"] = builtins
     sys.modules["submission"] = module
     namespace = module.__dict__
     cell_errors: List[str] = []

@@ -97,7 +97,10 @@ def ask(zygote: socket.socket, message: Dict[str, Any], expect: str, fds: int = 
 def job_seconds(header: Dict[str, Any]) -> Optional[float]:
     """The wall seconds the grader gives this job (what is left of the attempt's budget), None if it names none."""
     seconds = header.get("seconds")
-    return float(seconds) if type(seconds) in (int, float) and 0 <= seconds < 1e6 else None
+    # JSON's numbers, not its booleans
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return None
+    return float(seconds) if 0 <= seconds < 1e6 else None
 
 
 def handle_job(job: bytes, held: ProblemSet, config: Dict[str, Any], zygote: socket.socket, started: float,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 import platform
 import struct
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 EPERM = 1
 PR_SET_SECCOMP = 22
@@ -100,7 +100,7 @@ def filter_program(machine: str, protected_pids: Iterable[int]) -> List[Tuple[in
         program += [_insn(_JGE_K, 0, 1, X32_SYSCALL_BIT), _insn(_RET_K, k=RET_ERRNO | EPERM)]
     for name in DENIED:
         program += _deny_if(numbers[name])
-    checks = [(name, _ARG0_LOW, guarded) for name in PID_GUARDED]
+    checks: List[Tuple[str, int, Sequence[int]]] = [(name, _ARG0_LOW, guarded) for name in PID_GUARDED]
     checks += [(name, _ARG1_LOW, values) for name, values in COMMAND_GUARDED]
     for name, offset, values in checks:
         block = [_insn(_LD_W_ABS, k=offset)]

@@ -30,7 +30,7 @@ import socket
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from qkv_runtime.values import exception_text, to_arrays
 from qkv_runtime.wire import encode_frame, pack_arrays, unpack_arrays, write_all
@@ -111,9 +111,10 @@ def serve_handler(config: Dict[str, Any], handler_link: socket.socket, handler: 
     held: Optional[ProblemSet] = None
     job_started = 0.0
     guard = guard_of(handler)
+    watched: List[Union[socket.socket, int]] = [handler_link, wake_r]
     try:
         while True:
-            ready, _, _ = select.select([handler_link, wake_r], [], [])
+            ready, _, _ = select.select(watched, [], [])
             if wake_r in ready:
                 drain(wake_r)
             child = collect_changes(handler, child, handler_link)

@@ -33,6 +33,9 @@ class Child:
             options["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, **options)
+        if self.process.stdout is None or self.process.stderr is None:  # both are pipes, asked for above
+            raise OSError("the self-check's child has no output pipes")
+        self._stdout, self._stderr = self.process.stdout, self.process.stderr
         self.events: "queue.Queue[Any]" = queue.Queue()
         self.stderr = bytearray()
         self._lock = threading.Lock()
@@ -41,7 +44,7 @@ class Child:
         self._stderr_reader.start()
 
     def _read_events(self) -> None:
-        for line in self.process.stdout:
+        for line in self._stdout:
             try:
                 event = json.loads(line.decode("utf-8", "replace"))
             except ValueError:
@@ -52,8 +55,7 @@ class Child:
 
     def _read_stderr(self) -> None:
         while True:
-            chunk = self.process.stderr.read1(65536) if hasattr(self.process.stderr, "read1") else \
-                self.process.stderr.read(65536)
+            chunk = self._stderr.read1(65536) if hasattr(self._stderr, "read1") else self._stderr.read(65536)
             if not chunk:
                 return
             with self._lock:
@@ -79,7 +81,7 @@ class Child:
         with contextlib.suppress(Exception):
             self.process.wait(timeout=10)
         self._stderr_reader.join(timeout=1)
-        for stream in (self.process.stdout, self.process.stderr):
+        for stream in (self._stdout, self._stderr):
             with contextlib.suppress(Exception):
                 stream.close()
 

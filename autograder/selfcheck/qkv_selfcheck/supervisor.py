@@ -69,14 +69,16 @@ def supervise(data: Dict[str, Any], data_path: Any, path: Any,
                             raise _ChildBroke("it ran a problem it was not asked to")
                         phase, deadline, outcomes, check = "problem", time.monotonic() + limits.problem_seconds, [], None
                     elif name == "call" and phase == "problem":
-                        test = next((t for t in problem["public_tests"] if t["name"] == event.get("test")), None)
-                        check = PublicCheck(problem, test, data["track"]) if test else None
+                        underway = _running(problem)
+                        test = next((t for t in underway["public_tests"] if t["name"] == event.get("test")), None)
+                        check = PublicCheck(underway, test, data["track"]) if test else None
                     elif name == "outcome" and phase == "problem":
                         outcome = outcome_from(event)
                         if outcome is not None:
                             outcomes.append(outcome)
                     elif name == "done" and phase == "problem":
-                        results[problem["id"]] = code_result(problem, outcomes)
+                        underway = _running(problem)
+                        results[underway["id"]] = code_result(underway, outcomes)
                         phase, deadline, problem = "between", time.monotonic() + BETWEEN_SECONDS, None
                         outcomes, check = [], None
                     elif name == "end" and phase == "between":
@@ -133,6 +135,13 @@ def supervise(data: Dict[str, Any], data_path: Any, path: Any,
 
 class _ChildBroke(Exception):
     pass
+
+
+def _running(problem: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The problem the child is on, which the phase "problem" has (both are set together)."""
+    if problem is None:
+        raise _ChildBroke("it reported on a problem it never began")
+    return problem
 
 
 def _finished(submission: Optional[Submission], path: Path, kind: str) -> Submission:
