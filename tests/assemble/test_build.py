@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from autograder.bank.load import Bank, load_bank
+from autograder.kinds.numeric.by_hand import table_markdown
 from autograder.kinds import ImplementProblem, NumericProblem
 from autograder.kinds.implement.outputs import as_outputs, to_track
 from qkv_runtime.compare import select
@@ -144,9 +145,13 @@ def test_student_release_leaks_nothing(built):
             students = built.assignment.manifest.roster or [None]
             for student in students:
                 variant = variant_for(problem, built.assignment.manifest.seed, built.assignment.manifest.variants, student)
+                # a printed table of e^x or sin and cos holds its entries by design: the method earns the points
+                tabled = table_markdown(problem.by_hand, variant.quantities)
                 for value in variant.answers.values():
                     for token in set(_float_tokens(value)) - public:
                         assert token not in everything
+                        if f"{float(token):.4f}" in tabled:
+                            continue
                         rounded = re.escape(f"{float(token):.4f}")
                         assert not re.search(rf"(?<![\d.]){rounded}(?!\d)", texts.get("student/selfcheck.json", ""))
 
