@@ -9,8 +9,6 @@ student: another's id is "no such exam paper", as a made-up one.
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any
 
 from starlette.requests import Request
@@ -19,6 +17,7 @@ from starlette.responses import RedirectResponse, Response
 from autograder.exam.markup import readable_html
 from autograder.grade.gradebook.accounts import Role, Session
 from autograder.grade.gradebook.exams import Sitting
+from autograder.report.spreadsheet import csv_text
 from autograder.practice.answers import Unreadable, key_of, question_markdown, questions, readable
 from autograder.serve.app.site import html, signed_in
 from autograder.serve.app.state import ServiceState, state_of
@@ -139,12 +138,11 @@ def scores_csv(request: Request, session: Session, form: Any) -> Response:
     exam = rooms.exam(request.path_params["name"])
     if rooms.clock() < exam.closes:
         raise Refusal(409, f"the scores are given when the window closes, at {when(exam.closes)}", "Not yet")
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["student", "started", "ended", *(f"{n}. {p.id}" for n, p in enumerate(exam.problems, 1)),
-                     "total", "points"])
+    # through the one CSV rule: a student id or a problem id may start like a spreadsheet formula
+    rows: list[list[str]] = [["student", "started", "ended", *(f"{n}. {p.id}" for n, p in enumerate(exam.problems, 1)),
+                              "total", "points"]]
     for sitting, marks in rooms.marked(exam):
-        writer.writerow([sitting.student, when(sitting.started), when(sitting.ended()),
-                         *(f"{m.points:g}" for m in marks), f"{sum(m.points for m in marks):g}", f"{exam.points:g}"])
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers={
+        rows.append([sitting.student, when(sitting.started), when(sitting.ended()),
+                     *(f"{m.points:g}" for m in marks), f"{sum(m.points for m in marks):g}", f"{exam.points:g}"])
+    return Response(csv_text(rows), media_type="text/csv; charset=utf-8", headers={
         "content-disposition": f'attachment; filename="{exam.name}-scores.csv"', "cache-control": "no-store"})
