@@ -32,7 +32,8 @@ import pytest
 from autograder.classroom.deadlines import Deadline
 from autograder.serve.course import served_assignment
 from autograder.serve.pages import when
-from conftest import QKV, ROOT, gradebook_rows
+from autograder.assemble.manifest import find_manifest, resolve_assignment
+from conftest import QKV, ROOT, gradebook_rows, load_bank_strict
 from serve_client import Browser, Page, Service, attempts_of, raw_request, serving, stored, wait_for
 from servers import fresh_database
 
@@ -422,13 +423,15 @@ def test_a_held_look_at_a_waiting_attempt_answers_with_the_score_once_it_is_stor
 def test_another_students_attempt_is_not_found_exactly_like_a_made_up_one(numpy_service):
     owner = numpy_service.api_hand_in("s2026006", "ada.py", sample("ada.py")).json()["attempt"]
     numpy_service.api_graded("s2026006", owner)
+    most = resolve_assignment(find_manifest(NAME), load_bank_strict()).max_points
     made_up = secrets.token_urlsafe(16)
     prying = numpy_service.signed_in("s2026007")
     token = numpy_service.tokens["s2026007"]
     for path in (f"/a/{NAME}/attempts/{{}}", f"/a/{NAME}/attempts/{{}}/feedback", f"/a/{NAME}/attempts/{{}}/result"):
         theirs, nobodys = prying.get(path.format(owner)), prying.get(path.format(made_up))
         assert (theirs.status_code, theirs.text) == (404, nobodys.text), path
-        assert "ada.py" not in theirs.text and "137" not in Page(theirs.text).text  # a token may hold "137"
+        # ada.py's score is every point: not on the page (read as text, a token may hold the digits)
+        assert "ada.py" not in theirs.text and f"{most:g}" not in Page(theirs.text).text
     theirs, nobodys = numpy_service.api_status(token, owner), numpy_service.api_status(token, made_up)
     assert (theirs.status_code, theirs.json()) == (404, nobodys.json()) == (404, {"error": "no such attempt"})
     assert owner not in prying.get(f"/a/{NAME}").text

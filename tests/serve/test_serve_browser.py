@@ -20,9 +20,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from autograder.assemble.manifest import find_manifest, resolve_assignment
 from autograder.serve.pages import next_look_s
 from autograder.serve.web import REFRESH_SCRIPT
-from conftest import ROOT, wait_for
+from conftest import ROOT, load_bank_strict, wait_for
 from served_course import NAME, ROSTER, SAMPLES, issue_tokens, make_course, serve_command
 from servers import ServerProcess
 
@@ -32,7 +33,12 @@ AXE = ROOT / ".cache" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
 DUE = dt.datetime(2999, 3, 15, 23, 59, tzinfo=dt.timezone.utc)
 SHOWN_DUE = "2999-03-15 23:59:00 UTC"  # how the pages write DUE
 ADA, BEN, CHO, DAN = "s2026001", "s2026002", "s2026003", "s2026004"  # Cho's roster row: a 48-hour extension
-FULL = "137 / 137"  # ada.py, the answer key as a student wrote it
+def _full_marks() -> str:
+    most = resolve_assignment(find_manifest(NAME), load_bank_strict()).max_points
+    return f"{most:g} / {most:g}"
+
+
+FULL = _full_marks()  # ada.py, the answer key as a student wrote it: every point of the assignment
 LIMIT_REFUSAL = "you have made all 2 attempts this assignment allows"
 # A hand-in that takes a while to load: while the only grading slot is busy with it, the next attempt is sure to be
 # still waiting when its page first shows, so the page can be seen filling in by itself.
