@@ -63,8 +63,12 @@ class Extension:
     hours: Optional[float] = None
     due: Optional[dt.datetime | dt.date] = None
 
+    def __post_init__(self) -> None:
+        if (self.hours is None) == (self.due is None):
+            raise ValueError("an extension is either hours or a new due date")
+
     def __str__(self) -> str:
-        return f"+{self.hours:g} h" if self.hours is not None else f"until {self.due.isoformat()}"
+        return f"until {self.due.isoformat()}" if self.due is not None else f"+{self.hours:g} h"
 
 
 @dataclass(frozen=True)

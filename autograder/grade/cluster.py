@@ -152,18 +152,25 @@ class GraderPlugin(WorkerPlugin):
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def grade(self, submission: Submission) -> tuple[dict, str]:
-        run = run_submission(self.pool, self.bundle, submission.program)
+        # a file with nothing to run is scored as intake left it, as on this machine (grade/service.py)
+        run = None if submission.program is None else run_submission(self.pool, self.bundle, submission.program)
         return grade_submission(self.bundle, submission, run).to_json(), self.pool.isolation
+
+
+def _plugin(worker: Worker, grader: str) -> GraderPlugin:
+    plugin = worker.plugins[grader]
+    if not isinstance(plugin, GraderPlugin):
+        raise TypeError(f"the worker's plugin {grader} is a {type(plugin).__name__}, not qkv's grader")
+    return plugin
 
 
 def grade_on_worker(grader: str, submission: Submission) -> tuple[dict, str]:
     """The Dask task: one submission graded by this worker's plugin; its result as plain data."""
-    plugin: GraderPlugin = get_worker().plugins[grader]
-    return plugin.grade(submission)
+    return _plugin(get_worker(), grader).grade(submission)
 
 
 def worker_isolation(grader: str, dask_worker: Worker) -> str:
-    return dask_worker.plugins[grader].pool.isolation
+    return _plugin(dask_worker, grader).pool.isolation
 
 
 class ClusterRoute:

@@ -92,23 +92,11 @@ def client_security(scheduler: str, tls: TlsFiles):
     The files are checked here, so that a missing or wrong one is a one-line QkvError naming it, not a failed
     handshake or a passphrase prompt from OpenSSL in the middle of a run.
     """
-    import dask
     from distributed import Security
 
-    chosen: dict[str, tuple[Path | None, str]] = {}
-    for field, (option, config_key, what) in SETTINGS.items():
-        value, source = getattr(tls, field), option
-        if value is None and dask.config.get(config_key, None):
-            configured = str(dask.config.get(config_key))
-            if "\n" in configured:
-                raise QkvError(config_key, "holds a certificate's text; qkv takes the path of a PEM file there")
-            value, source = Path(configured).expanduser(), f"Dask's {config_key}"
-        if value is None and field != "key":  # the key may follow the certificate in its file, as Dask allows
-            raise QkvError(option, f"{scheduler} is a TLS scheduler: give {what} with {option} FILE "
-                                   f"(or Dask's config {config_key}, environment {env_variable(config_key)})")
-        chosen[field] = (value, source)
-
-    (ca, ca_source), (cert, cert_source), (key, key_source) = chosen["ca"], chosen["cert"], chosen["key"]
+    ca, ca_source = _required(tls, "ca", scheduler)
+    cert, cert_source = _required(tls, "cert", scheduler)
+    key, key_source = _configured(tls, "key")  # the key may follow the certificate in its file, as Dask allows
     if "CERTIFICATE-----" not in read_pem(ca, ca_source):
         raise QkvError(str(ca), f"holds no PEM certificate ({ca_source} must be the cluster's CA certificate)")
     cert_text = read_pem(cert, cert_source)
@@ -138,6 +126,29 @@ def client_security(scheduler: str, tls: TlsFiles):
                                   f"{err.reason or err}") from None
     return Security(tls_ca_file=str(ca), tls_client_cert=str(cert), tls_client_key=str(key) if key else None,
                     require_encryption=True)
+
+
+def _configured(tls: TlsFiles, field: str) -> tuple[Path | None, str]:
+    """One file of SETTINGS and where it was named: its option, else Dask's config, else None."""
+    import dask
+
+    option, config_key, _ = SETTINGS[field]
+    value: Path | None = getattr(tls, field)
+    if value is not None or not dask.config.get(config_key, None):
+        return value, option
+    configured = str(dask.config.get(config_key))
+    if "\n" in configured:
+        raise QkvError(config_key, "holds a certificate's text; qkv takes the path of a PEM file there")
+    return Path(configured).expanduser(), f"Dask's {config_key}"
+
+
+def _required(tls: TlsFiles, field: str, scheduler: str) -> tuple[Path, str]:
+    value, source = _configured(tls, field)
+    if value is None:
+        option, config_key, what = SETTINGS[field]
+        raise QkvError(option, f"{scheduler} is a TLS scheduler: give {what} with {option} FILE "
+                               f"(or Dask's config {config_key}, environment {env_variable(config_key)})")
+    return value, source
 
 
 def _no_passphrase(key: Path):

@@ -17,6 +17,7 @@ from typing import Hashable, Iterable, Iterator, Optional, TypeVar
 from autograder.bundle import GradingBundle
 from autograder.memo import Memo
 from autograder.sandbox import Call, ProblemCalls, ProblemRun, Program, SandboxPool, SubmissionRun
+from autograder.sandbox.pool import MapJob
 
 ALL_PROBLEMS = "__all_problems__"
 K = TypeVar("K", bound=Hashable)
@@ -89,7 +90,7 @@ def run_many(pool: SandboxPool, bundle: GradingBundle,
             rerunning.add(again)
             yield again, pending[again], isolated, spent.pop(again)
 
-    def jobs() -> Iterator[Optional[tuple]]:
+    def jobs() -> Iterator[Optional[MapJob[K]]]:
         for item in programs:
             yield from sent_again()
             if item is None:

@@ -223,6 +223,7 @@ def discover(folder: Path, module: Optional[str] = None) -> tuple[list[tuple[str
         entries = class_entries(root)
     except OSError as err:
         return [], [IntakeNote(display_name(root), f"not read: {err.strerror or err}")]
+    work: Optional[Path]  # None: a student's folder that holds no work
     for entry in entries:
         path = Path(entry.path)
         if entry.name.startswith("."):

@@ -26,7 +26,10 @@ from autograder.sandbox import Limits, Program, SandboxError, SandboxPool
 
 
 class Route(Protocol):
-    isolation: str  # how student code is isolated (the weakest, if sandboxes differ)
+    @property
+    def isolation(self) -> str:
+        """How student code is isolated (the weakest, if sandboxes differ)."""
+        ...
 
     def grade(self, submissions: Iterable[Optional[Submission]]
               ) -> Iterator[tuple[Submission, SubmissionResult, str]]:

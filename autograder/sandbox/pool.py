@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, TypeVar, Union
+from typing import IO, Generic, Literal, Optional, TypeVar, Union
 
 import qkv_runtime
 
@@ -60,6 +60,10 @@ from qkv_runtime.wire import MAX_RESULT_BLOB, FrameReader
 
 K = TypeVar("K")
 T = TypeVar("T")
+# one job of `SandboxPool.map`: (key, program, problems) or (key, program, problems, spent), `spent` being the seconds
+# earlier jobs of the same attempt took
+MapJob = Union[tuple[K, Union[Program, str], Sequence[ProblemCalls]],
+               tuple[K, Union[Program, str], Sequence[ProblemCalls], float]]
 logger = logging.getLogger(__name__)
 
 WORKER_DIR = Path(__file__).with_name("worker")
@@ -76,7 +80,6 @@ JOB_SLACK_SECONDS = 30.0
 UID_BASE = 1_000_000
 # how soon a stream of jobs that had nothing yet is asked again while others run (SandboxPool.map)
 IDLE_SECONDS = 0.2
-_ENDED = object()
 _slot_numbers = itertools.count()
 
 
@@ -112,8 +115,9 @@ def take(stream: Iterator[Optional[T]], most: int) -> tuple[list[T], bool, bool]
     and whether it has ended (nothing more will come; an ended stream stays ended)."""
     items: list[T] = []
     while len(items) < most:
-        item = next(stream, _ENDED)
-        if item is _ENDED:
+        try:
+            item = next(stream)
+        except StopIteration:
             return items, False, True
         if item is None:
             return items, True, False
@@ -183,6 +187,9 @@ def isolation_available() -> IsolationMode:
     return IsolationMode.BWRAP if _bwrap_problem() is None else IsolationMode.RLIMITS_ONLY
 
 
+_Popen = subprocess.Popen[bytes]
+
+
 class _Spawner:
     """Starts processes from one long-lived thread.
 
@@ -192,7 +199,8 @@ class _Spawner:
     """
 
     def __init__(self) -> None:
-        self._requests: queue.Queue = queue.Queue()
+        self._requests: queue.Queue[Optional[tuple[Callable[[], _Popen], concurrent.futures.Future[_Popen]]]] = \
+            queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="qkv-sandbox-spawner", daemon=True)
         self._thread.start()
 
@@ -207,8 +215,8 @@ class _Spawner:
             except BaseException as exc:
                 future.set_exception(exc)
 
-    def call(self, make: Callable[[], subprocess.Popen]) -> subprocess.Popen:
-        future: concurrent.futures.Future = concurrent.futures.Future()
+    def call(self, make: Callable[[], _Popen]) -> _Popen:
+        future: concurrent.futures.Future[_Popen] = concurrent.futures.Future()
         self._requests.put((make, future))
         return future.result()
 
@@ -229,21 +237,42 @@ class _WorkerLost(Exception):
         self.run = run
 
 
+@dataclass(frozen=True)
+class _Process:
+    """A started worker's process and its pipes: the jobs go in on `stdin`, the frames come back through `reader`."""
+
+    popen: _Popen
+    stdin: IO[bytes]
+    stdout: IO[bytes]
+    reader: FrameReader
+
+    @classmethod
+    def of(cls, popen: _Popen) -> _Process:
+        if popen.stdin is None or popen.stdout is None:
+            raise SandboxError("a sandbox worker started without a pipe for its input or its output")
+        return cls(popen, popen.stdin, popen.stdout, FrameReader(popen.stdout.fileno(), MAX_RESULT_BLOB))
+
+
 class _Worker:
     def __init__(self, pool: SandboxPool, slot: int) -> None:
         self.pool = pool
         self.slot = slot
         self.uid: int | None = None
-        self.process: subprocess.Popen | None = None
-        self.reader: FrameReader | None = None
+        self.process: _Process | None = None  # the last one started, kept once ended for its exit code
         self.sending = 0.0  # CPU seconds this job took to write
         self.held: bytes | None = None  # the problem set's frame this worker was last sent, which it holds
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.process is not None and self.process.popen.poll() is None
+
+    def _started(self) -> _Process:
+        if self.process is None:
+            raise _NotDelivered("the sandbox worker was never started")  # `run` starts a worker that is not alive
+        return self.process
 
     def start(self) -> None:
         pool = self.pool
+        spawner = pool._open_spawner()  # before anything is made in the pool's scratch folder, gone once closed
         self.held = None
         # A uid of its own for each start, not each slot: a worker retires when it could not clear what a job
         # left, and without bwrap's namespace a survivor would otherwise share the next worker's uid.
@@ -262,7 +291,7 @@ class _Worker:
         command = [policy.python_executable(), "-I", "-S", "-B", "-c", LAUNCH, json.dumps(config)]
         if pool.isolation == IsolationMode.BWRAP:
             command = _bwrap_command(pool._scratch_bytes) + command
-        self.process = pool._spawner.call(
+        self.process = process = _Process.of(spawner.call(
             lambda: subprocess.Popen(
                 command,
                 stdin=subprocess.PIPE,
@@ -271,11 +300,10 @@ class _Worker:
                 cwd="/",
                 start_new_session=True,
             )
-        )
-        os.set_blocking(self.process.stdin.fileno(), False)
-        self.reader = FrameReader(self.process.stdout.fileno(), MAX_RESULT_BLOB)
+        ))
+        os.set_blocking(process.stdin.fileno(), False)
         try:
-            header, _ = self.reader.read(time.monotonic() + READY_SECONDS)
+            header, _ = process.reader.read(time.monotonic() + READY_SECONDS)
         except (EOFError, TimeoutError, ProtocolError) as exc:
             self.kill()
             raise SandboxError(f"sandbox worker {self.slot} did not start ({type(exc).__name__})") from None
@@ -289,27 +317,22 @@ class _Worker:
     def kill(self) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        popen = self.process.popen
+        if popen.poll() is None:
+            popen.kill()
+        popen.wait()
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 stream.close()
             except OSError:
                 pass
 
-    def _wait_exit(self, seconds: float) -> None:
-        try:
-            self.process.wait(seconds)
-        except subprocess.TimeoutExpired:
-            pass
-
     def stop(self, timeout: float) -> None:
         if self.process is None:
             return
         try:
             self.process.stdin.close()  # the worker exits at end of input
-            self.process.wait(timeout)
+            self.process.popen.wait(timeout)
         except (OSError, subprocess.TimeoutExpired):
             pass
         self.kill()
@@ -328,6 +351,7 @@ class _Worker:
 
     def _run(self, problem_set: bytes, job: bytes, problems: Sequence[ProblemCalls], seconds: float,
              control: JobControl) -> SubmissionRun:
+        process = self._started()
         limits = self.pool.limits
         phases = (supervisor.STARVED_FACTOR * limits.load_seconds
                   + len(problems) * (supervisor.STARVED_FACTOR * limits.problem_seconds + PROBLEM_SLACK_SECONDS))
@@ -336,21 +360,22 @@ class _Worker:
         collector = RunCollector(problems, control.ran_long)
         sending = time.thread_time()
         holds = self.held is problem_set or self.held == problem_set
-        self._send(job if holds else problem_set + job, len(job), deadline, collector)
+        self._send(process, job if holds else problem_set + job, len(job), deadline, collector)
         self.held = problem_set
         self.sending = time.thread_time() - sending
-        with control.running_on(self):
-            return self._collect(collector, deadline)
+        with control.running_on(process):
+            return self._collect(process, collector, deadline)
 
-    def _collect(self, collector: RunCollector, deadline: float) -> SubmissionRun:
+    def _collect(self, process: _Process, collector: RunCollector, deadline: float) -> SubmissionRun:
         while True:
             try:
-                header, blob = self.reader.read(deadline)
+                header, blob = process.reader.read(deadline)
                 done = collector.add(header, blob)
             except (EOFError, TimeoutError, ProtocolError, OSError) as exc:
                 if isinstance(exc, EOFError):
-                    self._wait_exit(2.0)  # its exit code tells why it ended
-                message = _lost_message(exc, self.process)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.popen.wait(2.0)  # its exit code tells why it ended
+                message = _lost_message(exc, process.popen)
                 self.kill()
                 raise _WorkerLost(collector.broken(message)) from None
             if done is not None:
@@ -358,9 +383,9 @@ class _Worker:
                     self.kill()
                 return done
 
-    def _send(self, data: bytes, job_bytes: int, deadline: float, collector: RunCollector) -> None:
+    def _send(self, process: _Process, data: bytes, job_bytes: int, deadline: float, collector: RunCollector) -> None:
         """Write `data`, which ends with the job's `job_bytes`; a worker that takes none of the job is _NotDelivered."""
-        fd = self.process.stdin.fileno()
+        fd = process.stdin.fileno()
         view = memoryview(data)
         while view:
             try:
@@ -376,15 +401,23 @@ class _Worker:
 
 
 @dataclass
-class _MapJob:
+class _MapJob(Generic[K]):
     """One attempt's job in `map`: what the caller gave, and what its runs that yielded did."""
 
-    key: object
-    program: Program
+    key: K
+    program: Union[Program, str]
     problems: Sequence[ProblemCalls]
     spent: float  # seconds earlier jobs of the attempt took (the caller's)
     yielded_seconds: float = 0.0  # wall seconds of its runs that yielded
     kept: dict[str, ProblemRun] = field(default_factory=dict)  # the problems those runs finished
+
+    @staticmethod
+    def of(job: MapJob[K]) -> _MapJob[K]:
+        if len(job) == 4:
+            key, program, problems, spent = job
+            return _MapJob(key, program, problems, float(spent))
+        key, program, problems = job
+        return _MapJob(key, program, problems, 0.0)
 
     def left(self) -> Sequence[ProblemCalls]:
         """The problems to run: all of them (the caller's list, whose encoding is cached), or those not finished."""
@@ -410,46 +443,46 @@ class JobControl:
     def __init__(self, on_long: Callable[[], None] = lambda: None) -> None:
         self._on_long = on_long
         self._lock = threading.Lock()
-        self._worker: Optional[_Worker] = None
+        self._process: Optional[_Process] = None
         self._asked = False
 
     def ran_long(self) -> None:
         self._on_long()
 
     @contextlib.contextmanager
-    def running_on(self, worker: _Worker) -> Iterator[None]:
+    def running_on(self, process: _Process) -> Iterator[None]:
         with self._lock:
-            self._worker = worker
+            self._process = process
             asked = self._asked
         if asked:
-            self._write(worker)
+            self._write(process)
         try:
             yield
         finally:
             with self._lock:
-                self._worker = None
+                self._process = None
 
     def ask_to_yield(self) -> None:
         with self._lock:
             self._asked = True
-            worker = self._worker
-            if worker is not None:
-                self._write(worker)
+            process = self._process
+            if process is not None:
+                self._write(process)
 
     @staticmethod
-    def _write(worker: _Worker) -> None:
+    def _write(process: _Process) -> None:
         try:
-            os.write(worker.process.stdin.fileno(), YIELD_FRAME)  # a pipe takes a frame this small whole
+            os.write(process.stdin.fileno(), YIELD_FRAME)  # a pipe takes a frame this small whole
         except (OSError, ValueError):
             pass  # the worker is gone: the job comes back as lost
 
 
-def _lost_message(exc: BaseException, process: subprocess.Popen | None) -> str:
+def _lost_message(exc: BaseException, process: _Popen) -> str:
     if isinstance(exc, TimeoutError):
         return "the sandbox did not answer in time and was restarted; this submission was not fully run"
     if isinstance(exc, ProtocolError):
         return f"the sandbox sent malformed data ({exc}) and was restarted"
-    code = process.poll() if process is not None else None
+    code = process.poll()
     if code == EXIT_HANDLER_LOST:
         return ("the submission stopped or killed the sandbox's supervisor; nothing it reported is kept, "
                 "and the sandbox was restarted")
@@ -606,28 +639,29 @@ class SandboxPool:
                     return extra  # not started: `run` starts a worker that is not alive
         return self._idle.get()
 
-    def map(self, jobs: Iterable[Optional[tuple]]) -> Iterator[tuple[K, SubmissionRun]]:
-        """Run many submissions; yields (key, run) as each completes. Each job is (key, program, problems) or
-        (key, program, problems, spent), `spent` being the seconds earlier jobs of the same attempt took (see
+    def map(self, jobs: Iterable[Optional[MapJob[K]]]) -> Iterator[tuple[K, SubmissionRun]]:
+        """Run many submissions; yields (key, run) as each completes. Each job is a MapJob: (key, program, problems)
+        or (key, program, problems, spent), `spent` being the seconds earlier jobs of the same attempt took (see
         `run`). `jobs` is read as workers come free (until `jobs` fresh ones wait), so it may be a stream of work
         that arrives meanwhile (see `take`). Fair to fresh work (fair.py): a job that ran long holds no slot, is
         asked to yield its worker when fresh work finds none, and then waits behind fresh work to run the problems
         it had not finished, on what is left of its budget; one that comes long (a rerun of an attempt whose
         first run ran long: `spent`) waits behind fresh ones too."""
         self.start()
-        fair: FairQueue[_MapJob] = FairQueue(self.jobs, self.most)
-        running: dict[concurrent.futures.Future, tuple[int, _MapJob, JobControl]] = {}
+        fair: FairQueue[_MapJob[K]] = FairQueue(self.jobs, self.most)
+        running: dict[concurrent.futures.Future[SubmissionRun], tuple[int, _MapJob[K], JobControl]] = {}
         ran_long: queue.SimpleQueue[int] = queue.SimpleQueue()  # numbers of jobs their workers said ran long
         source = iter(jobs)
+        batch: list[MapJob[K]]
         ended = False
         with concurrent.futures.ThreadPoolExecutor(self.most, thread_name_prefix="qkv-sandbox") as executor:
             while True:
                 idle = False
                 while not ended and not idle and fair.wants_more():
                     batch, idle, ended = take(source, 1)
-                    for key, program, problems, *rest in batch:
-                        spent = float(rest[0]) if rest else 0.0
-                        fair.add(_MapJob(key, program, problems, spent), long=spent >= LONG_SECONDS)
+                    for taken in batch:
+                        fresh = _MapJob.of(taken)
+                        fair.add(fresh, long=fresh.spent >= LONG_SECONDS)
                 for number, job in fair.start():
                     control = JobControl(functools.partial(ran_long.put, number))
                     future = executor.submit(self.run, job.program, job.left(), job.spent + job.yielded_seconds,
@@ -666,10 +700,19 @@ class SandboxPool:
             if self._spawner is not None:
                 self._stop_workers()
 
+    def _open_spawner(self) -> _Spawner:
+        """The spawner of workers; a SandboxError once the pool is closed (a job that took its worker before
+        another thread closed the pool, and must start it again)."""
+        spawner = self._spawner
+        if spawner is None:
+            raise SandboxError("the sandbox pool is closed")
+        return spawner
+
     def _stop_workers(self) -> None:
         for worker in self._workers:
             worker.stop(timeout=5.0)
-        self._spawner.stop()
+        if self._spawner is not None:
+            self._spawner.stop()
         self._spawner = None
         self._workers = []
         self._idle = queue.Queue()

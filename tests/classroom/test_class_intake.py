@@ -281,6 +281,15 @@ def test_roster_columns_extensions_and_extra_columns():
     assert roster.by_lms(IdKind.CANVAS_USER_ID, "11") is s1 and roster.by_email("A@X") is s1 and roster.by_id("S1") is s1
 
 
+def test_an_extension_is_hours_or_a_new_due_date_never_both_nor_neither():
+    # neither used to be accepted and then fail where it was shown (`due.isoformat()` of None); both showed the
+    # date while the deadline took the hours
+    assert (str(Extension(hours=36.0)), str(Extension(due=dt.date(2026, 12, 20)))) == ("+36 h", "until 2026-12-20")
+    for hours, due in ((None, None), (36.0, dt.date(2026, 12, 20))):
+        with pytest.raises(ValueError, match="either hours or a new due date"):
+            Extension(hours=hours, due=due)
+
+
 def test_each_lms_identifier_is_its_own_column_compared_with_its_own_kind_only():
     roster = parse_roster("id,email,canvas_user_id,sis_id,moodle_user_id,moodle_participant_id\n"
                           "s1,a@x,11,22,5,7\ns2,b@x,22,11,7,5\n", "r.csv")

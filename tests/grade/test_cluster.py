@@ -137,6 +137,21 @@ def test_a_stream_that_has_nothing_yet_is_asked_again_while_the_cluster_grades(b
     assert graded == [("quick", "graded"), ("slow", "graded")]
 
 
+def test_a_file_with_nothing_to_run_comes_back_from_the_cluster_as_intake_left_it(built_numpy, dask_cluster):
+    # a worker handed a submission without a program scored it as intake left it; it used to run None and
+    # fail the task, and with it the whole batch
+    cluster, client = dask_cluster
+    key = key_module(built_numpy.assignment)
+    bundle_dir = built_numpy.out / "autograder"
+    bundle = read_bundle(bundle_dir)
+    empty = submission_from_bytes("empty", Path("empty.py"), b"  \n")
+    honest = submission_from_bytes("honest", Path("honest.py"), key.encode())
+    with open_route(bundle, bundle_dir, None, bundle.limits, "allow-rlimits", cluster.scheduler_address) as route:
+        graded = {submission.student: result for submission, result, _ in route.grade([empty, honest])}
+    assert (graded["empty"].status, graded["empty"].message, graded["empty"].score) == ("empty", "empty.py is empty", 0.0)
+    assert graded["honest"].status == "graded" and graded["honest"].score == bundle.max_points
+
+
 class DieWhenGrading(WorkerPlugin):
     """Test only: the worker process dies (SIGKILL, nothing cleaned up) whenever it starts grading `student`."""
 

@@ -727,6 +727,19 @@ def test_a_pool_closed_before_its_background_start_keeps_no_worker() -> None:
     assert pool._workers == [] and pool._spawner is None
 
 
+def test_a_worker_started_after_its_pool_closed_says_the_pool_is_closed_and_makes_nothing(tmp_path, monkeypatch):
+    # a job that took its worker before another thread closed the pool starts it again (it is not alive): it used
+    # to make its scratch folder in the process's folder (the closed pool's scratch is "") and then fail on the
+    # closed pool's missing spawner (AttributeError)
+    pool = SandboxPool("numpy", jobs=1, limits=SANDBOX_LIMITS, isolation="rlimits")
+    with pool:
+        worker = pool._workers[0]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SandboxError, match="the sandbox pool is closed"):
+        worker.start()
+    assert list(tmp_path.iterdir()) == [] and not worker.alive()
+
+
 def broken_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pool's workers from now on: a zygote that exits at once."""
     broken = tmp_path / "worker"

@@ -29,6 +29,13 @@ def _late_entry(row: Sequence[Any]) -> LateEntry:
 _GRADING = "id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at, time_source"
 
 
+def _grading(row: Sequence[Any], tests: dict[TestKey, tuple[float, float, bool]]) -> Grading:
+    """A row of _GRADING and late_marked, with the grading's tests."""
+    id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at, time_source, marked = row
+    return Grading(id, student, digest, graded_at, bundle, status, score, max_score, source, submitted_at,
+                   time_source, bool(marked), tests)
+
+
 def _marks(values: list) -> str:
     return ",".join("?" * len(values))
 
@@ -77,7 +84,7 @@ class Reads:
                     "SELECT grading, problem, test, score, max_score, passed FROM grading_tests "
                     f"WHERE grading IN ({_marks(chunk)})", chunk):
                 tests[grading][(problem, test)] = (score, max_score, bool(passed))
-        return [Grading(*row[:-1], late_marked=bool(row[-1]), tests=tests[row[0]]) for row in rows]
+        return [_grading(row, tests[row[0]]) for row in rows]
 
     def gradings_of(self, student: str) -> list[Grading]:
         """Every grading of one student, oldest first."""
