@@ -109,18 +109,21 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         state.graders[name] = Grader(a, books[name], class_roster, route, report,
                                       state.results.recorded)  # started in the app's lifespan
         settle_class(state.graders[name].service, a)
+    # started and stopped in the app's lifespan, after the graders and before them
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
 
-        poster = ScorePoster(state.lti, assignments, books, report).start()
+        state.background.append(ScorePoster(state.lti, assignments, books, report))
     if state.lti is not None and sync_s:
         from autograder.serve.lti.roster_sync import RosterPuller
 
-        puller = RosterPuller(state.lti, names, class_roster, sync_s, report).start()
+        state.background.append(RosterPuller(state.lti, names, class_roster, sync_s, report))
     if state.hub is not None:
-        from autograder.serve.hub.exchange import start_intake
+        from autograder.serve.hub.exchange import exchange_intake
 
-        intake = start_intake(course.config.jupyterhub, state, report)
+        intake = exchange_intake(course.config.jupyterhub, state, report)
+        if intake is not None:
+            state.background.append(intake)
     click.echo(f"{which}", err=True)
     for note in notes.values():
         click.echo(f"note: {note}", err=True)
@@ -138,12 +141,6 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
                     proxy_headers=proxy, forwarded_allow_ips="127.0.0.1" if proxy else "")
     finally:
         stop_graders(state)  # the lifespan's end stopped them, unless the app never started (a port taken)
-        if state.lti is not None:
-            poster.stop()
-        if state.lti is not None and sync_s:
-            puller.stop()
-        if state.hub is not None and intake is not None:
-            intake.stop()
         for book in books.values():
             book.close()
         state.accounts.close()

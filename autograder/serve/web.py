@@ -1,7 +1,8 @@
 """The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api, practice, exam; the LTI
 tool's own in serve/lti/launch.py) put together behind the guard (serve/guard.py), with the shared state on the app
-and a lifespan that starts the graders as the app starts and stops them as it stops, each finishing what it
-had claimed.
+and a lifespan that starts the graders and then the loops beside them (ServiceState.background) as the app starts,
+and stops them as it stops: the loops first, so nothing hands a grader more work, then the graders, each finishing
+what it had claimed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from autograder.serve.app import account, api, exam, practice, staff, student
-from autograder.serve.app.state import ServiceState
+from autograder.serve.app.state import Background, ServiceState
 from autograder.serve.guard import Guard, upload_limit
 
 REFRESH_SCRIPT = student.REFRESH_SCRIPT
@@ -75,12 +76,16 @@ def exam_routes() -> list[Route]:
 def make_app(state: ServiceState) -> ASGIApp:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        for grader in state.graders.values():
-            grader.start()
+        started: list[Background] = []
         try:
+            for grader in state.graders.values():
+                grader.start()
+            for loop in state.background:
+                loop.start()
+                started.append(loop)
             yield
         finally:
-            await run_in_threadpool(stop_graders, state)
+            await run_in_threadpool(_stop, started, state)
 
     app = Starlette(routes=routes(state), lifespan=lifespan)
     app.state.service = state
@@ -88,6 +93,12 @@ def make_app(state: ServiceState) -> ASGIApp:
     guarded = Guard(app, lambda path: upload_limit(path, most_upload),
                     frame_ancestors=state.lti.origins if state.lti is not None else ())
     return state.hub.mounted(guarded) if state.hub is not None else guarded
+
+
+def _stop(started: list[Background], state: ServiceState) -> None:
+    for loop in reversed(started):
+        loop.stop()
+    stop_graders(state)
 
 
 def stop_graders(state: ServiceState) -> None:

@@ -8,7 +8,7 @@ Built once by `qkv serve` (serve/command.py) before the app starts, and read by 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Union
+from typing import TYPE_CHECKING, Optional, Protocol, Union
 
 from starlette.requests import Request
 
@@ -27,10 +27,20 @@ if TYPE_CHECKING:  # the LMS library is imported only where the course is an LTI
     from autograder.serve.practice import PracticeSpace
 
 
+class Background(Protocol):
+    """A loop the service runs beside its web app in a thread of its own (the LTI score poster and class-list
+    puller, the hub's exchange intake): started as the app starts, stopped as it stops."""
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+
 @dataclass
 class ServiceState(Site):
     books: dict[str, Gradebook] = field(default_factory=dict)
     graders: dict[str, Grader] = field(default_factory=dict)  # started and stopped in the app's lifespan
+    background: list[Background] = field(default_factory=list)  # started after the graders, stopped before them
     notes: dict[str, str] = field(default_factory=dict)  # by assignment: what the class page says at the top
     lti: Optional[LtiTool] = None  # when course.yaml has an `lti:` section
     hub: Optional[Hub] = None  # when course.yaml has a `jupyterhub:` section: the hub signs people in
@@ -63,4 +73,4 @@ def state_of(request: Request) -> ServiceState:
     return state
 
 
-__all__ = ["ServiceState", "state_of"]
+__all__ = ["Background", "ServiceState", "state_of"]

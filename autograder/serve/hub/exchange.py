@@ -208,8 +208,9 @@ def _said(row: Row) -> str:
     return f"exchange: {row.folder[:120]}: attempt {row.attempt} of {row.student}"
 
 
-def start_intake(settings: Any, state: Any, report: Callable[[str], None]) -> Optional[ExchangeIntake]:
-    """The intake of course.yaml's `jupyterhub.exchange`, started; None when there is none."""
+def exchange_intake(settings: Any, state: Any, report: Callable[[str], None]) -> Optional[ExchangeIntake]:
+    """The intake of course.yaml's `jupyterhub.exchange`, to be started with the app (ServiceState.background);
+    None when there is none."""
     if settings is None or not settings.exchange:
         return None
 
@@ -218,4 +219,4 @@ def start_intake(settings: Any, state: Any, report: Callable[[str], None]) -> Op
             state.graders[name].wake()
     return ExchangeIntake(Path(settings.exchange) / settings.course_id / "inbound", settings.course_id,
                           state.assignments, state.books, state.roster, wake, report, settings.poll_seconds,
-                          settings.local_user_prefix).start()
+                          settings.local_user_prefix)
