@@ -63,6 +63,7 @@ def practice_routes() -> list[Route]:
 
 def exam_routes() -> list[Route]:
     return [
+        Route("/countdown.js", exam.countdown_script, methods=["GET"]),
         Route("/exams", exam.exams_home),
         Route("/exams/{name}/start", exam.start, methods=["POST"]),
         Route("/exams/{name}/class", exam.class_view),
