@@ -112,7 +112,8 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     if state.practice is not None:
         state.practice.start_graders(
             lambda a: open_route(a.bundle, a.bundle_dir, None if cluster else 1, a.bundle.limits,
-                                 isolation or a.bundle.isolation, cluster, protect=protect), report)
+                                 isolation or a.bundle.isolation, cluster, protect=protect), report,
+            state.results.recorded)
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
 

@@ -63,11 +63,12 @@ class PracticeSpace:
         return cls(problems, catalogue(problems.values()), PracticeStore(where), code=dict(code or {}))
 
     def start_graders(self, open_route: Callable[[ServedAssignment], AbstractContextManager[Route]],
-                      report: Callable[[str], None]) -> None:
-        """A practice grader for each assignment that grades a code problem practised here, started."""
+                      report: Callable[[str], None], on_graded: Callable[[str], None]) -> None:
+        """A practice grader for each assignment that grades a code problem practised here, started; `on_graded`
+        is told each variant whose try's grading is stored (serve/results.py, for the held looks)."""
         for a in {a.name: a for a in self.code.values()}.values():
             self.graders[a.name] = PracticeCodeGrader(a, self.store.location, partial(open_route, a),
-                                                      time.time, report).start()
+                                                      time.time, report, on_graded).start()
 
     def stop_graders(self) -> None:
         for grader in self.graders.values():

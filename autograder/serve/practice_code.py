@@ -75,13 +75,15 @@ class PracticeCodeGrader:
 
     def __init__(self, assignment: ServedAssignment, where: Union[Path, str],
                  open_route: Callable[[], AbstractContextManager[Route]], clock: Callable[[], float],
-                 report: Callable[[str], None] = lambda line: None):
+                 report: Callable[[str], None] = lambda line: None,
+                 on_graded: Callable[[str], None] = lambda variant: None):
         self.assignment = assignment
         self.problems = tuple(p.id for p in assignment.bundle.code)
         self.store = PracticeStore(where)  # a connection of its own: the web's threads use theirs
         self._open_route = open_route
         self._clock = clock
         self._report = report
+        self._on_graded = on_graded  # told each variant whose try's grading is stored (serve/results.py)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"qkv-practice-{assignment.name}", daemon=True)
@@ -126,7 +128,8 @@ class PracticeCodeGrader:
         else:
             result = next(result for _, result, _ in route.grade([submission]))
             share, named, feedback = judged(bundle, problem_id, result)
-        self.store.judge_code(code.variant, code.student, self._clock(), share, named, feedback)
+        if self.store.judge_code(code.variant, code.student, self._clock(), share, named, feedback):
+            self._on_graded(code.variant)
 
 
 __all__ = ["CODE_CHARS", "PracticeCodeGrader", "code_homes", "judged"]

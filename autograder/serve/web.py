@@ -56,6 +56,7 @@ def practice_routes() -> list[Route]:
         Route("/practice/next", practice.next_variant, methods=["POST"]),
         Route("/practice/v/{variant}", practice.variant_page),
         Route("/practice/v/{variant}", practice.answer, methods=["POST"]),
+        Route("/practice/v/{variant}/result", practice.held_code_page),
         Route("/practice/progress", practice.progress),
         Route("/practice/class", practice.class_view),
     ]

@@ -102,11 +102,14 @@ def hand_in(browser: Browser, path: str, code: str) -> None:
 
 
 def graded(browser: Browser, path: str) -> Page:
-    """The try's page once its grading is stored (fetched again meanwhile, as the page's script does)."""
+    """The try's page once its grading is stored, looked at as the page's script looks: at the held look its
+    data-wait names (answered when the grading is stored, or after some 20 s still waiting)."""
     pages: list[Page] = []
 
     def done() -> bool:
-        pages.append(Page(browser.get(path).text))
+        answer = browser.get(f"{path}/result")
+        assert answer.status_code == 200, answer.text[:500]
+        pages.append(Page(answer.text))
         return "waits for the sandbox" not in pages[-1].by_id["verdict"]
 
     wait_for(done, "practice try graded", lambda: pages[-1].text[:500])
@@ -126,7 +129,10 @@ def test_a_right_function_raises_mastery_and_counts_toward_no_grade(service):
     assert "softmax_rows(S, mask=None)" in page.by_id["question"] and "softmax_rows(" in page.by_id["example"]
     assert page.by_class["public-test"]  # the public tests' names
     hand_in(ada, path, RIGHT)
-    waiting = Page(ada.get(path).text)  # kept before the reply: the page says it waits, or already has its verdict
+    seen = ada.get(path).text  # kept before the reply: the page says it waits, or already has its verdict
+    waiting = Page(seen)
+    if "waits for the sandbox" in waiting.by_id["verdict"]:  # a waiting page names its held look for the script
+        assert f'data-wait="{path}/result"' in seen
     assert waiting.by_id["your-code"] == " ".join(RIGHT.split())  # (the page's text, its spaces run together)
 
     page = graded(ada, path)
@@ -163,7 +169,7 @@ def test_another_students_try_is_not_found_as_a_made_up_one(service):
     hand_in(cho, path, RIGHT)
     made_up = "/practice/v/AAAAAAAAAAAAAAAA"
     theirs, none = dan.get(path), dan.get(made_up)
-    assert theirs.status_code == none.status_code == 404
+    assert theirs.status_code == none.status_code == dan.get(f"{path}/result").status_code == 404
     assert Page(theirs.text).text == Page(none.text).text and "keepdims" not in theirs.text
     csrf = Page(dan.get("/practice").text).form("/practice/next")["csrf"]
     assert dan.post(path, data={"csrf": csrf, "code": LOOPS, "action": "answer"}).status_code == 404

@@ -9,9 +9,12 @@ held. A variant is found through the signed-in student: another's id is "no such
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -23,6 +26,8 @@ from autograder.kinds.implement import stub_function
 from autograder.practice.answers import Judged, Unreadable, judge, key_of, question_markdown, questions, skipped
 from autograder.practice.rule import CLEARED_AFTER
 from autograder.serve.app.site import html, signed_in
+from autograder.serve.app.student import CHECK_S, HOLD_S
+from autograder.serve.guard import SESSION_COOKIE
 from autograder.serve.app.state import ServiceState, state_of
 from autograder.serve.pages import Refusal
 from autograder.serve.practice import PracticeSpace, moment
@@ -99,10 +104,32 @@ def _code_page(space: PracticeSpace, session: Session, variant: PracticeVariant,
         question=readable_html(kind_of(problem).release_prompt(problem, None)),  # type: ignore[arg-type]
         stub=stub_function(problem),
         public=[t.name for t in graded.tests if t.visibility == "public"], topic=problem.topic.split("/")[0],
-        refresh=code is not None and code.feedback is None)
+        refresh=code is not None and code.feedback is None, wait=f"/practice/v/{variant.id}/result")
     if code is not None and code.feedback is not None:
         context["mastery"] = space.memory(variant.student)[0].of(problem.id).mastery
     return html("practice_code.html.j2", **context)
+
+
+async def held_code_page(request: Request) -> Response:
+    """A code try's page, held while the try waits for the sandbox, as an attempt's held look is
+    (serve/app/student.py's held_attempt_page): answered once its grading is stored (this process's practice grader
+    says so at once, another's is seen within CHECK_S) or after HOLD_S. Whose try it is is checked first, as the page
+    checks it: another student's answers at once as the page does (404)."""
+    state = state_of(request)
+    session = await run_in_threadpool(state.accounts.session, request.cookies.get(SESSION_COOKIE, ""), time.time())
+    variant_id = request.path_params["variant"]
+    if session is not None and state.practice is not None and session.account.role is Role.STUDENT:
+        store, student = state.practice.store, session.account.person
+        deadline = time.monotonic() + HOLD_S
+        with state.results.watching(variant_id) as told:
+            # watched before the first read: a grading stored after that read is told, not missed
+            while (left := deadline - time.monotonic()) > 0:
+                code = await run_in_threadpool(store.code_try, variant_id, student)
+                if code is None or code.feedback is not None:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(told.wait(), min(CHECK_S, left))
+    return await variant_page(request)
 
 
 def _judged_again(problem: Problem, variant: PracticeVariant) -> Judged:
