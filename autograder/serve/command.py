@@ -93,7 +93,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             books[name].requeue_claimed()  # SQLite: one process serves it, so no grader of another still runs
     state = ServiceState(assignments, open_accounts(store), class_roster, secure_cookies, books=books, notes=notes,
                          lti=_lti_tool(course, store), hub=_hub(course),
-                         practice=_practice_space(course, store), exams=_exam_rooms(course, class_roster, store))
+                         practice=_practice_space(course, store, assignments), exams=_exam_rooms(course, class_roster, store))
     protect = protected(assignments, store, course)
 
     def report(line: str) -> None:
@@ -109,6 +109,11 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         state.graders[name] = Grader(a, books[name], class_roster, route, report,
                                       state.results.recorded)  # started in the app's lifespan
         settle_class(state.graders[name].service, a)
+    if state.practice is not None:
+        state.practice.start_graders(
+            lambda a: open_route(a.bundle, a.bundle_dir, None if cluster else 1, a.bundle.limits,
+                                 isolation or a.bundle.isolation, cluster, protect=protect), report,
+            state.results.recorded)
     # started and stopped in the app's lifespan, after the graders and before them
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
@@ -145,6 +150,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
             book.close()
         state.accounts.close()
         if state.practice is not None:
+            state.practice.stop_graders()
             state.practice.store.close()
         if state.exams is not None:
             state.exams.store.close()
@@ -181,27 +187,33 @@ def _hub(course):
     return Hub.from_environ(course.config.jupyterhub)
 
 
-def _practice_space(course, store):
+def _practice_space(course, store, assignments):
     """The practice space course.yaml's `practice:` section describes (its tries beside the accounts), else None."""
     if course.config.practice is None:
         return None
     from autograder.course.bank import load_course_bank_strict
     from autograder.exam.select import DEFAULT_KINDS, topic_groups
     from autograder.grade.gradebook.accounts import ACCOUNTS_FILE
-    from autograder.kinds import KINDS
+    from autograder.kinds import KINDS, kind_of
     from autograder.serve.practice import PracticeSpace
+
+    from autograder.serve.practice_code import code_homes
 
     settings = course.config.practice
     kinds = tuple(settings.kinds) or DEFAULT_KINDS
-    code = [k for k in kinds if k in KINDS and KINDS[k].code]
-    if code:
-        raise QkvError("course.yaml", f"practice.kinds: {', '.join(code)} run code; practice takes written kinds only")
     try:
         groups = topic_groups(load_course_bank_strict(course), tuple(settings.topics), kinds)
     except QkvError as err:
         raise QkvError("course.yaml", f"practice: {err.what}") from None
-    return PracticeSpace.open((p for ps in groups.values() for p in ps),
-                              store if isinstance(store, str) else store / ACCOUNTS_FILE)
+    # a code problem is practised where a served assignment grades it (its bundle holds its tests)
+    homes = code_homes(assignments.values())
+    problems = [p for ps in groups.values() for p in ps if not kind_of(p).code or p.id in homes]
+    code = [k for k in kinds if k in KINDS and KINDS[k].code]
+    if code and not any(kind_of(p).code for p in problems):
+        raise QkvError("course.yaml", f"practice.kinds: {', '.join(code)}: no served assignment grades a code "
+                                      "problem of practice's topics; serve one that does")
+    return PracticeSpace.open(problems, store if isinstance(store, str) else store / ACCOUNTS_FILE,
+                              {p.id: homes[p.id] for p in problems if kind_of(p).code})
 
 
 def _exam_rooms(course, roster, store):

@@ -4,25 +4,33 @@ in; a student's next variant, their judged tries, their memory and the class's o
 What a student is given next and what they are shown to know is the practice rule's (autograder/practice/rule.py),
 replayed from the stored tries, the same rule the offline drill follows. Every variant is drawn on a seed of its own,
 kept with it; a written answer is judged by the kinds' own code (autograder/practice/answers.py) in the web
-process, and kept before the page that shows its verdict is sent.
+process, and kept before the page that shows its verdict is sent. A code problem's try is kept as it is handed in
+and graded in the sandbox by the practice grader of the served assignment that grades the problem
+(serve/practice_code.py), never as an attempt; its page shows it waiting until then.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from contextlib import AbstractContextManager
 from typing import Optional, Union
 from pathlib import Path
 
 from autograder.grade.gradebook.practice import PracticeStore, PracticeVariant
+from autograder.grade.route import Route
 from autograder.kinds import Problem
 from autograder.practice.answers import Judged
 from autograder.practice.catalogue import catalogue
 from autograder.practice.rule import Memory, PracticeProblem, next_problem, remember
+from autograder.serve.course import ServedAssignment
 from autograder.serve.pages import Refusal
+from autograder.serve.practice_code import CODE_CHARS, PracticeCodeGrader
 
 SEEDS = 2**31  # a variant's seed: any below this (the drill's range, and an INTEGER in either database)
 
@@ -45,11 +53,39 @@ class PracticeSpace:
     problems: tuple[PracticeProblem, ...]
     store: PracticeStore
     new_seed: Callable[[], int] = field(default=lambda: secrets.randbelow(SEEDS))
+    code: dict[str, ServedAssignment] = field(default_factory=dict)  # each code problem's assignment, which grades it
+    graders: dict[str, PracticeCodeGrader] = field(default_factory=dict)  # by assignment: its code tries' grader
 
     @classmethod
-    def open(cls, pool: Iterable[Problem], where: Union[Path, str]) -> "PracticeSpace":
+    def open(cls, pool: Iterable[Problem], where: Union[Path, str],
+             code: Optional[dict[str, ServedAssignment]] = None) -> "PracticeSpace":
         problems = {p.id: p for p in pool}
-        return cls(problems, catalogue(problems.values()), PracticeStore(where))
+        return cls(problems, catalogue(problems.values()), PracticeStore(where), code=dict(code or {}))
+
+    def start_graders(self, open_route: Callable[[ServedAssignment], AbstractContextManager[Route]],
+                      report: Callable[[str], None], on_graded: Callable[[str], None]) -> None:
+        """A practice grader for each assignment that grades a code problem practised here, started; `on_graded`
+        is told each variant whose try's grading is stored (serve/results.py, for the held looks)."""
+        for a in {a.name: a for a in self.code.values()}.values():
+            self.graders[a.name] = PracticeCodeGrader(a, self.store.location, partial(open_route, a),
+                                                      time.time, report, on_graded).start()
+
+    def stop_graders(self) -> None:
+        for grader in self.graders.values():
+            grader.stop()
+
+    def hand_in_code(self, variant: PracticeVariant, source: str, now: float) -> None:
+        """A code try, kept (committed) before the page says it waits, and its grader woken; a variant answered or
+        handed in already keeps what it has. Too much code is refused in one line, not kept."""
+        if len(source) > CODE_CHARS:
+            raise Refusal(413, f"the code is {len(source):,} characters; a practice try takes at most "
+                               f"{CODE_CHARS:,}", "Too large")
+        if not source.strip():
+            raise Refusal(400, "no code was handed in: write the function in the box", "Not kept")
+        self.store.hand_in_code(variant.id, variant.student, source, now)
+        grader = self.graders.get(self.code[variant.problem].name)
+        if grader is not None:
+            grader.wake()
 
     @property
     def topics(self) -> list[str]:

@@ -57,6 +57,7 @@ def practice_routes() -> list[Route]:
         Route("/practice/next", practice.next_variant, methods=["POST"]),
         Route("/practice/v/{variant}", practice.variant_page),
         Route("/practice/v/{variant}", practice.answer, methods=["POST"]),
+        Route("/practice/v/{variant}/result", practice.held_code_page),
         Route("/practice/progress", practice.progress),
         Route("/practice/class", practice.class_view),
     ]
@@ -64,6 +65,7 @@ def practice_routes() -> list[Route]:
 
 def exam_routes() -> list[Route]:
     return [
+        Route("/countdown.js", exam.countdown_script, methods=["GET"]),
         Route("/exams", exam.exams_home),
         Route("/exams/{name}/start", exam.start, methods=["POST"]),
         Route("/exams/{name}/class", exam.class_view),

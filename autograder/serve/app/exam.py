@@ -9,6 +9,7 @@ student: another's id is "no such exam paper", as a made-up one.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -25,6 +26,8 @@ from autograder.serve.exams import ExamRooms, MockExam, when
 from autograder.serve.pages import Refusal
 
 HAND_IN = "hand-in"
+# the paper's countdown, a file of its own as the service's policy allows no inline script (serve/guard.py's CSP)
+COUNTDOWN_SCRIPT = (Path(__file__).parent.parent / "templates" / "countdown.js").read_bytes()
 
 
 def rooms_of(state: ServiceState) -> ExamRooms:
@@ -37,6 +40,10 @@ def _student(session: Session) -> str:
     if session.account.role is not Role.STUDENT:
         raise Refusal(403, "exams are sat by students; staff see each exam's progress on /exams", "Refused")
     return session.account.person
+
+
+async def countdown_script(request: Request) -> Response:
+    return Response(COUNTDOWN_SCRIPT, media_type="text/javascript; charset=utf-8")
 
 
 @signed_in(state_of)
