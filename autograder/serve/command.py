@@ -112,7 +112,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
 
-        poster = ScorePoster(state.lti, assignments, books, report).start()
+        poster = ScorePoster(state.lti, assignments, books, report, class_roster).start()
     if state.lti is not None and sync_s:
         from autograder.serve.lti.roster_sync import RosterPuller
 
