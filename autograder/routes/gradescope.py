@@ -50,7 +50,7 @@ from autograder.sandbox import SandboxError, SandboxPool
 METADATA_LIMIT = 64 * 1024 * 1024
 ANSWERS = "written_answers"  # results.json's extra_data: the fixed items' answers, read back by later submissions
 ANSWER_LIMIT = 4096  # characters of one answer kept (as JSON); a longer one is kept as NOT_KEPT
-NOT_KEPT = "(an answer too long to keep)"  # judged as the answer it stands for would not be: answered, wrong
+NOT_KEPT = "(an answer too long to keep)"  # kept in its place: read back, it is an answer, and a wrong one
 HELD = "after_published"  # Gradescope's visibility of a fixed item's test while the policy hides it
 
 
@@ -118,7 +118,8 @@ def kept_answers(bundle: GradingBundle, result: SubmissionResult) -> dict[str, A
     return kept
 
 
-def gradescope_results(bundle: GradingBundle, result: SubmissionResult, isolation: str, metadata: dict[str, Any]) -> dict:
+def gradescope_results(bundle: GradingBundle, result: SubmissionResult, isolation: str,
+                       metadata: dict[str, Any]) -> dict:
     """results.json of a graded submission, its fixed written items scored and shown by the written-answer policy
     (grade/written_policy.py) over the student's earlier submissions."""
     policy = bundle.written_attempts
