@@ -91,10 +91,13 @@ def _test_entry(test: TestResult, summary: Summary, code: bool) -> dict:
     }
 
 
-def results_json(result: SubmissionResult, isolation: str, bundle=None) -> dict:
+def results_json(result: SubmissionResult, isolation: str, bundle=None,
+                 shown: SubmissionResult | None = None) -> dict:
     """`bundle` (the GradingBundle) gives the summary the bank's words; without it, the tests' own stand in.
-    Each mistake is named once, in the summary; a test it explains points there and says what differs."""
-    summary = summary_of(result, bundle)
+    Each mistake is named once, in the summary; a test it explains points there and says what differs.
+    `shown`: the result as its student may see it before hand-in closes (grade/written_policy.py's `masked`), which
+    the summary is written from: Gradescope shows the top-level output at once."""
+    summary = summary_of(shown or result, bundle)
     tests = [_test_entry(t, summary, KINDS[p.kind].code) for p in result.problems for t in p.tests]
     return _document(result, isolation, summary, tests)
 

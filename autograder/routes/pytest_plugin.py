@@ -25,10 +25,21 @@ undo anything it checks, so the safe way is to run the `pytest` command (not
 `-c` names your own pytest.ini (an empty one will do); each qkv option with `=`,
 because pytest reads its configuration before it knows this plugin's options, and
 takes a path standing alone for a test path, beside which it looks for one.
+
+Where this route runs on every push (GitHub Classroom runs it in the student's own
+repository, whose log the student reads), its output is shown before the deadline,
+so the written-answer policy applies (grade/written_policy.py, the manifest's
+`written_attempts:`). Under `hidden` (the default), until hand-in has closed for
+everyone a fixed written item's test is skipped with one sentence for all and earns
+no points, and the total says how many points wait: pass `--qkv-closed` once it has
+closed (extensions included: this route knows no roster), or let the assignment's own
+last date (its due date and late window) pass. The route grades one file and keeps no
+attempts: under `first` and `penalty` it scores it as a first attempt.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +52,12 @@ from _pytest._code.code import TerminalRepr
 from _pytest.config.findpaths import load_config_dict_from_file
 
 from autograder.bundle import GradingBundle, read_bundle
+from autograder.classroom.deadlines import policy_from, student_due
 from autograder.errors import QkvError
 from autograder.grade.execute import run_submission
 from autograder.grade.intake import read_submission, safe_student_id
 from autograder.grade.score import grade_submission
+from autograder.grade.written_policy import HIDDEN_MESSAGE, fixed_items, hides
 from autograder.results import SubmissionResult, TestResult
 from autograder.sandbox import Call, ProblemCalls, Program, SandboxError, SandboxPool
 
@@ -94,6 +107,11 @@ class QkvSession:
             raise pytest.UsageError(f"--qkv-isolation: {err}") from None
         self.pool.__enter__()
         self._result: SubmissionResult | None = None
+        _, last = student_due(policy_from(self.bundle.due, self.bundle.late), None)  # as the service's, no roster
+        closed = bool(config.getoption("qkv_closed")) or (last is not None and dt.datetime.now(dt.timezone.utc) > last)
+        # the fixed written items whose verdicts wait for hand-in to close (grade/written_policy.py)
+        self.held = ({w.id: w.points for w in fixed_items(self.bundle)}
+                     if hides(self.bundle.written_attempts, self.bundle, closed) else {})
 
     @property
     def result(self) -> SubmissionResult:
@@ -118,7 +136,10 @@ class QkvItem(pytest.Item):
         self.problem_id, self.test_name = problem_id, test_name
 
     def runtest(self) -> None:
-        result = self.config.stash[SESSION].test_result(self.problem_id, self.test_name)
+        qkv = self.config.stash[SESSION]
+        if self.problem_id in qkv.held:
+            pytest.skip(HIDDEN_MESSAGE)
+        result = qkv.test_result(self.problem_id, self.test_name)
         self.user_properties += [("points", result.score), ("max_points", result.max_score)]
         if not result.passed:
             raise SubmissionCallFailed(result.message)
@@ -139,6 +160,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--qkv-dist", metavar="DIR", help="the build of NAME (default: dist/NAME)")
     group.addoption("--qkv-isolation", metavar="REQUEST",
                     help="require, allow-rlimits, bwrap or rlimits (default: the assignment's grading policy)")
+    group.addoption("--qkv-closed", action="store_true",
+                    help="hand-in has closed for everyone: mark the fixed written answers the written-answer policy "
+                         "`hidden` keeps until then (they are, too, once the assignment's own last date has passed)")
 
 
 def _dist(options: Any) -> Path:
@@ -237,7 +261,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    if _session(config) is None:
+    qkv = _session(config)
+    if qkv is None:
         return
     score = maximum = 0.0
     for reports in terminalreporter.stats.values():
@@ -247,3 +272,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                 score += properties["points"]
                 maximum += properties["max_points"]
     terminalreporter.write_line(f"qkv score: {score:g} / {maximum:g}")
+    if qkv.held:
+        terminalreporter.write_line(
+            f"qkv: written answers kept, not marked until hand-in closes for everyone: {', '.join(qkv.held)} "
+            f"({sum(qkv.held.values()):g} points, not in the score above); --qkv-closed marks them once it has")

@@ -118,7 +118,7 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
 
-        state.background.append(ScorePoster(state.lti, assignments, books, report))
+        state.background.append(ScorePoster(state.lti, assignments, books, report, class_roster))
     if state.lti is not None and sync_s:
         from autograder.serve.lti.roster_sync import RosterPuller
 

@@ -50,6 +50,16 @@ class ServedAssignment:
         return student_due(self.policy, extension_of(roster, student))
 
 
+def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.datetime) -> bool:
+    """Whether nobody can hand in any more: every student's last date (their extension's) has passed. Only then
+    do the service's feedback pages show hidden tests' details and worked solutions, and the written-answer policy
+    `hidden` show fixed items' verdicts (pages, LTI scores): a student past their own due date may still hand in,
+    and a classmate with an extension still works."""
+    students = [s.id for s in roster.students] if roster else []
+    lasts = [a.dates_of(student, roster)[1] for student in students] or [a.dates_of("", roster)[1]]
+    return all(last is not None and now > last for last in lasts)
+
+
 def served_assignment(name: str, dist: Path, manifests: Optional[Path] = None) -> ServedAssignment:
     """NAME's build under `dist`; `manifests`: the course's folder of manifests, for its LMS links."""
     bundle_dir = dist / "autograder"

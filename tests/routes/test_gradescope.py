@@ -20,6 +20,7 @@ import pytest
 
 from autograder.assemble.gradescope import REQUIREMENTS, TORCH
 from autograder.bundle import read_bundle
+from autograder.grade.written_policy import fixed_items
 from autograder.report.results_json import results_json
 from autograder.routes.class_grading import grade_class
 from conftest import ROOT, key_module, replace_function, require_bwrap
@@ -135,7 +136,13 @@ def test_the_key_scores_full_marks_and_the_stub_zero(built_numpy, autograder_roo
     assert key["extra_data"]["isolation"] == ("bwrap" if bwrap_works else "uid")
     for test in key["tests"]:
         assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
-    assert {t["visibility"] for t in key["tests"]} == {"visible", "after_due_date"}
+    # the manifest's written rule is `hidden`: its fixed written items wait for grades to be published
+    fixed = {w.id for w in fixed_items(read_bundle(built_numpy.out / "autograder"))}
+    held = {t["name"].split(":")[0] for t in key["tests"] if t["visibility"] == "after_published"}
+    assert fixed and held == fixed and "written answers kept" in key["output"]
+    assert set(key["extra_data"]["written_answers"]) == fixed  # for the submissions after it to read back
+    assert {t["visibility"] for t in key["tests"] if t["visibility"] != "after_published"} == \
+        {"visible", "after_due_date"}
     stub = (built_numpy.out / "student" / f"{built_numpy.assignment.module_name}.py").read_text()
     assert run_autograder(autograder_root, stub, bwrap_works=bwrap_works)["score"] == 0
 

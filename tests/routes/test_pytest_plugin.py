@@ -4,6 +4,7 @@ from outside installed packages, its folder on Python's path or a build inside i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.bundle import read_bundle
+from autograder.grade.written_policy import HIDDEN_MESSAGE, WrittenRule, fixed_items
 from autograder.routes.class_grading import grade_class
 from conftest import ROOT, key_module, replace_function
 from autograder.references import misconceptions
@@ -46,15 +49,17 @@ def test_attention_is_permutation_equivariant(qkv_submission):
 
 
 def run_pytest(folder: Path, dist: Path, submission: Path, *extra: str, command: tuple[str, ...] = (str(PYTEST),),
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+               env: dict[str, str] | None = None, closed: bool = True) -> subprocess.CompletedProcess:
+    """`closed`: hand-in has closed for everyone (--qkv-closed), so that every written item is marked."""
     clean = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
     return subprocess.run([*command, "-p", "no:cacheprovider", "--qkv=attention-numpy", f"--qkv-dist={dist}",
-                           f"--qkv-submission={submission}", *extra],
+                           f"--qkv-submission={submission}", *(["--qkv-closed"] if closed else []), *extra],
                           cwd=folder, capture_output=True, text=True, timeout=180, env={**clean, **(env or {})})
 
 
-def pytest_route(folder: Path, dist: Path, submission: Path, *extra: str) -> tuple[float, float, str]:
-    run = run_pytest(folder, dist, submission, *extra)
+def pytest_route(folder: Path, dist: Path, submission: Path, *extra: str,
+                 closed: bool = True) -> tuple[float, float, str]:
+    run = run_pytest(folder, dist, submission, *extra, closed=closed)
     match = re.search(r"qkv score: ([\d.]+) / ([\d.]+)", run.stdout)
     assert match, run.stdout[-2000:] + run.stderr[-2000:]
     return float(match.group(1)), float(match.group(2)), run.stdout
@@ -108,6 +113,55 @@ def test_junit_xml_carries_points(built_numpy, tmp_path):
     xml = (tmp_path / "report.xml").read_text()
     assert xml.count('name="max_points"') == len(built_numpy.assignment.problems) + sum(
         len(a.problem.public_tests) + len(a.problem.hidden_tests) - 1 for a in built_numpy.assignment.implement)
+
+
+# ------------------------------------------------- the written-answer policy
+
+
+def dated(built, tmp_path: Path, last: str) -> Path:
+    """A copy of the build whose due date and last date are `last` (the policy of the manifest: `hidden`)."""
+    dist = tmp_path / "dist"
+    shutil.copytree(built.out / "autograder", dist / "autograder")
+    meta = json.loads((dist / "autograder" / "assignment.json").read_text())
+    meta["due"], meta["late"] = last, {"last": last}
+    (dist / "autograder" / "assignment.json").write_text(json.dumps(meta))
+    return dist
+
+
+def fixed_wrong(source: str, bundle) -> str:
+    """The key with every fixed written item answered as nobody answers it."""
+    return source + "".join(f"\nANSWERS[{w.id!r}] = 'no idea'" for w in fixed_items(bundle))
+
+
+def test_before_hand_in_closes_the_route_says_nothing_of_fixed_written_items(built_numpy, tmp_path):
+    """As GitHub Classroom runs it on every push, in a log the student reads: under `hidden` a fixed item's test is
+    skipped with the same sentence whether it is right or wrong, and its points wait; --qkv-closed (or the
+    assignment's last date passed) marks them."""
+    bundle = read_bundle(built_numpy.out / "autograder")
+    fixed = {w.id: w.points for w in fixed_items(bundle)}
+    assert fixed and bundle.written_attempts.rule is WrittenRule.HIDDEN
+    open_dist = dated(built_numpy, tmp_path / "open", "2999-01-01T00:00:00+00:00")
+    key = key_module(built_numpy.assignment)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.py").write_text(key)
+    (subs / "bob.py").write_text(fixed_wrong(key, bundle))
+    outputs = {}
+    for name in ("alice", "bob"):
+        score, maximum, output = pytest_route(tmp_path, open_dist, subs / f"{name}.py",
+                                              f"--junitxml={tmp_path / name}.xml", "-rs", closed=False)
+        assert maximum == pytest.approx(bundle.max_points - sum(fixed.values())) and score == maximum
+        assert "written answers kept" in output and all(pid in output for pid in fixed)
+        xml = (tmp_path / f"{name}.xml").read_text()
+        assert xml.count("<skipped") == xml.count(f'message="{HIDDEN_MESSAGE}"') == len(fixed)
+        outputs[name] = re.sub(r"in [\d.]+s", "", output).replace(name, "")
+    assert outputs["alice"] == outputs["bob"]
+    # once hand-in has closed, said or by the assignment's own last date, they are marked
+    assert pytest_route(tmp_path, open_dist, subs / "bob.py")[0] == pytest.approx(
+        bundle.max_points - sum(fixed.values()))
+    past = dated(built_numpy, tmp_path / "past", "2000-01-01T00:00:00+00:00")
+    assert pytest_route(tmp_path, past, subs / "alice.py", closed=False)[:2] == pytest.approx(
+        (bundle.max_points, bundle.max_points))
 
 
 # ------------------------------------------------- what a student's repository holds

@@ -12,8 +12,8 @@ from starlette.responses import JSONResponse, Response
 
 from autograder.grade.gradebook.accounts import Account, Role
 from autograder.serve.app.state import ServiceState, state_of
-from autograder.serve.app.student import as_shown, closed_for_all
-from autograder.serve.course import ServedAssignment
+from autograder.serve.app.student import as_shown
+from autograder.serve.course import ServedAssignment, closed_for_all
 from autograder.serve.guard import client_address
 from autograder.serve.handin import Accepted
 

@@ -33,7 +33,7 @@ from autograder.kinds import kind_of
 from autograder.report.feedback import feedback_html
 from autograder.serve.app.site import html, signed_in
 from autograder.serve.app.state import ServiceState, state_of
-from autograder.serve.course import ServedAssignment
+from autograder.serve.course import ServedAssignment, closed_for_all
 from autograder.serve.guard import SESSION_COOKIE
 from autograder.serve.handin import Accepted
 from autograder.serve.pages import Refusal, attempt_view
@@ -48,15 +48,6 @@ def own_attempt(state: ServiceState, session: Session, a: ServedAssignment, atte
     if attempt is None or not (session.account.role.sees_class or attempt.student == session.account.person):
         raise Refusal(404, "no such attempt", "Not found")
     return attempt
-
-
-def closed_for_all(a: ServedAssignment, roster: Optional[Roster], now: dt.datetime) -> bool:
-    """Whether nobody can hand in any more: every student's last date (their extension's) has passed. Only then
-    do the service's feedback pages show hidden tests' details and worked solutions: a student past their own
-    due date may still hand in, and a classmate with an extension still works."""
-    students = [s.id for s in roster.students] if roster else []
-    lasts = [a.dates_of(student, roster)[1] for student in students] or [a.dates_of("", roster)[1]]
-    return all(last is not None and now > last for last in lasts)
 
 
 def feedback_page(a: ServedAssignment, book: Gradebook, roster: Optional[Roster], attempt: Attempt,

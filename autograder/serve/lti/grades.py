@@ -9,6 +9,14 @@ one grading at a time; a failed post (the LMS away, a token refused) is tried ag
 up to BACKOFF_MOST_S, so nothing is lost while the LMS is down and nothing is sent again once it took a score.
 The one gap: a process killed between the LMS's answer and the row marked sent posts that score once more on
 restart, with the same timestamp, which AGS platforms take as the same score.
+
+The written-answer policy (grade/written_policy.py) holds scores back: under `hidden`, a score posted while hand-in
+is open would tell a student, attempt by attempt, which fixed written items are right (the LMS shows it at once). So
+until hand-in has closed for everyone (every student's last date, extensions included: serve/course.py's
+closed_for_all) a score waits in the outbox, unsent, looked at again every HELD_RECHECK_S (an extension or a
+roster sync may move the close); then each counted grading is posted whole, `FullyGraded`, with the
+time it was graded, as any other: the LMS keeps the latest. Nothing is posted before, not even a score marked
+`Pending`: AGS calls such a score partial, which some platforms show as it is (Canvas ignores it).
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.exception import LtiException, LtiServiceException
@@ -24,7 +32,10 @@ from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from pylti1p3.service_connector import ServiceConnector
 
+from autograder.classroom.roster import Roster
 from autograder.grade.gradebook.lti import QueuedScore
+from autograder.grade.written_policy import hides
+from autograder.serve.course import closed_for_all
 from autograder.serve.lti.adapter import held, platform_session, service_pages
 from autograder.serve.lti.background import BackgroundLoop
 
@@ -32,6 +43,8 @@ POLL_S = 1.0
 BACKOFF_FIRST_S = 2.0
 BACKOFF_MOST_S = 300.0
 UNLINKED_S = 60.0  # a student who never launched from the LMS: looked for again this often
+HELD_RECHECK_S = 60.0  # a score the written-answer policy holds: whether hand-in has closed, looked at this often
+HELD = "held until hand-in closes for everyone: the written-answer policy hides which written answers are right"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
@@ -43,15 +56,23 @@ def backoff(tries: int) -> float:
     return min(BACKOFF_MOST_S, BACKOFF_FIRST_S * 2 ** max(0, tries - 1))
 
 
+def held_until(a: Any, roster: Optional[Roster], now: float) -> Optional[float]:
+    """When to look again at a score of served assignment `a` that the written-answer policy holds back at `now`,
+    or None when it may be posted."""
+    closed = closed_for_all(a, roster, dt.datetime.fromtimestamp(now, dt.timezone.utc))
+    return now + HELD_RECHECK_S if hides(a.bundle.written_attempts, a.bundle, closed) else None
+
+
 class ScorePoster(BackgroundLoop):
     """Posts every served assignment's counted scores in a thread of its own until `stop`."""
 
     thread_name = "qkv-lti-scores"
 
     def __init__(self, tool: Any, assignments: Mapping[str, Any], books: Mapping[str, Any],
-                 report: Callable[[str], None] = lambda line: None):
+                 report: Callable[[str], None] = lambda line: None, roster: Optional[Roster] = None):
         super().__init__()
         self.tool, self.assignments, self.books, self._report = tool, assignments, books, report
+        self.roster = roster  # the class's (a sync updates it in place): whose extensions keep hand-in open
         self._wake = threading.Event()
         self._connectors: dict[str, ServiceConnector] = {}  # by issuer: each keeps its access token
 
@@ -76,6 +97,10 @@ class ScorePoster(BackgroundLoop):
             self._wake.clear()
 
     def _post(self, name: str, book: Any, queued: QueuedScore) -> None:
+        until = held_until(self.assignments[name], self.roster, time.time())
+        if until is not None:
+            book.score_later(queued.grading, until, HELD, tried=False)
+            return
         person = self.tool.store.person(queued.student)
         if person is None or not (person.grades.get("lineitems") or self.tool.store.lineitem(name, person.issuer)):
             book.score_later(queued.grading, time.time() + UNLINKED_S,
