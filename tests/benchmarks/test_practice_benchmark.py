@@ -121,7 +121,7 @@ def test_a_lost_a_misplaced_a_changed_a_duplicated_or_a_misjudged_answer_is_each
 def test_the_practice_benchmark_in_small_keeps_every_answer_and_reports_each_figure(tmp_path):
     results = tmp_path / "practice.json"
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "practice.py"), "--students", "4", "--answers",
-                           "3", "--think", "0.2", "--exam-spread", "1", "--exam-items", "2", "--client-processes",
+                           "3", "--think", "0.2", "--spread", "1", "--exam-items", "2", "--client-processes",
                            "2", "--results", str(results)], capture_output=True, text=True, timeout=1800,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
