@@ -45,6 +45,11 @@ SECTIONS = (
     Section("serve_looping", "serve.py", "`qkv serve` with looping students in the class",
             "The same class with a fraction of looping students (`--looping`), whose every function never returns: "
             "what an honest student waits beside them, and what the looping ones wait.", own_report=True),
+    Section("practice", "practice.py", "`qkv serve`'s practice and mock exam on loopback",
+            "A class signing in, then practising written problems at once (answer to feedback: the answer's POST and "
+            "the verdict's page), then opening a mock exam in the same minute and saving its items, each student a "
+            "session of its own from an address of its own; every acknowledged answer checked in the gradebook "
+            "afterwards.", own_report=True),
     Section("cluster", "cluster.py", "`qkv grade --cluster local:N` against the local grader",
             "The same class graded locally and on a local Dask cluster with as many workers, in one run."),
     Section("stats", "stats.py", "`qkv stats` on 10,000 graded submissions",

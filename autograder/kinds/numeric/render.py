@@ -59,8 +59,15 @@ def _environment():
     return environment
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(template: str):
+    # a bank's templates are few and each is rendered again for every variant (the service renders one per page
+    # shown): compiling is most of a render's cost
+    return _environment().from_string(template)
+
+
 def render_text(template: str, context: dict[str, Any]) -> str:
-    return _environment().from_string(template).render(**context)
+    return _compiled(template).render(**context)
 
 
 def _rounded(value: Any, decimals: int | None) -> Any:
