@@ -8,7 +8,8 @@ from many addresses, and the server caps the connections of one address), and ta
 personal link, POST the sign-in form, POST the upload form (multipart, with the session's CSRF token), follow the 303
 to the attempt's page and read that page again when the page says (its `data-refresh`, what the browser's script
 obeys), at its held look (`data-wait`, which the server answers once the result is stored), until it shows the
-score. The API route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
+score. The API route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong
+route to poll with.
 
 Each student makes --attempts attempts, one after the other (each waits for its score, as a student reads it before
 handing in again), each file one of the bundled samples (all the .py ones but the hostile one, whose loop would
@@ -16,7 +17,8 @@ measure the time limit) taken in turn and ending with a comment naming the stude
 With --mix realistic, every tenth hand-in is the bundled notebook (hua.ipynb, the comment in its first work cell)
 and 5% of the students loop (below; --looping sets another fraction). With --looping F, a fraction F of the students
 (spread evenly through the class) are looping students: each of their attempts is a module whose every function
-loops for ever, so only the attempt's budget (the manifest's attempt_seconds, --attempt-seconds) ends it, and it scores 0. The goal is then for the honest students: their
+loops for ever, so only the attempt's budget (the manifest's attempt_seconds, --attempt-seconds) ends it, and it
+scores 0. The goal is then for the honest students: their
 figures and the looping students' are kept apart.
 
 With --postgresql, the service keeps its data on a PostgreSQL server of its own (tests/servers.py's, made to sync its
@@ -265,16 +267,16 @@ def sign_in(web: httpx.Client, link: str) -> str:
 def upload(web: httpx.Client, csrf: str, body: bytes, known: list[str], suffix: str = ".py") -> tuple[str, bool]:
     """Hand in through the form (a file ending `suffix`); (the attempt's id, whether its reply was lost and it was
     found stored)."""
+    name, kind = UPLOAD_NAMES[suffix]
     deadline = time.monotonic() + RETRY_S
     while time.monotonic() < deadline:
         try:
-            sent = web.post(f"/a/{NAME}/attempts", data={"csrf": csrf},
-                            files={"file": (*UPLOAD_NAMES[suffix][:1], body, UPLOAD_NAMES[suffix][1])})
+            sent = web.post(f"/a/{NAME}/attempts", data={"csrf": csrf}, files={"file": (name, body, kind)})
         except httpx.TransportError:
             # the server went away before it answered: the attempt may be stored; look, as a student would
             new = [a for a in LISTED.findall(request(web, "GET", f"/a/{NAME}").text) if a not in known]
             if len(new) > 1:
-                raise Failure(f"{len(new)} attempts appeared for one upload")
+                raise Failure(f"{len(new)} attempts appeared for one upload") from None
             if new:
                 return new[0], True
             continue
