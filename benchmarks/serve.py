@@ -3,19 +3,29 @@
 Everything runs as a user runs it: `qkv init` and `qkv build` make a course of attention-numpy (the 36 problems, its
 dates moved to the future), `qkv tokens` issues a token to each student of a generated roster, and `qkv serve` runs
 as a process of its own (its default jobs: a grading slot per core and one more). Clients are threads of this process,
-each with its own httpx session, and take the browser's route: GET the personal link, POST the sign-in form, POST the
-upload form (multipart, with the session's CSRF token), follow the 303 to the attempt's page and read that page
-again when the page says (its `data-refresh`, what the browser's script obeys), at its held look (`data-wait`, which
-the server answers once the result is stored), until it shows the score. The API
-route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong route to poll with.
+each with its own httpx session sent from a loopback address of its own (127.0.1.2, 127.0.1.3, ...: students come
+from many addresses, and the server caps the connections of one address), and take the browser's route: GET the
+personal link, POST the sign-in form, POST the upload form (multipart, with the session's CSRF token), follow the 303
+to the attempt's page and read that page again when the page says (its `data-refresh`, what the browser's script
+obeys), at its held look (`data-wait`, which the server answers once the result is stored), until it shows the
+score. The API route (`qkv_check.py --submit`) checks the token, a slow hash, on each request, so it is the wrong
+route to poll with.
 
 Each student makes --attempts attempts, one after the other (each waits for its score, as a student reads it before
 handing in again), each file one of the bundled samples (all the .py ones but the hostile one, whose loop would
 measure the time limit) taken in turn and ending with a comment naming the student, so no two digests are the same.
-With --looping F, a fraction F of the students (spread evenly through the class) are looping students: each of their
-attempts is a module whose every function loops for ever, so only the attempt's budget (the manifest's
-attempt_seconds, --attempt-seconds) ends it, and it scores 0. The goal is then for the honest students: their
+With --mix realistic, every tenth hand-in is the bundled notebook (hua.ipynb, the comment in its first work cell)
+and 5% of the students loop (below; --looping sets another fraction). With --looping F, a fraction F of the students
+(spread evenly through the class) are looping students: each of their attempts is a module whose every function
+loops for ever, so only the attempt's budget (the manifest's attempt_seconds, --attempt-seconds) ends it, and it
+scores 0. The goal is then for the honest students: their
 figures and the looping students' are kept apart.
+
+With --postgresql, the service keeps its data on a PostgreSQL server of its own (tests/servers.py's, made to sync its
+commits to the disk as the SQLite store's are) and runs as docs/serve.md sets it up for several web processes:
+--web-processes (2) `qkv serve` processes on ports of their own and the one database, each grading; client c talks to
+process c mod their number (a proxy keeping a client on one process), and the kill -9 is of the first. The
+database's processes count in the server's CPU (`database_s`).
 
 Three runs, each on a store of its own: one student alone (what grading one attempt takes when nothing waits), the
 class (--students x --attempts from --clients clients), and the class again with `kill -9` of the server once half
@@ -37,16 +47,19 @@ its getrusage), which a real class's browsers would spend elsewhere; and `qkv gr
 in the same run (`qkv_grade`: the class's mix of samples, its cost beyond its start), with the ratio
 (`over_qkv_grade`). The load average before and after each run is kept beside it. With --poll the waiting pages
 look again on their timer alone, ignoring the held look, as they did before it: the before of a comparison. Goal: p95 under 5 s. Written to benchmarks/results/serve.json (with --looping,
-serve_looping.json); a Markdown table on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results
+serve_looping.json; with --mix realistic, serve_mix.json; with --postgresql, `_postgresql` added to the name); a
+Markdown table on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results
 /tmp/serve.json.
 
     .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--looping 0.05]
+                                         [--mix samples|realistic] [--postgresql [--web-processes 2]]
                                          [--attempt-seconds S] [--poll] [--results FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -55,12 +68,12 @@ import queue
 import re
 import resource
 import subprocess
-import sqlite3
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,20 +84,25 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import summary  # noqa: E402
-from grade import graded_totals, mixed_samples, write_class  # noqa: E402
+from grade import distinct_copies, graded_totals, mixed_samples, write_class  # noqa: E402
 from served_course import NAME, QKV, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
-from servers import ServerProcess  # noqa: E402
+from servers import PostgresServer, ServerProcess, execute, fresh_database, with_database  # noqa: E402
 
 from served_course import every_function_loops  # noqa: E402
 
 from autograder.bundle import read_bundle  # noqa: E402
+from autograder.grade.gradebook.database import open_postgres, open_sqlite, schema_name  # noqa: E402
 from autograder.sandbox import default_slots  # noqa: E402
 from qkv_runtime.limits import Limits  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "serve.json"
 LOOPING_RESULTS = ROOT / "benchmarks" / "results" / "serve_looping.json"
+NOTEBOOK_SAMPLE = "hua.ipynb"  # the bundled notebook hand-in
+NOTEBOOK_EVERY = 10  # in the realistic mix, a tenth of the hand-ins are notebooks
+REALISTIC_LOOPING = 0.05  # and 5% of the students loop
 P95_GOAL_S = 5.0
-UPLOAD_NAME = "attention_numpy.py"
+UPLOAD_NAMES = {".py": ("attention_numpy.py", "text/x-python"),
+                ".ipynb": ("attention_numpy.ipynb", "application/x-ipynb+json")}
 RETRY_S = 300.0  # how long a client keeps trying while the server is down or swamped: a bound, not an expectation
 TIMEOUT_S = 120.0
 ALONE = (2, 3)  # students and attempts of the run with nothing waiting
@@ -95,7 +113,7 @@ SMALL_CLASS = 20  # `qkv grade` of this many as well: its cost to start, left ou
 HELD_FLOOR_S = 0.25  # refresh.js's wait before a held look (the server spaces held looks by holding them)
 LISTED = re.compile(rf'href="/a/{NAME}/attempts/([A-Za-z0-9_-]+)"')
 SIGNED_IN = re.compile(r"signed in as <strong>([^<]+)</strong>")
-NAMED = re.compile(rb"# student (\S+), attempt \d+\s*$")
+NAMED = re.compile(rb"# student (\S+), attempt \d+")  # the last one in a body names its student
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -246,18 +264,19 @@ def sign_in(web: httpx.Client, link: str) -> str:
     return found(CSRF, request(web, "GET", f"/a/{NAME}").text, "CSRF token")
 
 
-def upload(web: httpx.Client, csrf: str, body: bytes, known: list[str]) -> tuple[str, bool]:
-    """Hand in through the form; (the attempt's id, whether its reply was lost and it was found stored)."""
+def upload(web: httpx.Client, csrf: str, body: bytes, known: list[str], suffix: str = ".py") -> tuple[str, bool]:
+    """Hand in through the form (a file ending `suffix`); (the attempt's id, whether its reply was lost and it was
+    found stored)."""
+    name, kind = UPLOAD_NAMES[suffix]
     deadline = time.monotonic() + RETRY_S
     while time.monotonic() < deadline:
         try:
-            sent = web.post(f"/a/{NAME}/attempts", data={"csrf": csrf},
-                            files={"file": (UPLOAD_NAME, body, "text/x-python")})
+            sent = web.post(f"/a/{NAME}/attempts", data={"csrf": csrf}, files={"file": (name, body, kind)})
         except httpx.TransportError:
             # the server went away before it answered: the attempt may be stored; look, as a student would
             new = [a for a in LISTED.findall(request(web, "GET", f"/a/{NAME}").text) if a not in known]
             if len(new) > 1:
-                raise Failure(f"{len(new)} attempts appeared for one upload")
+                raise Failure(f"{len(new)} attempts appeared for one upload") from None
             if new:
                 return new[0], True
             continue
@@ -288,20 +307,61 @@ def wait_for_score(web: httpx.Client, attempt: str, page: httpx.Response, poll: 
         looks += 1
 
 
-def one_student(base: str, row: dict, index: int, attempts: int, samples: list[str], expected: list[float],
-                ledger: Ledger, done: dict[str, str], loops: str | None, poll: bool = False) -> None:
-    """One student's session: sign in, hand in `attempts` times reading each score, read the attempts back, and try
-    another student's attempt. `loops`: a looping student's module (every function loops), handed in each time."""
+@dataclass(frozen=True)
+class Mix:
+    """The class's hand-ins: the .py samples in turn and, with `notebook`, every NOTEBOOK_EVERY-th hand-in the
+    notebook instead. A sample's number is its place in `samples()`."""
+
+    py: tuple[str, ...]
+    notebook: str | None = None
+
+    def samples(self) -> list[tuple[str, str]]:
+        """Each sample's (text, suffix)."""
+        return [(t, ".py") for t in self.py] + ([(self.notebook, ".ipynb")] if self.notebook is not None else [])
+
+    def drawn(self, n: int) -> int:
+        """The sample of a student's n-th hand-in, counted from the student's place in the class."""
+        if self.notebook is not None and n % NOTEBOOK_EVERY == NOTEBOOK_EVERY - 1:
+            return len(self.py)
+        return n % len(self.py)
+
+
+def signed(text: str, suffix: str, line: str) -> str:
+    """`text` with the comment `line` at the end of its code (a notebook's: of its first work cell)."""
+    if suffix == ".py":
+        return f"{text}\n{line}\n"
+    notebook = json.loads(text)
+    cell = next(c for c in notebook["cells"] if c.get("metadata", {}).get("qkv", {}).get("role") == "work")
+    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    cell["source"] = f"{source}\n{line}\n"
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"  # as nbformat writes
+
+
+def client_address(client: int) -> str:
+    """The loopback address a client thread sends from: one a client, as students come from addresses of their own
+    (Linux answers all of 127.0.0.0/8 on the loopback), so the server's cap on connections per address meets one
+    student's browser, not the whole benchmark."""
+    return f"127.0.{1 + client // 250}.{2 + client % 250}"
+
+
+def one_student(base: str, row: dict, index: int, attempts: int, mix: Mix, expected: list[float],
+                ledger: Ledger, done: dict[str, str], loops: str | None, poll: bool = False,
+                address: str = "127.0.0.1") -> None:
+    """One student's session, from `address`: sign in, hand in `attempts` times reading each score, read the
+    attempts back, and try another student's attempt. `loops`: a looping student's module (every function loops),
+    handed in each time."""
     student = row["id"]
-    with httpx.Client(base_url=base, timeout=TIMEOUT_S) as web:
-        csrf = sign_in(web, row["link"])
+    link = httpx.URL(row["link"])  # to this client's server: any web process serves any student
+    with httpx.Client(base_url=base, timeout=TIMEOUT_S, transport=httpx.HTTPTransport(local_address=address)) as web:
+        csrf = sign_in(web, link.raw_path.decode("ascii"))
         known: list[str] = []
+        samples = mix.samples()
         for k in range(attempts):
-            sample = (index + k) % len(samples)
-            text, earns = (samples[sample], expected[sample]) if loops is None else (loops, 0.0)
-            body = f"{text}\n# student {student}, attempt {k + 1}\n".encode()
+            sample = mix.drawn(index + k)
+            (text, suffix), earns = (samples[sample], expected[sample]) if loops is None else ((loops, ".py"), 0.0)
+            body = signed(text, suffix, f"# student {student}, attempt {k + 1}").encode()
             started = time.perf_counter()
-            attempt, adopted = upload(web, csrf, body, known)
+            attempt, adopted = upload(web, csrf, body, known, suffix)
             with ledger.lock:
                 (ledger.adopted if adopted else ledger.acknowledged)[attempt] = student
             known.append(attempt)
@@ -344,9 +404,11 @@ def percentiles(values: list[float]) -> dict[str, float]:
             "max": round(ordered[-1], 2)}
 
 
-def stored(store: Path) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
-    """The attempts table (id -> student, received_at, body) and the gradings of each attempt (graded_at, student)."""
-    db = sqlite3.connect(f"file:{store / NAME / 'gradebook.sqlite'}?mode=ro", uri=True)
+def stored(store: str) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
+    """The attempts table (id -> student, received_at, body) and the gradings of each attempt (graded_at, student),
+    from the store's gradebook (a folder's SQLite file, or the assignment's PostgreSQL schema)."""
+    db = (open_postgres(store, schema_name(NAME)) if store.startswith("postgresql://")
+          else open_sqlite(Path(store) / NAME / "gradebook.sqlite", read_only=True))
     try:
         attempts = {a: (s, r, bytes(b)) for a, s, r, b in db.execute(
             "SELECT id, student, received_at, body FROM attempts")}
@@ -359,7 +421,7 @@ def stored(store: Path) -> tuple[dict[str, tuple], dict[str, list[tuple]]]:
     return attempts, gradings
 
 
-def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: float | None,
+def checked(store: str, ledger: Ledger, killed_at: float | None, restarted_at: float | None,
             looping: frozenset[str]) -> dict:
     attempts, gradings = stored(store)
     seen = {**ledger.acknowledged, **ledger.adopted}
@@ -367,8 +429,8 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
     duplicated = sorted(a for a, g in gradings.items() if len(g) > 1)
     wrong = list(ledger.wrong)
     for attempt, (student, _, body) in attempts.items():
-        named = NAMED.search(body)
-        if named is None or named.group(1).decode() != student or seen.get(attempt, student) != student:
+        named = NAMED.findall(body)
+        if not named or named[-1].decode() != student or seen.get(attempt, student) != student:
             wrong.append(f"attempt {attempt} is stored as {student}'s")
         if any(who != student for _, who in gradings.get(attempt, [])):
             wrong.append(f"attempt {attempt} of {student} was graded as another's")
@@ -376,6 +438,7 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
         "accepted": len(attempts), "acknowledged": len(ledger.acknowledged),
         "found_stored_after_a_lost_reply": len(ledger.adopted),
         "graded": sum(1 for a in attempts if gradings.get(a)), "lost": len(lost), "duplicated": len(duplicated),
+        "notebooks": sum(1 for _, _, body in attempts.values() if body.lstrip().startswith(b"{")),
         "wrong_student": len(wrong), "other_students_attempts_refused": ledger.foreign_refused,
         "client_failures": len(ledger.failures),
         "upload_to_score_s": percentiles(ledger.upload_to_score),
@@ -398,42 +461,62 @@ def checked(store: Path, ledger: Ledger, killed_at: float | None, restarted_at: 
     return figures
 
 
-def run(course: Path, store: Path, roster: Path, students: list[str], attempts: int, clients: int,
-        samples: list[str], expected: list[float], jobs: list[str], kill: bool, everyone: bool,
+@dataclass
+class Service:
+    """Where a run's service keeps its data (`store`: a folder, or a PostgreSQL database's URL), how many web
+    processes serve it (each a `qkv serve` of its own on a port of its own, as docs/serve.md starts them on
+    PostgreSQL: every one grades), and the PostgreSQL server's process (its postmaster), whose CPU is the service's
+    too."""
+
+    store: str
+    web_processes: int = 1
+    database_pid: int | None = None
+
+
+def run(course: Path, folder: Path, service: Service, roster: Path, students: list[str], attempts: int,
+        clients: int, mix: Mix, expected: list[float], jobs: list[str], kill: bool, everyone: bool,
         looping: frozenset[str] = frozenset(), loops: str = "", poll: bool = False) -> dict:
-    """One run on a store of its own: `qkv serve` started, `qkv tokens` for the roster (`everyone`) or for
-    `students`, the clients, and, with `kill`, kill -9 of the server once half the attempts are in and a restart.
-    The students of `looping` hand in `loops`."""
-    server = ServerProcess(serve_command(course, store, roster, *jobs), log=store.with_suffix(".log"))
-    server.start()
+    """One run on a store of its own: the service's `qkv serve` processes started, `qkv tokens` for the roster
+    (`everyone`) or for `students`, the clients (client c on process c mod their number), and, with `kill`, kill -9
+    of the first process once half the attempts are in and its restart. The students of `looping` hand in `loops`.
+    Logs and the tokens' CSV go to `folder`."""
+    folder.mkdir()
+    servers = [ServerProcess(serve_command(course, service.store, roster, *jobs), log=folder / f"serve{i}.log")
+               for i in range(service.web_processes)]
     try:
+        for server in servers:
+            server.start()
         started = time.perf_counter()
         only = [] if everyone else [arg for s in students for arg in ("--student", s)]
-        tokens = issue_tokens(course, store, roster, server.url, store.with_suffix(".csv"), *only)
+        tokens = issue_tokens(course, service.store, roster, servers[0].url, folder / "tokens.csv", *only)
         tokens_s = time.perf_counter() - started
         ledger, done, work = Ledger(), {}, queue.Queue()
         for index, student in enumerate(students):
             work.put((index, tokens[student]))
 
-        def client() -> None:
+        def client(number: int) -> None:
             while True:
                 try:
                     index, row = work.get_nowait()
                 except queue.Empty:
                     return
                 try:
-                    one_student(server.url, row, index, attempts, samples, expected, ledger, done,
-                                loops if row["id"] in looping else None, poll)
+                    one_student(servers[number % len(servers)].url, row, index, attempts, mix, expected, ledger,
+                                done, loops if row["id"] in looping else None, poll, client_address(number))
                 except (Failure, httpx.HTTPError) as err:
                     with ledger.lock:
                         ledger.failures.append(f"{row['id']}: {type(err).__name__}: {err}")
 
+        def metered() -> list[TreeCpu]:
+            return [TreeCpu(server.pid).__enter__() for server in servers]
+
         load_before = os.getloadavg()[0]
-        meter = TreeCpu(server.pid).__enter__()
+        meters = metered()
+        database = TreeCpu(service.database_pid).__enter__() if service.database_pid else None
         spent: list[dict[str, float]] = []
         clients_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
-        threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
+        threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(clients)]
         for thread in threads:
             thread.start()
         killed_at = restarted_at = None
@@ -442,39 +525,72 @@ def run(course: Path, store: Path, roster: Path, students: list[str], attempts: 
             half = len(students) * attempts // 2
             while ledger.accepted < half and any(t.is_alive() for t in threads):
                 time.sleep(0.02)
-            spent.append(meter.stop())
+            spent += [meter.stop() for meter in meters]
             killed_at = time.time()
-            server.kill9()
-            server.start()
+            servers[0].kill9()
+            servers[0].start()
             restarted_at = time.time()
-            meter = TreeCpu(server.pid).__enter__()
+            meters = metered()
             downtime = restarted_at - killed_at
         for thread in threads:
             thread.join()
         wall = time.perf_counter() - started
-        spent.append(meter.stop())
+        spent += [meter.stop() for meter in meters]
+        database_s = sum(database.stop().values()) if database else None
         clients_after = resource.getrusage(resource.RUSAGE_SELF)
     finally:
-        server.stop()
-    figures = checked(store, ledger, killed_at, restarted_at, looping)
+        for server in servers:
+            server.stop()
+    figures = checked(service.store, ledger, killed_at, restarted_at, looping)
     figures.update({"students": len(students), "attempts_each": attempts, "clients": clients,
+                    "client_addresses": min(clients, len(students)), "web_processes": len(servers),
                     "tokens_issued_s": round(tokens_s, 1), "wall_s": round(wall, 1),
                     "attempts_per_s": round(figures["graded"] / wall, 2),
                     "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2)})
     web, sandbox = sum(s["root"] for s in spent), sum(s["descendants"] for s in spent)
     clients = (clients_after.ru_utime + clients_after.ru_stime - clients_before.ru_utime - clients_before.ru_stime)
     graded = max(1, figures["graded"])
+    server_s = web + sandbox + (database_s or 0.0)
     figures["looks_again_per_attempt"] = round(ledger.looks / graded, 2)
-    figures["cpu"] = {"server_s": round(web + sandbox, 2), "web_process_s": round(web, 2),
+    figures["cpu"] = {"server_s": round(server_s, 2), "web_process_s": round(web, 2),
                       "sandbox_processes_s": round(sandbox, 2),
-                      "server_ms_per_attempt": round((web + sandbox) / graded * 1000, 1),
+                      "server_ms_per_attempt": round(server_s / graded * 1000, 1),
                       "web_process_ms_per_attempt": round(web / graded * 1000, 1),
                       "sandbox_ms_per_attempt": round(sandbox / graded * 1000, 1),
                       "clients_s": round(clients, 2), "clients_ms_per_attempt": round(clients / graded * 1000, 1)}
+    if database_s is not None:
+        figures["cpu"].update({"database_s": round(database_s, 2),
+                               "database_ms_per_attempt": round(database_s / graded * 1000, 1)})
     if kill:
         figures["killed_after_accepted"] = figures.pop("accepted_before_the_kill")
         figures["restart_s"] = round(downtime, 1)
     return figures
+
+
+@contextlib.contextmanager
+def durable_postgres() -> Iterator[tuple[str, int]]:
+    """A PostgreSQL server (tests/servers.py's), its commits synced to the disk as the service's SQLite commits are
+    (the tests' server skips that): its URL and its postmaster's pid, whose process tree is the database's CPU."""
+    import psycopg
+
+    server = PostgresServer()
+    try:
+        url = server.start()
+        admin = with_database(url, "postgres")
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            execute(admin, f"ALTER SYSTEM SET {setting} = on")
+        execute(admin, "SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 30
+        while True:  # the server rereads its configuration when it gets to it
+            with psycopg.connect(admin) as db:
+                if all(db.execute(f"SHOW {s}").fetchone()[0] == "on" for s in ("fsync", "synchronous_commit")):
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit("PostgreSQL did not take fsync = on within 30 s")
+            time.sleep(0.1)
+        yield url, int((server.data / "postmaster.pid").read_text().split()[0])
+    finally:
+        server.stop()
 
 
 def write_roster(path: Path, count: int) -> list[str]:
@@ -485,24 +601,33 @@ def write_roster(path: Path, count: int) -> list[str]:
     return ids
 
 
-def expected_scores(course: Path, samples: list[str], folder: Path) -> list[float]:
-    """Each sample's score as `qkv grade` gives it: the reference the service's scores must equal."""
+def expected_scores(course: Path, mix: Mix, folder: Path) -> list[float]:
+    """Each sample's score as `qkv grade` gives it in this run: the reference the service's scores must equal."""
     subs = folder / "samples"
     subs.mkdir()
-    for i, text in enumerate(samples):
-        (subs / f"sample{i}.py").write_text(text, encoding="utf-8")
+    for i, (text, suffix) in enumerate(mix.samples()):
+        (subs / f"sample{i}{suffix}").write_text(text, encoding="utf-8")
     qkv(course, "grade", NAME, subs, "--out", folder / "reference")
     totals = graded_totals(folder / "reference")
-    return [float(totals[f"sample{i}"]) for i in range(len(samples))]
+    return [float(totals[f"sample{i}"]) for i in range(len(mix.samples()))]
 
 
-def grade_cpu(course: Path, samples: list[str], folder: Path, count: int) -> dict:
-    """`qkv grade` of `count` distinct copies of the samples in turn (the class's mix, on the same assignment), its
+def write_mixed_class(folder: Path, mix: Mix, count: int) -> Path:
+    """`count` distinct hand-ins of the mix in `folder`, in its proportions (a tenth notebooks, with one)."""
+    notebooks = count // NOTEBOOK_EVERY if mix.notebook is not None else 0
+    write_class(folder, list(mix.py), count - notebooks)
+    for i, text in enumerate(distinct_copies([mix.notebook] if notebooks else [], notebooks, ".ipynb")):
+        (folder / f"n{i:04d}.ipynb").write_text(text)
+    return folder
+
+
+def grade_cpu(course: Path, mix: Mix, folder: Path, count: int) -> dict:
+    """`qkv grade` of `count` distinct copies of the samples (the class's mix, on the same assignment), its
     process tree's CPU measured as the server's is, and again of SMALL_CLASS copies: the batch grader's cost per
     submission beyond its start (the difference over the difference in submissions), this run's reference, as the
     server's figures leave out its own start."""
     def graded(size: int) -> tuple[float, dict[str, float], float]:
-        subs = write_class(folder / f"batch{size}", samples, size)
+        subs = write_mixed_class(folder / f"batch{size}", mix, size)
         command = [str(QKV), "--course", str(course), "grade", NAME, str(subs), "--out", str(folder / f"out{size}")]
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -529,14 +654,31 @@ def grade_cpu(course: Path, samples: list[str], folder: Path, count: int) -> dic
             "sandbox_ms_per_submission": per(spent["descendants"] - small_spent["descendants"])}
 
 
+def results_file(args: argparse.Namespace) -> Path:
+    """Each kind of run's figures a file of their own: serve.json (the samples), serve_looping.json (and looping
+    students), serve_mix.json (the realistic mix); with `_postgresql` on PostgreSQL."""
+    kind = "_mix" if args.mix == "realistic" else "_looping" if args.looping else ""
+    return RESULTS.with_name(f"serve{kind}{'_postgresql' if args.postgresql else ''}.json")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=200)
     parser.add_argument("--attempts", type=int, default=3, help="each student's, one after the other")
     parser.add_argument("--clients", type=int, default=50, help="students handing in at the same time")
     parser.add_argument("--jobs", type=int, help="qkv serve --jobs (default: its own, a slot per core and one more)")
-    parser.add_argument("--looping", type=float, default=0.0,
-                        help="the fraction of the students whose every attempt loops in every function (0 to 0.5)")
+    parser.add_argument("--looping", type=float,
+                        help="the fraction of the students whose every attempt loops in every function (0 to 0.5; "
+                             f"default 0, with --mix realistic {REALISTIC_LOOPING})")
+    parser.add_argument("--mix", choices=("samples", "realistic"), default="samples",
+                        help="samples: the bundled .py samples in turn (right, classic mistakes, a syntax error, the "
+                             f"stub); realistic: the same with every {NOTEBOOK_EVERY}th hand-in the bundled notebook "
+                             f"and {REALISTIC_LOOPING:g} of the students looping")
+    parser.add_argument("--postgresql", action="store_true",
+                        help="the service on a PostgreSQL server of its own (tests/servers.py's, its commits synced "
+                             "to the disk as the SQLite store's are), in --web-processes processes")
+    parser.add_argument("--web-processes", type=int, default=2,
+                        help="with --postgresql: how many `qkv serve` processes serve the class at once (default 2)")
     parser.add_argument("--attempt-seconds", type=float,
                         help="the manifest's grading.limits.attempt_seconds (default: qkv's own)")
     parser.add_argument("--poll", action="store_true",
@@ -546,14 +688,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "with --looping serve_looping.json; a trial run's figures are no benchmark: write them "
                         "elsewhere)")
     args = parser.parse_args(argv)
-    if not 0 <= args.looping <= 0.5:
-        parser.error("--looping must be a fraction from 0 to 0.5")
     if args.attempt_seconds is not None and not 0 < args.attempt_seconds <= 36000:
         parser.error("--attempt-seconds must be more than 0 and at most 36000")
-    args.results = args.results or (LOOPING_RESULTS if args.looping else RESULTS)
-    for name in ("students", "attempts", "clients", "jobs"):
+    if args.looping is None:
+        args.looping = REALISTIC_LOOPING if args.mix == "realistic" else 0.0
+    if not 0 <= args.looping <= 0.5:
+        parser.error("--looping must be a fraction from 0 to 0.5")
+    if not args.postgresql:
+        args.web_processes = 1
+    args.results = args.results or results_file(args)
+    for name in ("students", "attempts", "clients", "jobs", "web_processes"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1")
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
 
 
@@ -583,22 +729,28 @@ def report(figures: dict) -> str:
         c = figures[key]["cpu"]
         rows.append(f"| {label} | {c['web_process_ms_per_attempt']} | {c['sandbox_ms_per_attempt']} | "
                     f"{c['server_ms_per_attempt']} | {c.get('over_qkv_grade', '-')} | {c['clients_ms_per_attempt']} |")
+    if "database_ms_per_attempt" in figures["class"]["cpu"]:
+        rows += ["", "The server's CPU includes PostgreSQL's processes: " + ", ".join(
+            f"{figures[k]['cpu']['database_ms_per_attempt']} ms per attempt ({k})" for k in ("alone", "class", "kill9"))
+            + f"; {figures['class']['web_processes']} web processes."]
     return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
-    samples = mixed_samples(SAMPLES)
-    with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-") as scratch:
+    mix = Mix(tuple(mixed_samples(SAMPLES)),
+              (SAMPLES / NOTEBOOK_SAMPLE).read_text() if args.mix == "realistic" else None)
+    with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-") as scratch, contextlib.ExitStack() as stack:
         root = Path(scratch)
+        database = stack.enter_context(durable_postgres()) if args.postgresql else None
         due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
         started = time.perf_counter()
         grading = None if args.attempt_seconds is None else {"limits": {"attempt_seconds": args.attempt_seconds}}
         course = make_course(root / "course", {"attempts": max(20, args.attempts),
                                                "attempts_per_hour": max(6, args.attempts)}, due, grading=grading)
         build_s = time.perf_counter() - started
-        expected = expected_scores(course, samples, root)
+        expected = expected_scores(course, mix, root)
         roster = root / "roster.csv"
         students = write_roster(roster, args.students)
         count = round(args.looping * len(students))
@@ -613,16 +765,24 @@ def main(argv: list[str] | None = None) -> int:
             "route": "the browser's forms: sign-in, multipart upload with CSRF, the attempt page looked at again when "
                      "it says (data-refresh)" + (", on its timer alone" if args.poll else
                                                  ", at its held look (data-wait)"),
-            "server_jobs": args.jobs or default_slots(), "samples": len(samples),
+            "server_jobs": args.jobs or default_slots(), "mix": args.mix, "samples": len(mix.samples()),
+            "notebooks_every": NOTEBOOK_EVERY if mix.notebook is not None else None,
+            "database": "PostgreSQL (its commits synced)" if database else "SQLite", "web_processes": args.web_processes,
             "sample_scores": expected, "build_s": round(build_s, 1), "p95_goal_s": P95_GOAL_S,
             "looping_fraction": args.looping, "attempt_seconds": args.attempt_seconds or Limits().attempt_seconds}
-        figures["qkv_grade"] = grade_cpu(course, samples, root,
+        figures["qkv_grade"] = grade_cpu(course, mix, root,
                                          max(4 * SMALL_CLASS, min(1000, args.students * args.attempts)))
         print(f"qkv grade: {json.dumps(figures['qkv_grade'])}", flush=True)
         for key, (who, attempts, clients, kill) in runs.items():
-            figures[key] = run(course, root / key, roster, who, attempts, clients, samples, expected,
-                               jobs, kill, everyone=who == students, looping=looping if key != "alone" else frozenset(),
-                               loops=loops, poll=args.poll)
+            with contextlib.ExitStack() as own:
+                if database is None:
+                    service = Service(str(root / key / "store"))
+                else:  # a database of its own for each run, on the one server
+                    service = Service(own.enter_context(fresh_database(database[0])), args.web_processes,
+                                      database[1])
+                figures[key] = run(course, root / key, service, roster, who, attempts, clients, mix, expected,
+                                   jobs, kill, everyone=who == students,
+                                   looping=looping if key != "alone" else frozenset(), loops=loops, poll=args.poll)
             print(f"{key}: {json.dumps({k: v for k, v in figures[key].items() if k != 'examples'})}", flush=True)
     batch = figures["qkv_grade"]["cpu_ms_per_submission"]
     for key in ("class", "kill9"):

@@ -50,6 +50,14 @@ SECTIONS = (
             "the verdict's page), then opening a mock exam in the same minute and saving its items, each student a "
             "session of its own from an address of its own; every acknowledged answer checked in the gradebook "
             "afterwards.", own_report=True),
+    Section("serve_mix", "serve.py", "`qkv serve` with a realistic class",
+            "The class as it comes (`--mix realistic`): the bundled samples mixed (right, classic mistakes, a syntax "
+            "error, the stub), every tenth hand-in a notebook, 5% of the students looping; each client from a "
+            "loopback address of its own.", own_report=True),
+    Section("serve_mix_postgresql", "serve.py", "`qkv serve` on PostgreSQL with two web processes",
+            "The realistic class (`--mix realistic --postgresql`) served as docs/serve.md sets up several web "
+            "processes: two `qkv serve` processes on one PostgreSQL database (its commits synced), the clients split "
+            "between them, the first killed (-9) midway.", own_report=True),
     Section("cluster", "cluster.py", "`qkv grade --cluster local:N` against the local grader",
             "The same class graded locally and on a local Dask cluster with as many workers, in one run."),
     Section("stats", "stats.py", "`qkv stats` on 10,000 graded submissions",

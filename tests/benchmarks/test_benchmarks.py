@@ -417,6 +417,98 @@ def test_the_service_benchmark_in_small_grades_every_attempt_once_for_its_own_st
     assert "| `qkv grade`, 80 submissions (beyond its start) |" in done.stdout
 
 
+def test_the_realistic_mix_hands_in_the_notebook_every_tenth_time_and_the_py_samples_between(serve_benchmark):
+    samples = serve_benchmark.SAMPLES
+    mix = serve_benchmark.Mix(tuple(serve_benchmark.mixed_samples(samples)),
+                              (samples / serve_benchmark.NOTEBOOK_SAMPLE).read_text())
+    drawn = [mix.drawn(n) for n in range(100)]
+    notebook = len(mix.py)
+    assert mix.samples()[notebook][1] == ".ipynb" and drawn.count(notebook) == 10
+    assert set(drawn) == set(range(len(mix.samples())))  # every .py sample too: right, mistakes, syntax error, stub
+    assert [mix.drawn(n) for n in range(9)] == [n % len(mix.py) for n in range(9)]
+    plain = serve_benchmark.Mix(mix.py)
+    assert notebook not in {plain.drawn(n) for n in range(100)}
+
+
+@pytest.mark.parametrize("suffix", [".py", ".ipynb"])
+def test_a_hand_in_names_its_student_last_and_a_notebook_stays_a_notebook(serve_benchmark, suffix):
+    samples = serve_benchmark.SAMPLES
+    text = (samples / ("ada.py" if suffix == ".py" else serve_benchmark.NOTEBOOK_SAMPLE)).read_text()
+    body = serve_benchmark.signed(text, suffix, "# student b0042, attempt 3").encode()
+    assert serve_benchmark.NAMED.findall(body)[-1] == b"b0042"
+    if suffix == ".ipynb":
+        nbformat.validate(nbformat.reads(body.decode(), as_version=4))
+
+
+def test_the_realistic_mix_and_postgresql_keep_their_figures_apart_with_5_percent_looping(serve_benchmark, capsys):
+    realistic = serve_benchmark.parse_args(["--mix", "realistic"])
+    assert realistic.results.name == "serve_mix.json" and realistic.looping == 0.05 and realistic.web_processes == 1
+    assert serve_benchmark.parse_args(["--mix", "realistic", "--looping", "0"]).looping == 0
+    both = serve_benchmark.parse_args(["--mix", "realistic", "--postgresql"])
+    assert both.results.name == "serve_mix_postgresql.json" and both.web_processes == 2
+    assert serve_benchmark.parse_args(["--postgresql", "--web-processes", "3"]).web_processes == 3
+    with pytest.raises(SystemExit):
+        serve_benchmark.parse_args(["--postgresql", "--web-processes", "0"])
+    assert "--web-processes must be at least 1" in capsys.readouterr().err
+
+
+def test_each_client_sends_from_a_loopback_address_of_its_own_that_the_server_sees(serve_benchmark):
+    """A hundred clients, a hundred addresses (the server caps one address's connections at 100), none the server's
+    own; and a connection from one of them reaches a server on 127.0.0.1 from that address."""
+    import socket
+
+    addresses = [serve_benchmark.client_address(c) for c in range(300)]
+    assert len(set(addresses)) == 300 and "127.0.0.1" not in addresses
+    assert all(a.startswith("127.") for a in addresses)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        with socket.create_connection(server.getsockname(), source_address=(addresses[-1], 0)):
+            accepted, (seen, _) = server.accept()
+            accepted.close()
+    assert seen == addresses[-1]
+
+
+@pytest.mark.slow  # a build, `qkv grade` once and `qkv serve` four times, one looping attempt its whole budget
+def test_the_service_benchmark_s_realistic_mix_grades_notebooks_and_the_samples_each_once_for_its_own_student(
+        tmp_path):
+    """The realistic mix in small (10 students, 2 attempts, 5 clients, one looping student of budget 5 s): its
+    notebooks among the hand-ins, each attempt graded once for its own student, every first attempt's score
+    qkv grade's for its sample (the notebook's too)."""
+    results = tmp_path / "serve.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve.py"), "--students", "10", "--attempts",
+                           "2", "--clients", "5", "--mix", "realistic", "--looping", "0.1", "--attempt-seconds", "5",
+                           "--results", str(results)], capture_output=True, text=True, timeout=1800,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    figures = json.loads(results.read_text())
+    assert figures["mix"] == "realistic" and figures["samples"] == 7 and figures["notebooks_every"] == 10
+    assert figures["sample_scores"][-1] > 0  # the notebook, graded by qkv grade, earns points
+    for run in ("class", "kill9"):
+        f = figures[run]
+        counts = (f["accepted"], f["graded"], f["lost"], f["duplicated"], f["wrong_student"], f["client_failures"])
+        assert counts == (20, 20, 0, 0, 0, 0), (run, f)
+        # students 9 (first attempt) and 8 (second) hand in the notebook; student 5 loops
+        assert f["notebooks"] == 2 and f["looping_students"] == 1 and f["client_addresses"] == 5, (run, f)
+
+
+@pytest.mark.slow  # a PostgreSQL server, a build, `qkv grade` once and two `qkv serve` processes three times
+def test_the_service_benchmark_on_postgresql_with_two_web_processes_loses_and_mixes_up_nothing(tmp_path):
+    """The documented multi-process setup in small: two `qkv serve` processes on one PostgreSQL database, the
+    clients split between them, the first killed (-9) midway: each attempt graded once for its own student."""
+    results = tmp_path / "serve.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve.py"), "--students", "8", "--attempts",
+                           "2", "--clients", "4", "--postgresql", "--results", str(results)], capture_output=True,
+                          text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    figures = json.loads(results.read_text())
+    assert figures["database"].startswith("PostgreSQL") and figures["web_processes"] == 2
+    for run, accepted in (("alone", 6), ("class", 16), ("kill9", 16)):
+        f = figures[run]
+        counts = (f["accepted"], f["graded"], f["lost"], f["duplicated"], f["wrong_student"], f["client_failures"])
+        assert counts == (accepted, accepted, 0, 0, 0, 0), (run, f)
+        assert f["web_processes"] == 2 and f["cpu"]["database_s"] > 0, (run, f)
+    assert figures["kill9"]["graded_exactly_once"]
+
+
 # --- benchmarks/summary.py: docs/benchmarks.md, made from the results files, never by hand ---------------------------
 
 @pytest.fixture(scope="module")
