@@ -237,3 +237,48 @@ def test_a_token_checked_lately_skips_the_slow_hash_but_never_outlives_its_accou
     assert book.check(token, now=1000.0 + module.CHECKED_SECONDS + 1) is None
     if isinstance(where, Path):  # the file holds the hashes: its owner's only, whatever the umask
         assert where.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_services_reads_do_not_wait_for_a_write_to_commit(tmp_path):
+    # the service's pages read while a grader's synced commit is under way: they read the last commit, at once
+    from autograder.grade.gradebook.database import open_sqlite
+
+    db = open_sqlite(tmp_path / "book.sqlite", durable=True)
+    db.script("CREATE TABLE marks (student TEXT, points REAL)")
+    with db.write():
+        db.execute("INSERT INTO marks VALUES ('ada', 1)")
+    seen: list[list[tuple[str, float]]] = []
+    read_done = threading.Event()
+
+    def read() -> None:
+        seen.append(list(db.execute("SELECT student, points FROM marks ORDER BY student")))
+        read_done.set()
+
+    with db.write():
+        db.execute("INSERT INTO marks VALUES ('bo', 2)")
+        assert db.execute("SELECT COUNT(*) FROM marks").fetchone()[0] == 2  # the write reads its own rows
+        reader = threading.Thread(target=read)
+        reader.start()
+        # a read that waited for this write would never finish while the write waits for it
+        finished = read_done.wait(timeout=120)
+    reader.join()
+    assert finished, "a read waited for the write's commit"
+    assert seen == [[("ada", 1.0)]]  # the last commit, not the write under way
+    assert list(db.execute("SELECT student FROM marks ORDER BY student")) == [("ada",), ("bo",)]
+    db.close()
+
+
+def test_qkv_grades_own_gradebook_keeps_one_connection(tmp_path):
+    from autograder.grade.gradebook.database import open_sqlite
+
+    db = open_sqlite(tmp_path / "book.sqlite")
+    db.script("CREATE TABLE marks (student TEXT)")
+    with db.write():
+        db.execute("INSERT INTO marks VALUES ('ada')")
+        # not the service's: a read from another thread waits for the commit and then sees it
+        seen: list[int] = []
+        reader = threading.Thread(target=lambda: seen.append(db.execute("SELECT COUNT(*) FROM marks").fetchone()[0]))
+        reader.start()
+    reader.join()
+    assert seen == [1]
+    db.close()

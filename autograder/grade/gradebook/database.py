@@ -12,6 +12,9 @@ advisory lock in PostgreSQL), so read-then-write steps such as claiming the next
 interleave between processes. Within a process, one connection serves every thread (the service's
 request threads and its graders): a statement's rows are read whole under the connection's lock, and a
 write transaction holds that lock to its end, so no thread's statement lands inside another's transaction.
+The service's SQLite files (`durable`) also give each thread a read-only connection of its own for a plain
+SELECT outside a write: in WAL mode it reads the last commit without waiting for a write's synced commit,
+which otherwise holds every page of the service behind it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from autograder.private import private_file
 
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 _WRITE_LOCK = 0x716B76  # "qkv": the advisory lock a PostgreSQL write transaction holds
+_READ = re.compile(r"\s*SELECT\b", re.IGNORECASE)  # a statement a read-only connection may take
 
 
 def is_postgres(url: str) -> bool:
@@ -94,9 +98,30 @@ class Database:
 class SqliteDatabase(Database):
     dialect = "sqlite"
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: sqlite3.Connection, readers_of: Optional[Path] = None):
         self._db = db
         self.lock = threading.RLock()
+        self._readers_of = readers_of
+        self._local = threading.local()  # this thread's reader, and whether it is inside a write
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows:
+        # a write transaction reads through its own connection: it must see what it has written so far
+        path = self._readers_of
+        if path is None or getattr(self._local, "writing", False) or not _READ.match(sql):
+            return super().execute(sql, args)
+        return Rows(self._reader(path).execute(sql, tuple(args)).fetchall())
+
+    def _reader(self, path: Path) -> sqlite3.Connection:
+        reader: Optional[sqlite3.Connection] = getattr(self._local, "reader", None)
+        if reader is None:
+            reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                     isolation_level=None, check_same_thread=False, timeout=60)
+            with self._readers_lock:
+                self._readers.append(reader)
+            self._local.reader = reader
+        return reader
 
     def _run(self, sql: str, args: Sequence[Any]) -> Iterable[Any]:
         return self._db.execute(sql, tuple(args)).fetchall()
@@ -109,11 +134,14 @@ class SqliteDatabase(Database):
     def write(self) -> Iterator[None]:
         with self.lock:
             self._db.execute("BEGIN IMMEDIATE")
+            self._local.writing = True
             try:
                 yield
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+            finally:
+                self._local.writing = False
             self._db.execute("COMMIT")
 
     def script(self, ddl: str) -> None:
@@ -128,6 +156,11 @@ class SqliteDatabase(Database):
         self.execute(f"PRAGMA user_version = {int(version)}")
 
     def close(self) -> None:
+        with self._readers_lock:
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
+            self._readers_of = None  # a thread still reading after this goes to the (closed) connection and fails
         self._db.close()
 
 
@@ -220,7 +253,7 @@ def open_sqlite(path: Path, read_only: bool = False, durable: bool = False) -> S
     except sqlite3.Error as err:
         db.close()
         raise QkvError(str(path), f"not a gradebook qkv can use ({err}); choose another --out") from None
-    return SqliteDatabase(db)
+    return SqliteDatabase(db, readers_of=path if durable else None)
 
 
 def open_postgres(url: str, schema: Optional[str]) -> PostgresDatabase:
