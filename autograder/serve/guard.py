@@ -31,11 +31,12 @@ import hmac
 import ipaddress
 import json
 import re
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Callable, Optional
 
 import anyio
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 SESSION_COOKIE = "qkv_session"
 SIGNIN_COOKIE = "qkv_signin"
@@ -59,8 +60,6 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,99}")
 # C0 controls but tab, line feed and carriage return (text's own whitespace), and DEL: no text a route takes holds
 # one, and PostgreSQL refuses a NUL in any text it is given
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-ASGIApp = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
 
 def clean_filename(name: str) -> tuple[Optional[str], str]:
@@ -90,7 +89,7 @@ def client_key(host: str) -> str:
     return str(ipaddress.ip_network(f"{host}/64", strict=False)) if address.version == 6 else host
 
 
-async def control_character_in(scope: dict, body: bytes) -> str:
+async def control_character_in(scope: Scope, body: bytes) -> str:
     """Where a request holds a control character, as the routes would decode it: its path, its query, a header, a
     cookie, a form field's name or value ('' for none). An uploaded file's bytes are the file's own, and its name is
     clean_filename's to refuse (with a message that says what a name may be)."""
@@ -117,8 +116,8 @@ async def control_character_in(scope: dict, body: bytes) -> str:
     return ""
 
 
-def _once(body: bytes) -> Callable[[], Awaitable[dict]]:
-    async def receive() -> dict:
+def _once(body: bytes) -> Receive:
+    async def receive() -> Message:
         return {"type": "http.request", "body": body, "more_body": False}
     return receive
 
@@ -151,14 +150,13 @@ class Guard:
         self.limit = limit
         self.headers = security_headers(frame_ancestors)
 
-    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]],
-                       send: Callable[[dict], Awaitable[None]]) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         limit = self.limit(scope.get("path", ""))
 
-        async def send_guarded(message: dict) -> None:
+        async def send_guarded(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = dict(message, headers=[*message.get("headers", []), *self.headers])
             await send(message)
@@ -206,17 +204,20 @@ class Guard:
         except TimeoutError:
             await refuse(408, f"the request's body took more than {BODY_SECONDS:g} seconds to arrive")
             return
-        body: Optional[bytes] = b"".join(parts)
+        body = b"".join(parts)
         del parts
         where = await control_character_in(scope, body)
         if where:  # text no route takes: one line here, never a route's error (PostgreSQL refuses a NUL, say)
             await refuse(400, f"the request holds a control character (a NUL byte, say) in {where}")
             return
 
-        async def replay() -> dict:
-            nonlocal body
-            if body is not None:
-                message, body = {"type": "http.request", "body": body, "more_body": False}, None
+        unread: Optional[bytes] = body  # the body goes to the app once, then the server's own messages
+        del body
+
+        async def replay() -> Message:
+            nonlocal unread
+            if unread is not None:
+                message, unread = {"type": "http.request", "body": unread, "more_body": False}, None
                 return message
             return await receive()
 

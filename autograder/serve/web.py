@@ -1,8 +1,7 @@
-"""The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api, practice, exam; the LTI
-tool's own in serve/lti/launch.py) put together behind the guard (serve/guard.py), with the shared state on the app
-and a lifespan that starts the graders and then the loops beside them (ServiceState.background) as the app starts,
-and stops them as it stops: the loops first, so nothing hands a grader more work, then the graders, each finishing
-what it had claimed.
+"""The service's web app: the endpoints of serve/app/ (by audience: account, student, staff, api, practice, exam,
+lti) put together behind the guard (serve/guard.py), with the shared state on the app and a lifespan that starts
+the graders and then the loops beside them (ServiceState.background) as the app starts, and stops them as it
+stops: the loops first, so nothing hands a grader more work, then the graders, each finishing what it had claimed.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from autograder.serve.app import account, api, exam, practice, staff, student
+from autograder.serve.app import account, api, exam, lti, practice, staff, student
 from autograder.serve.app.state import Background, ServiceState
 from autograder.serve.guard import Guard, upload_limit
 
@@ -46,7 +45,7 @@ def routes(state: ServiceState) -> list[Route]:
     ]
     found += practice_routes() if state.practice is not None else []
     found += exam_routes() if state.exams is not None else []
-    found += state.lti.routes(state) if state.lti is not None else []
+    found += lti.routes() if state.lti is not None else []
     # the hub's /signin first: in a hub the hub signs people in (hub/signin.py)
     return (state.hub.routes(state) if state.hub is not None else []) + found
 

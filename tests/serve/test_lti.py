@@ -703,6 +703,10 @@ def test_the_moodle_settings_and_a_bad_address(tmp_path):
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().splitlines()[-1] == "error: --url: 'javascript:alert(1)' is not an http(s) address " \
                                                   "without query or fragment"
+    # an empty --url, in a course with no lti section, is no address given: one line, not the AttributeError it was
+    empty = run("--platform", "moodle", "--url", "")
+    assert empty.returncode != 0 and "Traceback" not in empty.stderr
+    assert empty.stderr.strip().splitlines()[-1].startswith("error: --url: the service's public address is needed")
 
 
 CANVAS = PlatformSettings(**{**PLATFORM, "lms": "canvas"})

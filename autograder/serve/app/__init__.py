@@ -5,7 +5,8 @@
   the one hand-in path), which the LTI tool's launch (serve/lti/launch.py) also uses;
 - account.py: signing in and out; student.py: a student's assignment, attempts, feedback and release;
   staff.py: the class for staff; api.py: the JSON routes `qkv_check.py --submit` uses; practice.py: /practice,
-  when course.yaml offers it (serve/practice.py).
+  when course.yaml offers it (serve/practice.py); lti.py: the routes an LMS calls, when the service is an LTI
+  tool (serve/lti/).
 
 serve/web.py puts them together into one app whose lifespan starts and stops the graders.
 """

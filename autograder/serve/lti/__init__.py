@@ -4,7 +4,8 @@ score goes back to the LMS's gradebook (docs/lti.md).
 Takes the `lti:` section of course.yaml (course/lti_settings.py: the tool's address, its key pair's folder, the platforms it
 trusts), the service's accounts, roster and gradebooks; gives the routes an LMS calls and the `qkv lti` commands.
 
-- launch.py: OIDC login initiation, the launch (its role and roster match), the tool's public JWKS.
+- launch.py: the tool, and what a launch checks (its role and roster match) and signs in; its endpoints (OIDC
+  login initiation, the launch, the tool's public JWKS) are serve/app/lti.py's.
 - adapter.py: PyLTI1p3 on Starlette, its launch values in the database; every check of an id_token is the
   library's, except the nonce, which is spent once here.
 - deep_link.py: an instructor picks the assignment a new link opens.

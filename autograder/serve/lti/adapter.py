@@ -11,7 +11,9 @@ import re
 import time
 from typing import Any, Iterator, Mapping, Optional
 
+import jwt
 import requests
+from jwt.types import Options
 from pylti1p3.cookie import CookieService
 from pylti1p3.exception import LtiException
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
@@ -34,6 +36,9 @@ LAUNCH_SECONDS = 600
 # a platform's keys, fetched once per this long rather than on every launch (a forged one too); a platform that
 # rotates its keys is believed after at most this long
 KEY_SET_SECONDS = 300
+# PyJWT checks `exp` only when present, so a token without one would never expire; `aud` is checked against the
+# registration's client id by the library (validate_registration)
+_JWT_CHECKS: Options = {"verify_aud": False, "require": ["exp", "iat"]}
 
 
 class Platforms(ToolConfDict):
@@ -41,7 +46,7 @@ class Platforms(ToolConfDict):
     and not the bare Exception the library raises for it."""
 
     def get_iss_config(self, iss: Any, client_id: Optional[str] = None):
-        if not isinstance(iss, str) or iss not in self._config:
+        if not isinstance(iss, str) or self._config is None or iss not in self._config:
             raise LtiException(f"the issuer {str(iss)[:200]!r} is not a platform of this course")
         return super().get_iss_config(iss, client_id)
 
@@ -58,8 +63,9 @@ class LtiRequest(Request):
     def is_secure(self) -> bool:
         return self._secure
 
-    def get_param(self, key: str) -> Optional[str]:
-        return self._params.get(key)
+    def get_param(self, key: str) -> str:
+        # the library's contract is a string, a missing parameter empty: it tests each for truth, never for None
+        return self._params.get(key, "")
 
     def get_cookie(self, key: str) -> Optional[str]:
         return self._cookies.get(key)
@@ -123,10 +129,10 @@ class Sessions(SessionService):
     _launch_data_lifetime = LAUNCH_SECONDS
 
     def __init__(self, values: StoredValues):  # not super's: it reads a framework session, which there is none of
-        self.data_storage = values
+        self.data_storage = self._values = values
 
     def check_nonce(self, nonce: str) -> bool:
-        values = self.data_storage
+        values = self._values
         return values.store.take(values._prepare_key(self._get_key("nonce", nonce)), time.time()) is not None
 
 
@@ -154,13 +160,19 @@ class Login(OIDCLogin):
 class Launch(MessageLaunch):
     def __init__(self, request: LtiRequest, tool_config: Any, values: StoredValues, cookies: CookieJar):
         super().__init__(request, tool_config, Sessions(values), cookies, values, platform_session())
-        # PyJWT checks `exp` only when present, so a token without one would never expire; `aud` is checked
-        # against the registration's client id by the library (validate_registration)
-        self.set_jwt_verify_options({"verify_aud": False, "require": ["exp", "iat"]})
         self.set_public_key_caching(values, KEY_SET_SECONDS)
 
-    def _get_request_param(self, key: str) -> Optional[str]:
+    def _get_request_param(self, key: str) -> str:
         return self._request.get_param(key)
+
+    def validate_jwt_signature(self) -> Launch:
+        """The library's check with PyJWT's `require` option, which its options (flags only) cannot carry."""
+        public_key, algorithm = self.get_public_key()
+        try:
+            jwt.decode(self._get_id_token(), public_key, algorithms=[algorithm], options=_JWT_CHECKS)
+        except jwt.InvalidTokenError as err:
+            raise LtiException(f"Can't decode id_token: {err}") from err
+        return self
 
     def get_client_id(self) -> str:
         """The `aud` the library checks against the registration's client id. The library takes the first of a

@@ -46,13 +46,16 @@ def config(lms: str, url: Optional[str]) -> None:
     from autograder.course.lti_settings import tool_address
 
     course = find_course()
-    if url is None and course.config.lti is None:
+    if url:
+        try:
+            address = tool_address(url)
+        except ValueError as err:
+            raise QkvError("--url", str(err)) from None
+    elif course.config.lti is not None:
+        address = course.config.lti.tool_url
+    else:  # an empty --url is none given
         raise QkvError("--url", "the service's public address is needed: --url https://... or lti.tool_url in "
                                 "course.yaml")
-    try:
-        address = tool_address(url) if url else course.config.lti.tool_url
-    except ValueError as err:
-        raise QkvError("--url", str(err)) from None
     click.echo(canvas_json(address, course.title) if lms == "canvas" else moodle_settings(address, course.title))
 
 

@@ -1,5 +1,5 @@
-"""The routes an LMS calls: OIDC login initiation (/lti/login), the launch (/lti/launch) and the tool's public
-key set (/lti/jwks.json).
+"""What a launch does: the tool an LMS calls (its endpoints, OIDC login initiation at /lti/login, the launch at
+/lti/launch and the tool's public key set at /lti/jwks.json, are serve/app/lti.py's), and whom a launch signs in.
 
 A launch PyLTI1p3 validated signs its user in with the same session the token sign-in gives: a student found on
 the roster by the rule of members.roster_match (their `sub` kept from their first launch, else the identifiers the
@@ -13,34 +13,30 @@ refusal page, with what the LMS sent that did not match.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
 from urllib.parse import urlsplit
 
 from pylti1p3.exception import LtiException, OIDCException
 from pylti1p3.roles import TeacherRole, TeachingAssistantRole
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.responses import Response
 
 from autograder.grade.gradebook.accounts import Role
 from autograder.grade.gradebook.lti import LtiStore
-from autograder.serve.lti.adapter import CookieJar, Launch, LtiRequest, Login, Platforms, Sessions, StoredValues
-from autograder.serve.lti.deep_link import PICK_PATH, picked, picker
+from autograder.serve.lti.adapter import CookieJar, Launch, LtiRequest, Platforms, StoredValues
+from autograder.serve.lti.deep_link import picker
 from autograder.serve.lti.grades import AGS_CLAIM
-from autograder.serve.lti.keys import jwks, read_keys
+from autograder.serve.lti.keys import read_keys
 from autograder.serve.lti.members import CUSTOM, Claims, is_learner, lms_person, lms_user, roster_match
 from autograder.course.lti_settings import LtiSettings, Platform, origin_of
-from autograder.serve.guard import FAILURE_WINDOW, LTI_LOGINS_ALLOWED, client_address
-from autograder.serve.app.site import Site, refusal_page, session_response
+from autograder.serve.guard import FAILURE_WINDOW, LTI_LOGINS_ALLOWED
+from autograder.serve.app.site import Site, session_response
 from autograder.serve.pages import Refusal
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 LOGIN_PATH, LAUNCH_PATH, JWKS_PATH = "/lti/login", "/lti/launch", "/lti/jwks.json"
-PARAM_CHARS = 8000  # an id_token is a few kilobytes; anything far longer is not one
 
 
 @dataclass
@@ -51,6 +47,10 @@ class LtiTool:
     private_pem: str
     public_pem: str
     store: LtiStore
+    values: StoredValues = field(init=False)  # the library's view of `store`, one for every request
+
+    def __post_init__(self) -> None:
+        self.values = StoredValues(self.store)
 
     @classmethod
     def open(cls, settings: LtiSettings, keys: Path, where: Any) -> "LtiTool":
@@ -71,108 +71,58 @@ class LtiTool:
     def close(self) -> None:
         self.store.close()
 
-    def routes(self, state: Site) -> list[Route]:
-        values = StoredValues(self.store)
-        launch_url = self.settings.tool_url + LAUNCH_PATH
+    @property
+    def launch_url(self) -> str:
+        return self.settings.tool_url + LAUNCH_PATH
 
-        async def params(request: Request) -> dict[str, str]:
-            given = dict(request.query_params)
-            if request.method == "POST":
-                form = await request.form(max_files=0, max_fields=30)
-                given.update({k: v for k, v in form.items() if isinstance(v, str)})
-            too_long = sorted(k for k, v in given.items() if len(v) > PARAM_CHARS)
-            if too_long:  # refused, not cut: a token cut short would fail later with a reason that misleads
-                raise Refusal(400, f"the request's {too_long[0][:40]!r} is longer than {PARAM_CHARS:,} characters, "
-                                   "more than an LMS sends", "Launch refused")
-            return given
 
-        async def login(request: Request) -> Response:
-            if not await run_in_threadpool(login_allowed, state.accounts, client_address(request), time.time()):
-                return refusal_page(429, "too many LMS sign-ins from this address: wait 15 minutes and try again",
-                                    "Launch refused")
-            try:
-                lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
-            except Refusal as refusal:
-                return refusal_page(refusal.status, refusal.message, refusal.heading)
-            target = lti_request.get_param("target_link_uri") or ""
-            if not _on_tool(target, self.settings.tool_url):
-                return refusal_page(400, "the LMS asked to open an address that is not this service's: "
-                                         f"{target[:200]!r}", "Launch refused")
-            cookies = CookieJar(lti_request)
-            try:
-                return await run_in_threadpool(
-                    lambda: Login(lti_request, self.tool_config(), Sessions(values), cookies, values)
-                    .redirect(launch_url))
-            except (LtiException, OIDCException) as err:
-                return refusal_page(403, f"the LMS's sign-in request was refused: {err}", "Launch refused")
-
-        def signed_in(lti_request: LtiRequest) -> Response:
-            launch = Launch(lti_request, self.tool_config(), values, CookieJar(lti_request))
-            try:
-                data = launch.get_launch_data()
-                if not isinstance(data, dict) or not isinstance(data.get(CLAIM + "roles"), list):
-                    raise LtiException("its claims are not an LTI message's")
-            except (LtiException, OIDCException) as err:
-                raise Refusal(403, f"the LMS's launch was refused: {err}", "Launch refused") from None
-            except (ValueError, TypeError, AttributeError, KeyError):  # the library reading claims of other shapes
-                raise Refusal(403, "the LMS's launch was refused: its id_token is not one an LMS would send",
-                              "Launch refused") from None
-            role = role_of(data)
-            platform = in_course(data, self.settings, role)
-            services_on(data, platform)
-            if launch.is_deep_link_launch():
-                if role is not Role.INSTRUCTOR:
-                    raise Refusal(403, "only the course's instructors add assignment links", "Launch refused")
-                return picker(values, launch.get_launch_id(), state.assignments)
-            if not launch.is_resource_launch():
-                raise Refusal(400, "this service opens assignment links only (an LTI resource-link launch)",
-                              "Launch refused")
-            now = time.time()
-            person, new = person_of(data, role, state.roster, platform, KeptStore(self.store, platform.issuer),
-                                    self.settings.emails_verified, self.settings.add_unknown)
-            if new and not self.store.claim(platform.issuer, str(data["sub"]), person, now):
-                raise Refusal(403, f"roster row {person} was just taken by another LMS user: ask your instructor",
-                              "Not on the roster")
-            if state.accounts.is_revoked(person):
-                raise Refusal(403, "your access to this course was revoked: ask your instructor to reinstate you",
-                              "Access revoked")
-            account = state.accounts.launched(person, role, now)
-            grades = data.get(AGS_CLAIM)
-            if role is Role.STUDENT:  # where their scores go (grades.py)
-                self.store.remember(person, str(data["iss"]), str(data["sub"]),
-                                    grades if isinstance(grades, dict) else {}, now)
-            target = landing(data, self.settings.tool_url, state.assignments)
-            if target != "/" and isinstance(grades, dict) and isinstance(grades.get("lineitem"), str):
-                # the assignment's own column in the LMS's gradebook: its scores go there (grades.py)
-                self.store.keep_lineitem(target.removeprefix("/a/"), platform.issuer, grades["lineitem"])
-            members, context = data.get(NRPS_CLAIM), data.get(CLAIM + "context")
-            if target != "/" and isinstance(members, dict) and members.get("context_memberships_url"):
-                # the LMS course's class list, which `qkv lti sync NAME` reads
-                self.store.keep_context(target.removeprefix("/a/"), str(data["iss"]),
-                                        str(context.get("id", "")) if isinstance(context, dict) else "",
-                                        str(members["context_memberships_url"]), now)
-            return session_response(state, account, target, framed=True)
-
-        async def launch(request: Request) -> Response:
-            try:
-                lti_request = LtiRequest(await params(request), request.cookies, state.secure_cookies)
-                return await run_in_threadpool(signed_in, lti_request)
-            except Refusal as refusal:
-                return refusal_page(refusal.status, refusal.message, refusal.heading)
-
-        async def pick(request: Request) -> Response:
-            try:
-                form = await params(request)
-                return await run_in_threadpool(picked, self, values, form.get("pick", ""),
-                                               form.get("assignment", ""), state.assignments)
-            except Refusal as refusal:
-                return refusal_page(refusal.status, refusal.message, refusal.heading)
-
-        async def key_set(request: Request) -> Response:
-            return JSONResponse(jwks(self.public_pem))
-
-        return [Route(LOGIN_PATH, login, methods=["GET", "POST"]), Route(LAUNCH_PATH, launch, methods=["POST"]),
-                Route(PICK_PATH, pick, methods=["POST"]), Route(JWKS_PATH, key_set, methods=["GET"])]
+def signed_in(tool: LtiTool, state: Site, lti_request: LtiRequest) -> Response:
+    """The session a launch PyLTI1p3 validated signs in (or the deep-linking picker), else a Refusal."""
+    launch = Launch(lti_request, tool.tool_config(), tool.values, CookieJar(lti_request))
+    try:
+        data = launch.get_launch_data()
+        if not isinstance(data, dict) or not isinstance(data.get(CLAIM + "roles"), list):
+            raise LtiException("its claims are not an LTI message's")
+    except (LtiException, OIDCException) as err:
+        raise Refusal(403, f"the LMS's launch was refused: {err}", "Launch refused") from None
+    except (ValueError, TypeError, AttributeError, KeyError):  # the library reading claims of other shapes
+        raise Refusal(403, "the LMS's launch was refused: its id_token is not one an LMS would send",
+                      "Launch refused") from None
+    role = role_of(data)
+    platform = in_course(data, tool.settings, role)
+    services_on(data, platform)
+    if launch.is_deep_link_launch():
+        if role is not Role.INSTRUCTOR:
+            raise Refusal(403, "only the course's instructors add assignment links", "Launch refused")
+        return picker(tool.values, launch.get_launch_id(), state.assignments)
+    if not launch.is_resource_launch():
+        raise Refusal(400, "this service opens assignment links only (an LTI resource-link launch)",
+                      "Launch refused")
+    now = time.time()
+    person, new = person_of(data, role, state.roster, platform, KeptStore(tool.store, platform.issuer),
+                            tool.settings.emails_verified, tool.settings.add_unknown)
+    if new and not tool.store.claim(platform.issuer, str(data["sub"]), person, now):
+        raise Refusal(403, f"roster row {person} was just taken by another LMS user: ask your instructor",
+                      "Not on the roster")
+    if state.accounts.is_revoked(person):
+        raise Refusal(403, "your access to this course was revoked: ask your instructor to reinstate you",
+                      "Access revoked")
+    account = state.accounts.launched(person, role, now)
+    grades = data.get(AGS_CLAIM)
+    if role is Role.STUDENT:  # where their scores go (grades.py)
+        tool.store.remember(person, str(data["iss"]), str(data["sub"]),
+                            grades if isinstance(grades, dict) else {}, now)
+    target = landing(data, tool.settings.tool_url, state.assignments)
+    if target != "/" and isinstance(grades, dict) and isinstance(grades.get("lineitem"), str):
+        # the assignment's own column in the LMS's gradebook: its scores go there (grades.py)
+        tool.store.keep_lineitem(target.removeprefix("/a/"), platform.issuer, grades["lineitem"])
+    members, context = data.get(NRPS_CLAIM), data.get(CLAIM + "context")
+    if target != "/" and isinstance(members, dict) and members.get("context_memberships_url"):
+        # the LMS course's class list, which `qkv lti sync NAME` reads
+        tool.store.keep_context(target.removeprefix("/a/"), str(data["iss"]),
+                                str(context.get("id", "")) if isinstance(context, dict) else "",
+                                str(members["context_memberships_url"]), now)
+    return session_response(state, account, target, framed=True)
 
 
 def login_allowed(accounts: Any, address: str, now: float, allowed: int = LTI_LOGINS_ALLOWED) -> bool:
@@ -180,7 +130,7 @@ def login_allowed(accounts: Any, address: str, now: float, allowed: int = LTI_LO
     return bool(accounts.take_turn(f"lti-login:{address}", now, FAILURE_WINDOW, allowed))
 
 
-def _on_tool(address: str, tool_url: str) -> bool:
+def on_tool(address: str, tool_url: str) -> bool:
     parts, tool = urlsplit(address), urlsplit(tool_url)
     return (parts.scheme, parts.netloc) == (tool.scheme, tool.netloc)
 
@@ -280,6 +230,6 @@ def person_of(data: Mapping[str, Any], role: Role, roster: Any, platform: Platfo
 def landing(data: Mapping[str, Any], tool_url: str, assignments: Mapping[str, Any]) -> str:
     """The page the launch opens: the assignment the link names (its target /a/NAME), else the list."""
     target = str(data.get(CLAIM + "target_link_uri", ""))
-    path = urlsplit(target).path if _on_tool(target, tool_url) else ""
+    path = urlsplit(target).path if on_tool(target, tool_url) else ""
     name = path.removeprefix("/a/") if path.startswith("/a/") else ""
     return f"/a/{name}" if name in assignments else "/"

@@ -281,4 +281,4 @@ def _extension_cell(student: Student) -> str:
     found = student.extension
     if found is None:
         return ""
-    return f"{found.hours:g}" if found.hours is not None else found.due.isoformat()
+    return found.due.isoformat() if found.due is not None else f"{found.hours:g}"
