@@ -52,6 +52,14 @@ def test_a_run_is_one_try_per_answered_problem_with_its_share_and_the_misconcept
         ("scale", 0.0, (MIX,)), ("softmax", 0.5, (COLS,))]  # scale-shape: not answered
 
 
+def test_a_run_keeps_only_names_the_reader_takes_back(tmp_path):
+    flood = [result("scale", Outcome(FAIL, "wrong", named=["", "x" * 5000] + [f"m{i}" for i in range(80)]))]
+    tries = history.run_tries(flood, T0)
+    assert tries[0].misconceptions == tuple(f"m{i}" for i in range(50))
+    history.remember_run(DATA, "*", flood, tmp_path, T0)
+    assert history.load(tmp_path / history.FILE, "attention-numpy", "*").message is None
+
+
 def test_the_release_data_says_what_each_problem_can_show():
     problems = {p.id: p for p in history.catalogue(DATA, "*")}
     assert problems["scale"].detects == problems["scale-shape"].detects == {MIX}

@@ -187,7 +187,8 @@ def run_tries(results: Sequence[ProblemResult], at: datetime) -> List[practice.T
         if not outcomes or all(o.status == TODO for o in outcomes):
             continue
         share = 1.0 if result.status == PASS else sum(o.passed for o in outcomes) / len(outcomes)
-        named = tuple(dict.fromkeys(n for o in outcomes for n in o.named))
+        # what the reader accepts back: the names come from the child that ran the student's code
+        named = tuple(dict.fromkeys(n for o in outcomes for n in o.named if 0 < len(n) <= _MAX_TEXT))[:_MAX_NAMED]
         tries.append(practice.Try(result.problem["id"], 0, at, round(share, 6), named))
     return tries
 
