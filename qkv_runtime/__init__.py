@@ -14,5 +14,7 @@ numbers), `wire` (frames between the grader and the sandbox), `values` (return v
 to arrays, ANSWERS to plain data, exception text), `compare` (how an output is judged),
 `diagnosis` (which mistake a failed output shows), `notebook` (how a notebook becomes a
 program), `answers` (how typed answers are read), `sealed` (how the self-check keeps
-answers out of the release), `nbcells` (the nbgrader test cells' helpers).
+answers out of the release), `nbcells` (the nbgrader test cells' helpers), `practice` (the
+practice rule: mastery, misconceptions held, the next problem; the service, `qkv practice`
+and the self-check choose by it).
 """

@@ -19,6 +19,7 @@ from autograder.assemble.student_text import TEMPLATES, problems_markdown, stub_
 from autograder.bundle import GradingBundle
 from autograder.kinds import kind_of
 from autograder.kinds.sealing import derive_seals
+from autograder.practice.catalogue import topic_of
 from qkv_runtime import sealed
 
 
@@ -33,7 +34,8 @@ def selfcheck_data(assignment: Assignment, bundle: GradingBundle) -> dict[str, A
         kind = kind_of(problem)
         # "code": the self-check runs public tests of a function, or judges an ANSWERS entry by its kind's judge
         entry: dict[str, Any] = {"id": problem.id, "kind": problem.kind, "code": kind.code, "judge": kind.selfcheck_judge,
-                                 "title": problem.title, "points": assigned.points}
+                                 "title": problem.title, "points": assigned.points,
+                                 "topic": topic_of(problem)}  # the self-check's history shows mastery by it
         entry.update(kind.selfcheck_data(assigned, assignment, bundle, students))
         problems.append(entry)
     prompts = {}

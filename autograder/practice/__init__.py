@@ -4,8 +4,9 @@ the next problem to give them out.
 One rule for every route that practises (the offline drill, `qkv practice`, and the service's /practice pages,
 serve/practice.py), so that a student sees the same choice whichever they use:
 
-    rule.py       pure: the tries replayed into a Memory (mastery per problem and per topic, misconceptions held,
-                  fsrs review cards) and the next problem chosen from it
+    rule.py       pure: the tries replayed into a Memory (mastery per problem and per topic, misconceptions held:
+                  qkv_runtime/practice.py, the rule the release's offline self-check shares; and here the fsrs
+                  review cards) and the next problem chosen from it
     catalogue.py  the bank's problems as the rule sees them: id, topic, the misconceptions each can name
     answers.py    a written variant's typed answers judged by the kinds' own code: each part's verdict, the
                   misconception named, the share of the points (the service's judge; no student code runs)

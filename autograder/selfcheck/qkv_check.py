@@ -20,6 +20,10 @@ output is that mistake's). Written problems: right or wrong, decided by opening
 answers sealed under scrypt keys (slow to derive on purpose, so guessing them one
 by one takes hours), so the answers are not in this folder in clear. Hidden tests are run only when you
 are graded: passing here is necessary, not sufficient.
+
+Each check is remembered in qkv-selfcheck-history.json beside this file (only yours to read; --no-history
+leaves it alone): your mastery of each problem and topic, the misconceptions your answers keep showing,
+and which problem to work on next, chosen by the same rule as `qkv practice` and the course's practice pages.
 """
 
 from __future__ import annotations

@@ -195,7 +195,8 @@ def test_a_registered_kind_is_built_graded_examined_drilled_and_exported(tiny_ba
                  if p["id"] == "rows-sum-to-one")
     assert entry["kind"] == "yes_no" and entry["code"] is False  # the self-check judges it by its kind's entry
     assert entry["judge"] == "verdict"
-    assert set(entry) == {"id", "kind", "code", "judge", "title", "points", "digests", "misconceptions"}
+    assert set(entry) == {"id", "kind", "code", "judge", "title", "points", "topic", "digests",
+                          "misconceptions"}
     assert "_w.truth(True)" in (built.out / "nbgrader" / "source" / "tiny" / "tiny.ipynb").read_text(encoding="utf-8")
     assert "'rows-sum-to-one': 'yes'" in (built.out / "key" / "tiny.py").read_text(encoding="utf-8")
 

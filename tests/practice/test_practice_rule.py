@@ -1,5 +1,6 @@
-"""The practice rule (autograder/practice/rule.py): mastery up and down, misconceptions held and cleared, reviews
-scheduled by fsrs, and the order in which the next problem is chosen; with Hypothesis over whole histories.
+"""The practice rule (qkv_runtime/practice.py, with autograder/practice/rule.py's fsrs reviews): mastery up and down,
+misconceptions held and cleared, reviews scheduled by fsrs, and the order in which the next problem is chosen; with
+Hypothesis over whole histories.
 """
 
 from __future__ import annotations
@@ -141,13 +142,13 @@ def test_reviews_are_the_fsrs_librarys_schedule():
         assert rating_of(attempt.score) == rating
         card, _ = scheduler.review_card(card, rating, review_datetime=attempt.at)
     memory = remember(CATALOGUE, attempts)
-    assert memory.of("mask-a").card.due == card.due and memory.of("mask-a").card.stability == card.stability
-    assert remember(CATALOGUE, attempts).of("mask-a").card.due == card.due  # a replay schedules the same
+    assert memory.cards["mask-a"].due == card.due and memory.cards["mask-a"].stability == card.stability
+    assert remember(CATALOGUE, attempts).cards["mask-a"].due == card.due  # a replay schedules the same
 
 
 def test_a_wrong_answer_comes_back_for_review_sooner_than_a_right_one():
     memory = remember(CATALOGUE, tries(("mask-a", 0), ("norm-a", 1)))
-    assert memory.of("mask-a").card.due < memory.of("norm-a").card.due
+    assert memory.cards["mask-a"].due < memory.cards["norm-a"].due
     assert [pid for pid, _ in memory.due(T0 + timedelta(minutes=5))] == ["mask-a"]  # fsrs: Again 1 min, Good 10
 
 

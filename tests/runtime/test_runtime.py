@@ -324,7 +324,8 @@ def test_the_runtime_runs_on_python_3_9(tmp_path):
     assert installed.returncode == 0, installed.stderr[-2000:]
     script = """
 import json, numpy as np
-from qkv_runtime import answers, compare, limits, nbcells, notebook, sealed, values, wire
+from datetime import datetime, timezone
+from qkv_runtime import answers, compare, limits, nbcells, notebook, practice, sealed, values, wire
 assert answers.parse_numbers("[[1/2, 1], [0, 1]]").tolist() == [[0.5, 1.0], [0.0, 1.0]]
 assert compare.compare([np.ones(2)], [np.ones(2)], 0, 0) is None
 steps = notebook.program_steps(notebook.read_cells(json.dumps({"cells": [{"cell_type": "code", "source": "%%time\\nx = 1", "metadata": {}}]})))
@@ -333,6 +334,10 @@ assert notebook.run_steps(steps, ns) == [] and ns["x"] == 1
 assert values.plain_answers({"a": (1, 2)}) == {"a": [1, 2]}
 layout, blob = wire.pack_arrays([np.arange(3.0)])
 assert wire.unpack_arrays(blob, layout)[0].tolist() == [0.0, 1.0, 2.0]
+problems = (practice.PracticeProblem("a", "t", frozenset({"m"})), practice.PracticeProblem("b", "t", frozenset({"m"})))
+at = datetime(2027, 3, 1, tzinfo=timezone.utc)
+memory = practice.remember(problems, [practice.Try("a", 0, at, 0.0, ("m",))])
+assert practice.next_problem(problems, memory) == practice.NextProblem("b", practice.Reason.MISCONCEPTION, "m")
 print("ok")
 """
     import os

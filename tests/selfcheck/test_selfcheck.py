@@ -19,6 +19,7 @@ import os
 import pprint
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import textwrap
@@ -48,6 +49,7 @@ from autograder.kinds.sealing import answer_seal, derive_seals
 from autograder.assemble.student_text import CLASS
 from autograder.bundle import read_bundle as _read_bundle
 from autograder.selfcheck import qkv_check
+from autograder.selfcheck.qkv_selfcheck import history
 from conftest import QKV, ROOT, no_network_prefix, said
 
 pytestmark = pytest.mark.slow  # releases checked in fresh folders and processes, a Jupyter kernel
@@ -401,6 +403,50 @@ def test_release_alone_checks_a_right_and_a_wrong_file_offline(fresh_venv, netle
         message = wrong_answers(assigned.problem, numpy_release.assignment, None)[0][1]
         if message:
             assert message in wrong.stdout, assigned.problem.id
+
+
+def _history_view(text: str) -> tuple[list[tuple[str, str, str]], tuple[str, str] | None]:
+    """(held misconceptions as (name, named in, right answers since), the next problem and its why) from a report."""
+    held = re.findall(r"^  - (.+) \(named in (\S+); (\d)/\d right answers since\)$", text, re.M)
+    chosen = re.search(r"^Work next on: (\S+) \(why: (.+)\)$", text, re.M)
+    return held, (chosen.group(1), chosen.group(2)) if chosen else None
+
+
+def test_the_release_remembers_its_runs_offline_and_targets_a_held_misconception(fresh_venv, netless, offline_release,
+                                                                                tmp_path):
+    """Issue 48: run twice with the network off, the self-check resumes from the history in the student's folder,
+    names the misconception still held and the next problem that can show it; a damaged history is one line."""
+    folder = tmp_path / "release"
+    shutil.copytree(offline_release, folder)
+    kept = folder / history.FILE
+    kept.unlink(missing_ok=True)  # other tests' runs in the shared release
+    data = json.loads((folder / "selfcheck.json").read_text())
+    can_show = {p.id: p.detects for p in history.catalogue(data, CLASS)}
+
+    first = run_offline(fresh_venv, netless, folder, "qkv_check.py", "wrong.py")
+    assert first.returncode == 0 and "Traceback" not in first.stdout + first.stderr, first.stderr
+    held, chosen = _history_view(first.stdout)
+    assert "1 run," in first.stdout and held and all(since == "0" for _, _, since in held)
+    assert all(name in first.stdout.split("Your self-check history")[0] for name, _, _ in held)  # named in the report
+    assert chosen is not None and chosen[1] == f"a misconception you hold: {held[0][0]}"
+    assert held[0][0] in can_show[chosen[0]] or chosen[0] == held[0][1]
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+    second = run_offline(fresh_venv, netless, folder, "qkv_check.py", "right.py")
+    assert second.returncode == 0 and "Traceback" not in second.stdout + second.stderr, second.stderr
+    still, chosen = _history_view(second.stdout)
+    assert "2 runs," in second.stdout  # resumed: the first run is remembered
+    assert still and {name for name, _, _ in still} <= {name for name, _, _ in held}
+    assert all(since == "1" for _, _, since in still)  # one right answer since, of the two that clear it
+    assert chosen is not None and chosen[1] == f"a misconception you hold: {still[0][0]}"
+    assert still[0][0] in can_show[chosen[0]] or chosen[0] == still[0][1]
+
+    kept.write_bytes(b'{"format": "qkv-selfcheck-history", "tries": [{"problem": ')
+    third = run_offline(fresh_venv, netless, folder, "qkv_check.py", "right.py")
+    assert third.returncode == 0 and "Traceback" not in third.stdout + third.stderr, third.stderr
+    told = [line for line in third.stdout.splitlines() if "starting a fresh history" in line]
+    assert len(told) == 1 and told[0].startswith(f"{kept}: is damaged (not JSON); kept as {history.FILE}.aside-")
+    assert "1 run," in third.stdout and "No misconception held." in third.stdout
 
 
 def test_files_named_like_the_standard_library_beside_the_release_are_not_imported(fresh_venv, netless, offline_release,

@@ -14,6 +14,8 @@ packages. One job per part:
     worker.py      the supervised child: loads the file, runs the tests, says what happened on a pipe
     child.py       one child seen from its parent: events, stderr, where it hung, how it ended
     supervisor.py  the parent: the grader's time limits held over children, killed when they run over
+    history.py     what a check remembers: each run's results in a file of the student's folder, replayed by the
+                   practice rule (qkv_runtime.practice) into mastery, misconceptions held and what to work on next
     cli.py         the command line: one action per option (check a file, --show, --submit)
     submit.py      --submit: the file handed in to the course's service (`qkv serve`), the score waited for;
                    the only part that uses the network, and only when asked

@@ -3,17 +3,20 @@
 Exit code 0 when the check ran, whatever the verdicts; 2 for usage errors. Each thing the command line
 does is one action below, chosen from the options in `main`; --submit, which sends the file to a course's
 server, is the action of a part of its own (submit.py, with its own exit codes), so that checking stays
-offline.
+offline. A release's own checker remembers each check in the student's folder (history.py; not with --data,
+the engine's `qkv check`, whose release folder is the instructor's, nor with --no-history).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .data import DATA_FILE, HERE, USAGE_ERROR, UsageError, load_data, roster, student_key
+from .history import FILE as HISTORY_FILE, remember_run
 from .reporting import prompt_text, report, say
 from .submit import add_arguments as add_submit_arguments, submit
 from .supervisor import supervise
@@ -32,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--show", nargs="?", const="", default=None, metavar="PROBLEM",
                         help="print your own numbers (per-student assignments), for one problem or all")
     add_submit_arguments(parser)
+    parser.add_argument("--no-history", action="store_true",
+                        help=f"do not remember this run in {HISTORY_FILE} (kept beside qkv_check.py)")
     parser.add_argument("--data", default=None, help=argparse.SUPPRESS)
     return parser
 
@@ -68,8 +73,13 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace, data: Dict
             note = (f"note: this file is named {named!r} but says STUDENT_ID = {student!r}; at grading "
                     "your numbers are those of the id in the file's name\n")
         title += f" | student {student or '(STUDENT_ID not set)'}"
-    text, _ = report(data, submission, student, code_results=code_results)
+    text, results = report(data, submission, student, code_results=code_results)
     say(title + "\n" + "=" * min(len(title), 100) + "\n" + note + text)
+    if args.data is None and not args.no_history:  # a release's own checker: the student's folder remembers
+        key, why = student_key(data, student)
+        lines = remember_run(data, key, results, HERE, datetime.now(timezone.utc)) if key is not None else \
+            ["", f"This run is not remembered: {why}"]
+        say("\n".join(lines))
     return 0
 
 

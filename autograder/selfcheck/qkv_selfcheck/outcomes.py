@@ -8,12 +8,15 @@ PASS, FAIL, TODO = "pass", "fail", "not answered"
 
 
 class Outcome:
-    """One verdict: `passed`, `status` (pass / fail / not answered) and a message for the student."""
+    """One verdict: `passed`, `status` (pass / fail / not answered), a message for the student, and the
+    misconceptions a wrong answer is (`named`: the bank's messages, which the history remembers)."""
 
-    def __init__(self, status: str, message: str, details: Optional[List[str]] = None) -> None:
+    def __init__(self, status: str, message: str, details: Optional[List[str]] = None,
+                 named: Optional[List[str]] = None) -> None:
         self.status = status
         self.message = message
         self.details = details or []
+        self.named = named or []
 
     @property
     def passed(self) -> bool:

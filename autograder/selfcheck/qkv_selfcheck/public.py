@@ -143,8 +143,9 @@ class PublicCheck:
         submission.shown[pid] = submission.shown.get(pid, frozenset()) | diagnosis.shown([(named.mistake, named.cause)])
         function, messages = self.builds_on[named.cause] if named.cause else ("", self.problem["misconceptions"])
         details.append(f"(common mistake{' of ' + function if function else ''}: {named.mistake})")
+        message = messages.get(named.mistake, named.mistake)
         return Outcome(FAIL, f"{name}: " + diagnosis.mistake_text(  # the grader's words
-            named, self.function, messages.get(named.mistake, named.mistake), mismatch.reason, function), details)
+            named, self.function, message, mismatch.reason, function), details, [message])
 
     def misconception(self, outputs: Sequence[np.ndarray],
                       shown: Optional[Dict[str, frozenset]] = None) -> Optional[diagnosis.Named]:

@@ -24,7 +24,7 @@ PRINTED_KEEP = 100 * 1024
 
 
 def outcome_json(outcome: Outcome) -> Dict[str, Any]:
-    return {"status": outcome.status, "message": outcome.message, "details": outcome.details}
+    return {"status": outcome.status, "message": outcome.message, "details": outcome.details, "named": outcome.named}
 
 
 def outcome_from(event: Any) -> Optional[Outcome]:
@@ -33,7 +33,9 @@ def outcome_from(event: Any) -> Optional[Outcome]:
         return None
     listed = item.get("details")
     details = listed if isinstance(listed, list) else []
-    return Outcome(item["status"], str(item.get("message", "")), [str(d) for d in details])
+    named = item.get("named")
+    return Outcome(item["status"], str(item.get("message", "")), [str(d) for d in details],
+                   [str(n) for n in named] if isinstance(named, list) else [])
 
 
 def _worker(path: str, data_path: str, skip: List[str]) -> int:

@@ -138,7 +138,8 @@ def _numeric(data, problem, student, typed, who="") -> List[Outcome]:
     # the mistakes named as the grader names them (most parts explained first, none another explains), at their parts
     messages, kept = {m["label"]: m["message"] for m in mistakes}, diagnosis.written_mistakes(matched)
     for outcome, named_here in named_at:
-        outcome.details = [diagnosis.written_mistake_text(messages[h]) for h in kept if h in named_here]
+        outcome.named = [messages[h] for h in kept if h in named_here]
+        outcome.details = [diagnosis.written_mistake_text(message) for message in outcome.named]
     return outcomes
 
 
@@ -164,7 +165,7 @@ def _shape(data, problem, student, typed, who="") -> List[Outcome]:
     right, mistake = _answer_verdict(data, problem, student, "x".join(dims))
     if right:
         return [Outcome(PASS, "correct shape")]
-    return [Outcome(FAIL, mistake or qkv_answers.not_the_shape(typed))]
+    return [Outcome(FAIL, mistake or qkv_answers.not_the_shape(typed), named=[mistake] if mistake else [])]
 
 
 def _letter_to_id(entry: Dict[str, Any], who: str, typed: Any) -> str:
@@ -183,7 +184,7 @@ def _choice_outcome(data, problem, student, typed, who, entry=None, salted=None,
     right, mistake = _answer_verdict(data, problem, student, got, entry, salted)
     if right:
         return Outcome(PASS, label + "correct")
-    return Outcome(FAIL, label + (mistake or qkv_answers.not_the_choice(typed)))
+    return Outcome(FAIL, label + (mistake or qkv_answers.not_the_choice(typed)), named=[mistake] if mistake else [])
 
 
 def _follow_up(data, problem, student, typed, who) -> Outcome:
