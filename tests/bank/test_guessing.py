@@ -91,16 +91,8 @@ def _slack(paper, part: str, total: float) -> float:
     return max(MARGIN, guessing.largest_question(paper, part) * len(paper) / total)
 
 
-# Known and open (issue 47): attention-torch holds 7 choice questions, in one order for the class, and picking the
-# first shown without a hedging word gets 4 of them (57.1% against 25%). The whole bank, attention-numpy, exam-prep
-# and the exams pass. Strict: the day it passes, its mark must go.
-_OPEN = {"attention-torch": "issue 47: a pick by wording earns 4 of the 7 choice questions"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("scope", [pytest.param(scope, marks=pytest.mark.xfail(strict=True, reason=_OPEN[scope]))
-                                   if scope in _OPEN else scope
-                                   for scope in ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)]])
+@pytest.mark.parametrize("scope", ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)])
 def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank, papers, scope: str) -> None:
     """Every strategy of issue 24 through the grader: the verdicts (all true, all false, the cue), the picks (by
     length at either end, by place, between the ends), constants (numbers, shapes) and the strongest combination
