@@ -232,3 +232,18 @@ def verdict_findings(bank: Bank) -> list[str]:
                        f"keep each group's statements about half true, so that reading it earns at most "
                        f"{BANK_MARGIN:.0%} above half")
     return out
+
+
+def verdict_lean(items: Iterable[tuple[Any, float]]) -> float:
+    """The most points above half of one paper's verdicts that a guesser earns who knows, for one cue of
+    `VERDICT_CUES`, each of its groups' usual verdict on this paper ((problem, points) pairs; a statement's verdict
+    weighed by its points): whatever the bank's key teaches, reading a cue earns no more. 0 when each group of every
+    cue is as much true as false."""
+    statements = [(problem, points) for problem, points in items if kind_of(problem).truth(problem) is not None]
+    most = 0.0
+    for cue in VERDICT_CUES.values():
+        apart: dict[Any, float] = defaultdict(float)
+        for problem, points in statements:
+            apart[cue(problem)] += points if kind_of(problem).truth(problem) else -points
+        most = max(most, sum(abs(gap) for gap in apart.values()) / 2)
+    return most

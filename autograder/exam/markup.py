@@ -62,9 +62,11 @@ def _markdown_with(text: str, render_math) -> str:
 
 
 def page_html(text: str) -> str:
-    """HTML for the exam pages: each formula in a `.math` element that KaTeX renders in the browser."""
+    """HTML for the exam pages: each formula in a `.math` element that KaTeX renders in the browser; a table
+    focusable, since on a phone it scrolls in its own box, which a keyboard must reach."""
     return _markdown_with(
-        text, lambda m: f'<span class="math{" display" if m.display else ""}">{html.escape(m.tex, quote=False)}</span>')
+        text, lambda m: f'<span class="math{" display" if m.display else ""}">{html.escape(m.tex, quote=False)}</span>'
+    ).replace("<table>", '<table tabindex="0">')
 
 
 def lms_html(text: str) -> str:

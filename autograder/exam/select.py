@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from autograder.bank import measures
+from autograder.bank import cues, measures
 from autograder.bank.load import Bank
 from autograder.kinds.items import Variant
 from autograder.errors import QkvError
@@ -30,6 +30,9 @@ DEFAULT_KINDS = tuple(name for name, kind in KINDS.items() if not kind.code)  # 
 DIFFICULTIES = (1, 2, 3)
 # a count that does not split evenly gives its extra problems to the middle difficulty first
 _EXTRA_ORDER = (2, 1, 3)
+Chosen = list[tuple[str, Problem]]
+Measure = tuple[float, ...]  # compared in order: the first that differs decides
+_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def difficulty_quota(available: Counter, count: int) -> dict[int, int]:
     return quota
 
 
-def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> list[tuple[str, Problem]]:
+def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> Chosen:
     """`count` problems meeting the difficulty quota, spread over the groups as evenly as it allows, in exam order."""
     pool_size = sum(len(members) for members in groups.values())
     if count > pool_size:
@@ -148,12 +151,26 @@ def select_problems(groups: dict[str, list[Problem]], count: int, seed: int) -> 
     return sorted(chosen, key=lambda tp: (tp[1].difficulty, order.index(tp[0]), tp[1].id))
 
 
-def _gap(chosen: list[tuple[str, Problem]]) -> float:
-    return measures.verdict_gap((p, p.points) for _, p in chosen)
+def _below(a: Measure, b: Measure) -> bool:
+    """Whether `a` is lower than `b` (beyond rounding), the first element that differs deciding."""
+    for x, y in zip(a, b):
+        if x < y - _EPS:
+            return True
+        if x > y + _EPS:
+            return False
+    return False
 
 
-def _lean(chosen: list[tuple[str, Problem]]) -> float:
-    return measures.length_lean((p, p.points) for _, p in chosen)
+def _verdicts(chosen: Chosen) -> Measure:
+    """How far the true and false points are apart, then how many points above half a guesser earns who reads a
+    cue of the statements (the follow-up's form, a hedging or an absolute word; bank/cues.py): even points alone
+    still let a paper whose number follow-ups are all false tell its verdicts."""
+    items = [(p, p.points) for _, p in chosen]
+    return measures.verdict_gap(items), cues.verdict_lean(items)
+
+
+def _lean(chosen: Chosen) -> Measure:
+    return (measures.length_lean((p, p.points) for _, p in chosen),)
 
 
 def _statement(problem: Problem) -> bool:
@@ -164,60 +181,126 @@ def _choices(problem: Problem) -> bool:
     return bool(kind_of(problem).choice_sets(problem))
 
 
-def balance_verdicts(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
+def balance_verdicts(chosen: Chosen, left: dict[str, list[Problem]], picked: dict[str, int],
                      rng: random.Random) -> None:
-    """Even the true and false points: a swap that changes a statement (a kind may then hold one problem more
-    than its share)."""
-    _rebalance(chosen, left, picked, rng, _gap, lambda a, b: _statement(a) or _statement(b), lambda trial: True,
-               spare=1)
+    """Even the true and false points, then the verdicts within each cue's groups: a swap that changes a statement
+    (a kind may then hold one problem more than its share)."""
+    _rebalance(chosen, left, picked, rng, _verdicts, lambda a, b: _statement(a) or _statement(b),
+               lambda trial: True, spare=1, pairs=True)
 
 
-def balance_lengths(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
+def balance_lengths(chosen: Chosen, left: dict[str, list[Problem]], picked: dict[str, int],
                     rng: random.Random, keep_verdicts: bool) -> None:
     """Bring a guesser by length nearest chance: a swap that changes a choice question (with `keep_verdicts`, one
-    that leaves the true and false points as even as they are). A draw of few choice questions can put most of its
-    right choices at one end of the lengths, which no rule of the bank's topics sees."""
-    kept = _gap(chosen)
+    that leaves the verdicts as even as they are). A draw of few choice questions can put most of its right
+    choices at one end of the lengths, which no rule of the bank's topics sees."""
+    kept = _verdicts(chosen)
     _rebalance(chosen, left, picked, rng, _lean, lambda a, b: _choices(a) or _choices(b),
-               lambda trial: not keep_verdicts or _gap(trial) <= kept + 1e-9, spare=0)
+               lambda trial: not keep_verdicts or not _below(kept, _verdicts(trial)), spare=0)
 
 
-def _rebalance(chosen: list[tuple[str, Problem]], left: dict[str, list[Problem]], picked: dict[str, int],
-               rng: random.Random, measure: Callable[[list[tuple[str, Problem]]], float],
-               swappable: Callable[[Problem, Problem], bool], keeps: Callable[[list[tuple[str, Problem]]], bool],
-               spare: int) -> None:
+Swap = tuple[int, str, Problem]  # the place in the paper, the topic drawn for, the problem put there
+
+
+def _swaps(chosen: Chosen, left: dict[str, list[Problem]], picked: dict[str, int],
+           fits: Callable[[Problem, Problem], bool], any_topic: bool) -> list[Swap]:
+    """Each drawn problem against each undrawn one of the same difficulty that `fits` allows; into another topic
+    only where that topic has fewer problems (`any_topic`: anywhere, for the first half of a pair)."""
+    out = []
+    for i, (topic, problem) in enumerate(chosen):
+        for other, pool in left.items():
+            if other != topic and not any_topic and picked[other] >= picked[topic]:
+                continue
+            out += [(i, other, candidate) for candidate in pool
+                    if candidate.difficulty == problem.difficulty and fits(problem, candidate)]
+    return out
+
+
+def _applied(chosen: Chosen, left: dict[str, list[Problem]], picked: dict[str, int], swap: Swap) -> None:
+    i, other, candidate = swap
+    topic, problem = chosen[i]
+    left[topic].append(problem)
+    left[other].remove(candidate)
+    picked[topic] -= 1
+    picked[other] += 1
+    chosen[i] = (other, candidate)
+
+
+def _trial(chosen: Chosen, swaps: tuple[Swap, ...]) -> Chosen:
+    trial = list(chosen)
+    for i, other, candidate in swaps:
+        trial[i] = (other, candidate)
+    return trial
+
+
+def _spread(chosen: Chosen, groups: list[str]) -> list[int]:
+    counts = Counter(topic for topic, _ in chosen)
+    return sorted(counts[g] for g in groups)
+
+
+def _rebalance(chosen: Chosen, left: dict[str, list[Problem]], picked: dict[str, int], rng: random.Random,
+               measure: Callable[[Chosen], Measure], swappable: Callable[[Problem, Problem], bool],
+               keeps: Callable[[Chosen], bool], spare: int, pairs: bool = False) -> None:
     """Swap drawn problems for undrawn ones of the same difficulty (pairs `swappable` allows), the swap that lowers
     `measure` most (in the same topic first, then the one leaving the kinds nearest even) and `keeps` accepts, until
     no swap lowers it further; a swap into another topic only where that topic has fewer problems, so that the
-    spread over topics stays as even as it was."""
+    spread over topics stays as even as it was. With `pairs`, where no single swap helps, two swaps together: the first may
+    break the spread over topics or the kinds' shares, the second must mend them (seed 1's 20 problems were stuck
+    at 6 points of true statements against 5: each statement that would even them sat in a topic of one problem,
+    or would have made one statement too many)."""
     # a swap may change a problem's kind, but never give a kind more than its share of the paper and `spare` (or
     # than the most drawn kind has already): an odd number of statements is evened by a problem of another kind
     kinds = {p.kind for _, p in chosen} | {p.kind for pool in left.values() for p in pool}
     share = -(-len(chosen) // len(kinds)) + spare
-    while measure(chosen) > 1e-9:
-        current, swaps, most = measure(chosen), [], max(share, _most_of_a_kind(chosen))
-        for i, (topic, problem) in enumerate(chosen):
-            for other, pool in left.items():
-                if other != topic and picked[other] >= picked[topic]:
-                    continue
-                for candidate in pool:
-                    if candidate.difficulty != problem.difficulty or not swappable(problem, candidate):
-                        continue
-                    trial = chosen[:i] + [(other, candidate)] + chosen[i + 1:]
-                    value = measure(trial)
-                    if value < current - 1e-9 and keeps(trial) and _most_of_a_kind(trial) <= most:
-                        swaps.append((other != topic, value, _kinds_apart(trial, kinds), i, other, candidate))
-        if not swaps:
+    groups = list(picked)
+    zero = (0.0,) * len(measure(chosen))
+    while _below(zero, current := measure(chosen)):
+        most = max(share, _most_of_a_kind(chosen))
+        spread = _spread(chosen, groups)
+
+        def better(trial: Chosen) -> Measure | None:
+            value = measure(trial)
+            return value if _below(value, current) and keeps(trial) and _most_of_a_kind(trial) <= most else None
+
+        found = []
+        for swap in _swaps(chosen, left, picked, swappable, any_topic=False):
+            trial = _trial(chosen, (swap,))
+            if (value := better(trial)) is not None:
+                found.append(((swap,), swap[1] != chosen[swap[0]][0], value, _kinds_apart(trial, kinds)))
+        if not found and pairs:
+            found = _pairs(chosen, left, picked, swappable, measure, current, better, spread, groups, kinds)
+        if not found:
             return
-        best = min(swaps, key=lambda s: s[:3])[:3]
-        _, _, _, i, other, candidate = rng.choice(sorted((s for s in swaps if s[:3] == best),
-                                                         key=lambda s: (s[3], s[5].id)))
-        topic, problem = chosen[i]
-        left[topic].append(problem)
-        left[other].remove(candidate)
-        picked[topic] -= 1
-        picked[other] += 1
-        chosen[i] = (other, candidate)
+        best = min(found, key=lambda f: f[1:])
+        ties = [f for f in found if f[1:] == best[1:]]
+        move = rng.choice(sorted(ties, key=lambda f: [(i, c.id) for i, _, c in f[0]]))[0]
+        for swap in move:
+            _applied(chosen, left, picked, swap)
+
+
+def _pairs(chosen: Chosen, left: dict[str, list[Problem]], picked: dict[str, int],
+           swappable: Callable[[Problem, Problem], bool], measure: Callable[[Chosen], Measure], current: Measure,
+           better: Callable[[Chosen], Measure | None], spread: list[int], groups: list[str],
+           kinds: set[str]) -> list:
+    """Two swaps together: a first that lowers `measure` into any topic and past the kinds' shares, a second (of
+    any problem) that gives back the spread over topics and the shares, the pair still lowering `measure`."""
+    found = []
+    for first in _swaps(chosen, left, picked, swappable, any_topic=True):
+        once = _trial(chosen, (first,))
+        if not _below(measure(once), current):
+            continue
+        i, other, candidate = first
+        after = {t: [p for p in pool if p is not candidate] + ([chosen[i][1]] if t == chosen[i][0] else [])
+                 for t, pool in left.items()}
+        for second in _swaps(once, after, Counter(t for t, _ in once), lambda a, b: True, any_topic=True):
+            if second[0] == i:
+                continue
+            trial = _trial(once, (second,))
+            if _spread(trial, groups) != spread:
+                continue
+            if (value := better(trial)) is not None:
+                found.append(((first, second), True, value, _kinds_apart(trial, kinds)))
+    return found
 
 
 def _most_of_a_kind(chosen: list[tuple[str, Problem]]) -> int:

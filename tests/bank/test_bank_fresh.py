@@ -2,8 +2,8 @@
 two students, so a classmate's answers are not this student's; the shapes' drawn sizes are graded, sealed and
 shown as each student's own.
 
-Shipped assignments that the instructor gives one set of numbers (`variants: same`, the two attention
-assignments) are measured as a course that draws per student gets them: the same problems, each student's own
+Shipped assignments that the instructor gives one set of numbers (`variants: same`, attention-numpy)
+are measured as a course that draws per student gets them: the same problems, each student's own
 draw."""
 
 from __future__ import annotations

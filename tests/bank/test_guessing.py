@@ -91,18 +91,8 @@ def _slack(paper, part: str, total: float) -> float:
     return max(MARGIN, guessing.largest_question(paper, part) * len(paper) / total)
 
 
-# Known and open (issue 47): on papers with few choice questions one strategy's luck is a large share. attention-torch
-# holds 7 choice questions and picking the first shown without a hedging word gets 4 of them (57.1% against 25%); the
-# 20-problem exam of seed 1 has 11 statements and the usual verdict of a follow-up's form gets 9 (81.8%). The whole
-# bank, attention-numpy and exam-prep pass. Strict: the day one passes, its mark must go.
-_OPEN = {"attention-torch": "issue 47: a pick by wording earns 4 of the 7 choice questions",
-         "exam: default count 20 seed 1": "issue 47: the follow-up's form tells 9 of the 11 verdicts"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("scope", [pytest.param(scope, marks=pytest.mark.xfail(strict=True, reason=_OPEN[scope]))
-                                   if scope in _OPEN else scope
-                                   for scope in ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)]])
+@pytest.mark.parametrize("scope", ["the whole bank", *ASSIGNMENTS, *(f"exam: {name}" for name in EXAMS)])
 def test_no_guessing_strategy_earns_more_than_chance_and_five_points(bank: Bank, papers, scope: str) -> None:
     """Every strategy of issue 24 through the grader: the verdicts (all true, all false, the cue), the picks (by
     length at either end, by place, between the ends), constants (numbers, shapes) and the strongest combination
