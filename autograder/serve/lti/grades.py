@@ -141,17 +141,18 @@ class ScorePoster(BackgroundLoop):
             for item in page if isinstance(page, list) else []:
                 if isinstance(item, dict) and item.get("tag") == name and isinstance(item.get("id"), str):
                     self.tool.store.keep_lineitem(name, platform.issuer, item["id"])
-                    return LineItem(item)
+                    return LineItem({"id": item["id"]})
         made = LineItem().set_tag(name).set_resource_id(name).set_score_maximum(most).set_label(
             self.assignments[name].bundle.title)
         answer = connector.make_service_request([LINEITEM_SCOPE], container, is_post=True,
                                                 data=made.get_value(), content_type=LINEITEM_TYPE,
                                                 accept=LINEITEM_TYPE)
         body = answer.get("body")
-        if not isinstance(body, dict) or not isinstance(body.get("id"), str):
+        column = body.get("id") if isinstance(body, dict) else None
+        if not isinstance(column, str):
             raise LtiException("the LMS made the line item but named no id for it")
-        self.tool.store.keep_lineitem(name, platform.issuer, held(body["id"], platform))
-        return LineItem(body)
+        self.tool.store.keep_lineitem(name, platform.issuer, held(column, platform))
+        return LineItem({"id": column})  # the score post reads the column's id only
 
     def _grade(self, name: str, queued: QueuedScore, sub: str) -> Grade:
         when = dt.datetime.fromtimestamp(queued.graded_at, dt.timezone.utc).isoformat(timespec="milliseconds")
