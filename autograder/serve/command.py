@@ -109,12 +109,12 @@ def serve(names: tuple[str, ...], host: str, port: int, roster: Optional[Path], 
         state.graders[name] = Grader(a, books[name], class_roster, route, report,
                                       state.results.recorded)  # started in the app's lifespan
         settle_class(state.graders[name].service, a)
+    # started and stopped in the app's lifespan, after the graders and before them
     if state.practice is not None:
-        state.practice.start_graders(
+        state.background.extend(state.practice.code_graders(
             lambda a: open_route(a.bundle, a.bundle_dir, None if cluster else 1, a.bundle.limits,
                                  isolation or a.bundle.isolation, cluster, protect=protect), report,
-            state.results.recorded)
-    # started and stopped in the app's lifespan, after the graders and before them
+            state.results.recorded))
     if state.lti is not None:
         from autograder.serve.lti.grades import ScorePoster
 

@@ -62,13 +62,15 @@ class PracticeSpace:
         problems = {p.id: p for p in pool}
         return cls(problems, catalogue(problems.values()), PracticeStore(where), code=dict(code or {}))
 
-    def start_graders(self, open_route: Callable[[ServedAssignment], AbstractContextManager[Route]],
-                      report: Callable[[str], None], on_graded: Callable[[str], None]) -> None:
-        """A practice grader for each assignment that grades a code problem practised here, started; `on_graded`
-        is told each variant whose try's grading is stored (serve/results.py, for the held looks)."""
+    def code_graders(self, open_route: Callable[[ServedAssignment], AbstractContextManager[Route]],
+                     report: Callable[[str], None], on_graded: Callable[[str], None]) -> list[PracticeCodeGrader]:
+        """A practice grader for each assignment that grades a code problem practised here, for the app's
+        lifespan to start; `on_graded` is told each variant whose try's grading is stored (serve/results.py, for
+        the held looks)."""
         for a in {a.name: a for a in self.code.values()}.values():
             self.graders[a.name] = PracticeCodeGrader(a, self.store.location, partial(open_route, a),
-                                                      time.time, report, on_graded).start()
+                                                      time.time, report, on_graded)
+        return list(self.graders.values())
 
     def stop_graders(self) -> None:
         for grader in self.graders.values():

@@ -98,7 +98,8 @@ class PracticeCodeGrader:
     def stop(self, seconds: float = 30.0) -> None:
         self._stop.set()
         self._wake.set()
-        self._thread.join(timeout=seconds)
+        if self._thread.ident is not None:  # never started when the app did not (a port taken)
+            self._thread.join(timeout=seconds)
         self.store.close()
 
     def _run(self) -> None:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the LMS library is imported only where the course is an LTI
 
 class Background(Protocol):
     """A loop the service runs beside its web app in a thread of its own (the LTI score poster and class-list
-    puller, the hub's exchange intake): started as the app starts, stopped as it stops."""
+    puller, the hub's exchange intake, the practice space's code graders): started as the app starts, stopped
+    as it stops."""
 
     def start(self) -> object: ...
 
