@@ -289,11 +289,11 @@ def test_torch_track_names_pytorch_habits(bank, tmp_path):
     from autograder.assemble import build
 
     built = build("attention-torch", tmp_path / "dist", bank=bank)
-    key = key_module(built.assignment)
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / "key.py").write_text(key)
-    (subs / "habits.py").write_text(key + TORCH_MASK_HABITS)
+    # the track gives each student their own numbers: each file answers for the student it is
+    (subs / "key.py").write_text(key_module(built.assignment, student="key"))
+    (subs / "habits.py").write_text(key_module(built.assignment, student="habits") + TORCH_MASK_HABITS)
     run = grade_class(built.out / "autograder", subs, tmp_path / "out", jobs=2, timeout=10.0)
     by_student = {r.student: r for r in run.results}
     assert by_student["key"].score == pytest.approx(by_student["key"].max_score)
