@@ -10,7 +10,6 @@ practice history is moved aside (renamed, never deleted) and practice starts afr
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +19,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from autograder.private import write_private
 from autograder.practice.rule import Try
+from qkv_runtime.files import Unusable, read_bounded
 
 FORMAT: Literal["qkv-practice-history"] = "qkv-practice-history"
 VERSION: Literal[1] = 1
@@ -76,49 +76,17 @@ class Loaded:
     message: str | None = None  # one line when the file could not be used and was put aside
 
 
-class _Unusable(Exception):
-    pass
-
-
-def _read_bounded(path: Path) -> bytes | None:
-    """The file's bytes, None when there is none; _Unusable when it is no regular file or too large."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        raise _Unusable(f"cannot be read ({err.strerror or err})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _Unusable("is not a file")
-        chunks, size = [], 0
-        while size <= MAX_BYTES:
-            chunk = os.read(fd, MAX_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as err:
-        raise _Unusable(f"cannot be read ({err.strerror or err})") from None
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > MAX_BYTES:
-        raise _Unusable(f"is larger than {MAX_BYTES // 2**20} MiB, more than a practice history holds")
-    return data
-
-
 def _decode(data: bytes) -> History:
     try:
         raw = _HistoryFile.model_validate_json(data)
     except ValidationError as err:
         first = err.errors()[0]
         if first["type"] in ("json_invalid", "json_type") or first["loc"] == ():
-            raise _Unusable("is damaged (not JSON)") from None
+            raise Unusable("is damaged (not JSON)") from None
         if first["loc"][0] in ("format", "version"):
-            raise _Unusable("is not a qkv practice history (or one of a newer qkv)") from None
+            raise Unusable("is not a qkv practice history (or one of a newer qkv)") from None
         where = ".".join(str(part) for part in first["loc"])
-        raise _Unusable(f"is damaged ({where}: {first['msg']})") from None
+        raise Unusable(f"is damaged ({where}: {first['msg']})") from None
     tries = tuple(Try(t.problem, t.seed, t.at, t.score, tuple(t.misconceptions)) for t in raw.tries)
     pending = Pending(raw.pending.problem, raw.pending.seed) if raw.pending else None
     return History(tries, pending)
@@ -134,9 +102,9 @@ def _put_aside(path: Path) -> Path:
 def load_history(path: Path) -> Loaded:
     """The history in `path`; a fresh one when there is none, or (with a one-line message) when it is unusable."""
     try:
-        data = _read_bounded(path)
+        data = read_bounded(path, MAX_BYTES, "a practice history")
         return Loaded(History() if data is None else _decode(data))
-    except _Unusable as why:
+    except Unusable as why:
         try:
             kept = f"kept as {_put_aside(path).name}"
         except OSError as err:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from qkv_runtime import practice
+from qkv_runtime.files import Unusable, read_bounded
 
 from .data import CLASS
 from .outcomes import PASS, TODO, ProblemResult
@@ -42,60 +42,28 @@ class Loaded:
     message: Optional[str] = None  # one line when the file could not be used and was put aside
 
 
-class _Unusable(Exception):
-    pass
-
-
-def _read_bounded(path: Path) -> Optional[bytes]:
-    """The file's bytes, None when there is none; _Unusable when it is no regular file or too large."""
-    try:
-        fd = os.open(str(path), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        raise _Unusable(f"cannot be read ({err.strerror or err})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _Unusable("is not a file")
-        chunks: List[bytes] = []
-        size = 0
-        while size <= MAX_BYTES:
-            chunk = os.read(fd, MAX_BYTES + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as err:
-        raise _Unusable(f"cannot be read ({err.strerror or err})") from None
-    finally:
-        os.close(fd)
-    if size > MAX_BYTES:
-        raise _Unusable(f"is larger than {MAX_BYTES // 2**20} MiB, more than a self-check history holds")
-    return b"".join(chunks)
-
-
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str) or not 0 < len(value) <= _MAX_TEXT:
-        raise _Unusable(f"is damaged ({where}: not a text of 1 to {_MAX_TEXT} characters)")
+        raise Unusable(f"is damaged ({where}: not a text of 1 to {_MAX_TEXT} characters)")
     return value
 
 
 def _try_of(raw: Any, n: int) -> practice.Try:
     where = f"tries.{n}"
     if not isinstance(raw, dict) or set(raw) != {"problem", "at", "score", "misconceptions"}:
-        raise _Unusable(f"is damaged ({where}: not a try)")
+        raise Unusable(f"is damaged ({where}: not a try)")
     score = raw["score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not (0.0 <= score <= 1.0):
-        raise _Unusable(f"is damaged ({where}.score: not a share from 0 to 1)")
+        raise Unusable(f"is damaged ({where}.score: not a share from 0 to 1)")
     try:
         at = datetime.fromisoformat(_text(raw["at"], where + ".at"))
     except ValueError:
-        raise _Unusable(f"is damaged ({where}.at: not a time)") from None
+        raise Unusable(f"is damaged ({where}.at: not a time)") from None
     if at.tzinfo is None:
-        raise _Unusable(f"is damaged ({where}.at: a time without its zone)")
+        raise Unusable(f"is damaged ({where}.at: a time without its zone)")
     named = raw["misconceptions"]
     if not isinstance(named, list) or len(named) > _MAX_NAMED:
-        raise _Unusable(f"is damaged ({where}.misconceptions: not a list of at most {_MAX_NAMED})")
+        raise Unusable(f"is damaged ({where}.misconceptions: not a list of at most {_MAX_NAMED})")
     return practice.Try(_text(raw["problem"], where + ".problem"), 0, at, float(score),
                         tuple(_text(m, f"{where}.misconceptions") for m in named))
 
@@ -104,16 +72,16 @@ def _decode(data: bytes, assignment: str, student: str) -> Tuple[practice.Try, .
     try:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _Unusable("is damaged (not JSON)") from None
+        raise Unusable("is damaged (not JSON)") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT or raw.get("version") != VERSION:
-        raise _Unusable("is not a qkv self-check history (or one of a newer qkv)")
+        raise Unusable("is not a qkv self-check history (or one of a newer qkv)")
     if raw.get("assignment") != assignment:
-        raise _Unusable("is the history of another assignment")
+        raise Unusable("is the history of another assignment")
     if raw.get("student") != student:
-        raise _Unusable("is the history of another student id")
+        raise Unusable("is the history of another student id")
     tries = raw.get("tries")
     if not isinstance(tries, list) or len(tries) > MAX_TRIES:
-        raise _Unusable(f"is damaged (tries: not a list of at most {MAX_TRIES})")
+        raise Unusable(f"is damaged (tries: not a list of at most {MAX_TRIES})")
     return tuple(_try_of(t, n) for n, t in enumerate(tries))
 
 
@@ -126,9 +94,9 @@ def _put_aside(path: Path) -> Path:
 def load(path: Path, assignment: str, student: str) -> Loaded:
     """The tries kept in `path`; none when there is no file, or (with a one-line message) when it is unusable."""
     try:
-        data = _read_bounded(path)
+        data = read_bounded(path, MAX_BYTES, "a self-check history")
         return Loaded(() if data is None else _decode(data, assignment, student))
-    except _Unusable as why:
+    except Unusable as why:
         try:
             kept = f"kept as {_put_aside(path).name}"
         except OSError as err:
