@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -326,13 +327,19 @@ def test_the_server_s_cpu_is_its_whole_process_tree_s_counted_once(serve_benchma
     children are counted once (seen while they run, then in the shell's reaped time) and none is missed. The two
     accounts of the same ticks differ by a sample's rounding, not by a child."""
     burn = f"{sys.executable} -c 'sum(range(4_000_000))'"
-    shell = subprocess.Popen(["sh", "-c", f"for i in 1 2 3 4 5 6; do {burn}; done; {burn} & {burn} & wait"])
+    # the shell stops itself once it has reaped every child, and is read then, alive, as the benchmark reads a
+    # server still running (a tree whose root has gone is counted as last seen, up to a sample's worth short)
+    shell = subprocess.Popen(["sh", "-c", f"for i in 1 2 3 4 5 6; do {burn}; done; {burn} & {burn} & wait; "
+                                          "kill -STOP $$"])
     with serve_benchmark.TreeCpu(shell.pid) as meter:
-        # the kernel's account of this shell and what it reaped alone: RUSAGE_CHILDREN would also count whatever
-        # else this test process reaps meanwhile (an earlier test's server stopping in a thread of its own)
-        _, status, usage = os.wait4(shell.pid, 0)
-        shell.returncode = os.waitstatus_to_exitcode(status)
+        _, status = os.waitpid(shell.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
         spent = meter.stop()
+    os.kill(shell.pid, signal.SIGCONT)
+    # the kernel's account of this shell and what it reaped alone: RUSAGE_CHILDREN would also count whatever else
+    # this test process reaps meanwhile
+    _, status, usage = os.wait4(shell.pid, 0)
+    shell.returncode = os.waitstatus_to_exitcode(status)
     kernel = usage.ru_utime + usage.ru_stime
     measured = spent["root"] + spent["descendants"]
     assert spent["descendants"] > spent["root"]  # the children burn, the shell waits
