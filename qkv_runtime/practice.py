@@ -177,3 +177,12 @@ def next_problem(catalogue: Sequence[PracticeProblem], memory: Memory, due: Sequ
         if chosen is not None:
             return NextProblem(chosen, Reason.WEAKEST_TOPIC)
     return None
+
+
+def held_lines(memory: Memory) -> List[str]:
+    """The misconceptions held, as the drill and the self-check tell a student in their terminal."""
+    if not memory.held:
+        return ["No misconception held."]
+    return ([f"Misconceptions you hold (each cleared by {CLEARED_AFTER} right answers to problems that can show it):"]
+            + [f"  - {h.name} (named in {h.named_by}; {h.right_since}/{CLEARED_AFTER} right answers since)"
+               for h in memory.held])

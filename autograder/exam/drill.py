@@ -21,8 +21,9 @@ from autograder.kinds import Problem, kind_of
 from autograder.kinds.items import DrillQuestion
 from autograder.practice.catalogue import topic_of
 from autograder.practice.history import History, Pending
-from autograder.practice.rule import CLEARED_AFTER, Memory, PracticeProblem, Try, after, next_problem, remember
+from autograder.practice.rule import Memory, PracticeProblem, Try, after, next_problem, remember
 from qkv_runtime.answers import AnswerFormatError
+from qkv_runtime.practice import held_lines
 
 SKIP, QUIT = "skip", "quit"
 HELP = ("Type your answer and press Enter; 'skip' leaves the problem (its parts still unanswered) and shows its "
@@ -239,13 +240,7 @@ def memory_text(catalogue: tuple[PracticeProblem, ...], memory: Memory, tries: i
     for topic, mastery in memory.topic_mastery(catalogue).items():
         bar = "█" * round(10 * mastery) + "·" * (10 - round(10 * mastery))
         lines.append(f"  {bar} {mastery:4.0%}  {topic}")
-    if memory.held:
-        lines.append(f"Misconceptions you hold (each cleared by {CLEARED_AFTER} right answers to problems that "
-                     "can show it):")
-        lines += [f"  - {held.name} (named in {held.named_by}; {held.right_since}/{CLEARED_AFTER} right answers since)"
-                  for held in memory.held]
-    else:
-        lines.append("No misconception held.")
+    lines += held_lines(memory)
     known = {p.id for p in catalogue}
     due = [pid for pid, _ in memory.due(now) if pid in known]
     lines.append(f"Reviews due: {len(due)}" + (f" ({', '.join(due[:5])}{', ...' if len(due) > 5 else ''})"

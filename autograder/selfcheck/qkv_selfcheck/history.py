@@ -182,13 +182,7 @@ def memory_lines(problems: Sequence[practice.PracticeProblem], tries: Sequence[p
     if len(topics) > 1:
         lines.append("Mastery by topic:")
         lines += [f"  {_bar(m)} {m:4.0%}  {topic}" for topic, m in topics.items()]
-    if memory.held:
-        lines.append(f"Misconceptions you hold (each cleared by {practice.CLEARED_AFTER} right answers to problems "
-                     "that can show it):")
-        lines += [f"  - {h.name} (named in {h.named_by}; {h.right_since}/{practice.CLEARED_AFTER} right answers since)"
-                  for h in memory.held]
-    else:
-        lines.append("No misconception held.")
+    lines += practice.held_lines(memory)
     chosen = practice.next_problem(problems, memory)  # no scheduler here: no review is ever due
     if chosen is not None:
         why = chosen.reason.value + (f": {chosen.misconception}" if chosen.misconception else "")
