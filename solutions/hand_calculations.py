@@ -65,6 +65,16 @@ def one_query_attention_feasible(params, answers):
     return None
 
 
+def one_query_attention_admissible(q, K, V):
+    """What the whole-number scores alone settle: distinct, at most 12 in size, spread at most 3 (by_hand)."""
+    scores = [sum(a * b for a, b in zip(row, q)) for row in K]
+    if len(set(scores)) < len(scores):
+        return "scores are not distinct"
+    if max(abs(s) for s in scores) > 12 or max(scores) - min(scores) > 3:
+        return "a score is larger than 12 or the scores spread more than 3"
+    return None
+
+
 def one_query_attention_wrong_no_exp(q, K, V):
     """Weights taken as scores divided by their sum (no exponential)."""
     answers = one_query_attention(q, K, V)
@@ -242,6 +252,21 @@ def layer_norm_by_hand_feasible(params, answers):
         return "the variance is larger than 30"
     if typed_everywhere(answers["variance"]):
         return "the variance is a number a student who knows nothing types everywhere"
+    return None
+
+
+def layer_norm_by_hand_admissible(x):
+    """What the draw's features alone settle, in whole numbers: a whole mean, three distinct deviations, and a
+    variance that is a nonzero square up to 30 (by_hand's `squares`); one draw in about 200 passes."""
+    total, d = sum(x), len(x)
+    if total % d:
+        return "the mean is not a whole number"
+    deviations = [v - total // d for v in x]
+    if len(set(deviations)) < MIN_DEVIATIONS:
+        return "fewer than 3 distinct deviations from the mean"
+    squares = sum(v * v for v in deviations)
+    if squares % d or not 0 < squares // d <= 30 or math.isqrt(squares // d) ** 2 != squares // d:
+        return "the variance is not a nonzero square up to 30"
     return None
 
 

@@ -139,7 +139,8 @@ class NumericKind(WrittenKind):
     parameterised = True
 
     def refs(self, problem: NumericProblem) -> list[tuple[str, str]]:
-        refs = [("compute", problem.compute)] + ([("feasible", problem.feasible)] if problem.feasible else [])
+        refs = [("compute", problem.compute)] + [(name, ref) for name, ref in (("feasible", problem.feasible),
+                                                                              ("admissible", problem.admissible)) if ref]
         return refs + [(f"misconceptions.{m.id}", m.compute) for m in problem.misconceptions]
 
     def check(self, problem: NumericProblem) -> list[str]:

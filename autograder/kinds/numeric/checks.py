@@ -6,7 +6,7 @@ keep shows up as an infeasible problem) with at least 50 different answers; ever
 names a quantity `compute` gives; the tables the rules promise and the counting base of
 each position part are printed in the prompt; and every misconception's wrong method
 differs from the right answers, and from every other misconception's on the parts it gets
-wrong, on every variant. `draws` keeps the 200 variants for the summary validate prints.
+wrong, on every variant; an `admissible` test refuses only draws the full check refuses. `draws` keeps the 200 variants for the summary validate prints.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from autograder.kinds.items import Variant
 from autograder.kinds.numeric.by_hand import spread_report, table_markdown
 from autograder.kinds.numeric.parts import close
 from autograder.kinds.numeric.render import render_prompt
-from autograder.kinds.numeric.variants import InfeasibleProblem, draw_variant, lecture_variant
+from autograder.kinds.numeric.variants import (InfeasibleProblem, draw_parameter, draw_variant, lecture_variant,
+                                               rejection)
 from autograder.kinds.resolve import resolve
 from autograder.memo import Memo
 from qkv_runtime import judge
@@ -28,6 +29,7 @@ VARIANTS_CHECKED = 200  # drawn by `qkv validate` for each parameterised problem
 # per-student numbers are a student's own only if few others share them: with 50 variants a class of 200
 # has about 4 students per variant, and no one can look the answers up in a short list
 MIN_VARIANTS = 50
+ADMISSIBLE_CHECKED = 2000  # draws on which an `admissible` test is held to refuse only what the full check refuses
 _DRAWN: Memo[list[Variant]] = Memo(1024)
 
 
@@ -160,6 +162,22 @@ def _overlap_findings(problem, variants: list[Variant]) -> list[str]:
     return []
 
 
+def _admissible_findings(problem) -> list[str]:
+    """An `admissible` test that refused a draw the full check accepts would change every student's numbers and
+    leave variants out: on ADMISSIBLE_CHECKED draws, each draw it refuses is refused by feasible or by_hand too."""
+    if not problem.admissible or not problem.parameters:
+        return []
+    admissible = resolve(problem.admissible)
+    rng = np.random.default_rng(0)
+    for _ in range(ADMISSIBLE_CHECKED):
+        params = {name: draw_parameter(spec, rng) for name, spec in problem.parameters.items()}
+        refused = admissible(**params)
+        if refused is not None and rejection(problem, params)[0] is None:
+            return [f"admissible: refuses {params} ({refused}), which feasible and by_hand accept: it may refuse "
+                    "only draws they refuse too"]
+    return []
+
+
 def numeric_findings(problem, render_findings) -> list[str]:
     found: list[str] = []
     variants: list[Variant] = []
@@ -177,7 +195,7 @@ def numeric_findings(problem, render_findings) -> list[str]:
         except Exception:  # noqa: BLE001 - reported by render_findings below
             prompt = ""
         found += _rule_findings(problem, drawn[0], prompt)
-    found += _twin_findings(problem, variants) + _overlap_findings(problem, variants)
+    found += _admissible_findings(problem) + _twin_findings(problem, variants) + _overlap_findings(problem, variants)
     for variant in variants[:3]:
         found += [f for f in render_findings(problem, variant) if f not in found]
         try:

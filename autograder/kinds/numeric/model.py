@@ -61,6 +61,11 @@ class NumericProblem(ProblemBase):
         default=None,
         description="function(params, answers) -> None when fine, else the reason the draw is rejected",
     )
+    admissible: DottedRef | None = Field(
+        default=None,
+        description="function(**params) -> None, else the reason: a cheap test of the drawn parameters alone, run "
+                    "before compute; it may refuse only draws feasible or by_hand refuse too (validate checks it)",
+    )
     parts: list[AnswerPart] = Field(min_length=1)
     by_hand: HandRules | None = Field(default=None, description="what makes every drawn variant workable by hand")
     lecture_example: LectureExample | None = None

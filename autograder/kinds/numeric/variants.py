@@ -55,28 +55,36 @@ def lecture_variant(problem: NumericProblem) -> Variant:
     return Variant(problem.id, params, {p.name: quantities[p.name] for p in problem.parts}, "lecture", quantities)
 
 
+def rejection(problem: NumericProblem, params: dict[str, Any]) -> tuple[str | None, dict[str, np.ndarray]]:
+    """Why a draw's parameters make no variant (None when they make one), and what `compute` gave for them."""
+    with np.errstate(all="ignore"):  # a degenerate draw (0/0) is rejected below, not warned about
+        quantities = compute_quantities(problem, params)
+    answers = {part.name: quantities[part.name] for part in problem.parts}
+    if not all(np.isfinite(a).all() for a in answers.values()):  # (the method: a third of np.all's time)
+        return "an answer is not finite", quantities
+    reason = resolve(problem.feasible)(params, answers) if problem.feasible else None
+    if reason is None and problem.by_hand is not None:
+        reason = problem.by_hand.broken(quantities, [part.name for part in problem.parts])
+    return reason, quantities
+
+
 def draw_variant(problem: NumericProblem, seed: int, student: str | None = None) -> Variant:
     """A fresh, feasible variant; problems without parameters always give the lecture's example."""
     if not problem.parameters:
         return lecture_variant(problem)
     rng = np.random.default_rng(variant_seed(seed, student, problem.id))
-    feasible = resolve(problem.feasible) if problem.feasible else None
-    last_reason = "no draw was tried"
-    names = [p.name for p in problem.parts]
+    # most draws of a problem workable by hand are refused; refusing them from the parameters alone, before the
+    # reference computes them, keeps drawing a student's numbers cheap enough to do on every attempt
+    admissible = resolve(problem.admissible) if problem.admissible else None
+    last_reason: str | None = "no draw was tried"
     for _ in range(MAX_DRAWS):
         params = {name: draw_parameter(spec, rng) for name, spec in problem.parameters.items()}
-        with np.errstate(all="ignore"):  # a degenerate draw (0/0) is rejected below, not warned about
-            quantities = compute_quantities(problem, params)
-        answers = {name: quantities[name] for name in names}
-        if not all(np.isfinite(a).all() for a in answers.values()):  # (the method: a third of np.all's time)
-            last_reason = "an answer is not finite"
-            continue
-        reason = feasible(params, answers) if feasible else None
-        if reason is None and problem.by_hand is not None:
-            reason = problem.by_hand.broken(quantities, names)  # only variants a student can work by hand
-        if reason is None:
+        last_reason = admissible(**params) if admissible else None
+        if last_reason is None:
+            last_reason, quantities = rejection(problem, params)
+        if last_reason is None:
+            answers = {part.name: quantities[part.name] for part in problem.parts}
             return Variant(problem.id, params, answers, f"seed:{seed}/{student or ''}", quantities)
-        last_reason = reason
     raise InfeasibleProblem(f"no feasible parameters in {MAX_DRAWS} draws (last rejection: {last_reason})")
 
 
