@@ -563,3 +563,26 @@ def test_the_readme_is_a_front_door_that_links_the_figures():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 150
     assert "docs/benchmarks.md" in readme and "make demo" in readme and "make test" in readme
+
+
+def test_the_batch_grader_s_class_holds_the_service_s_looping_share_and_notebooks(serve_benchmark, tmp_path):
+    """The ratio compares like with like: `qkv grade`'s class has the realistic mix's loops (each costs its budget
+    in either) and its tenth of notebooks among the rest."""
+    samples = serve_benchmark.SAMPLES
+    mix = serve_benchmark.Mix(tuple(serve_benchmark.mixed_samples(samples)),
+                              (samples / serve_benchmark.NOTEBOOK_SAMPLE).read_text())
+    folder = serve_benchmark.write_mixed_class(tmp_path / "batch", mix, 200, "def f():\n    while True:\n        pass\n",
+                                               0.05)
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 200 and len(set((folder / n).read_text() for n in names)) == 200
+    assert sum(n.startswith("l") for n in names) == 10 and sum(n.endswith(".ipynb") for n in names) == 19
+    assert all("while True" in (folder / n).read_text() for n in names if n.startswith("l"))
+
+
+def test_the_closed_loop_floor_is_clients_times_cpu_per_attempt_over_the_cores(serve_benchmark, monkeypatch):
+    monkeypatch.setattr(serve_benchmark.os, "cpu_count", lambda: 2)
+    run = {"clients": 100, "students": 400, "cpu": {"clients_ms_per_attempt": 30.0}}
+    assert serve_benchmark.closed_loop_floor(run, 96.0) == {"as_cheap_as_qkv_grade": 4.8,
+                                                            "and_the_clients_here": 6.3}
+    # fewer students than clients: only the students are ever waiting
+    assert serve_benchmark.closed_loop_floor({**run, "students": 10}, 96.0)["as_cheap_as_qkv_grade"] == 0.48
