@@ -47,6 +47,11 @@ $(STAMP): pyproject.toml requirements.lock
 	    echo "error: $(PYTHON) cannot make a virtual environment (no ensurepip: apt-get install $(notdir $(PYTHON))-venv)"; exit 1; }; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -c requirements.lock -e '.[all,test]'
+	@# rfc3987-syntax comes only with nbgrader (jupyter-events asks for jsonschema[format-nongpl]); where it is
+	@# installed, importing jsonschema (under nbformat) compiles its grammars, seconds of CPU in every process that writes a
+	@# notebook (qkv build, the tests' builds) and in every nbgrader process of the tests. It checks only the "iri"
+	@# formats, which no schema of nbformat, nbgrader or jupyter-events uses (docs/dependencies.md)
+	$(BIN)/pip uninstall -y -q rfc3987-syntax
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 

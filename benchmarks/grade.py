@@ -31,7 +31,8 @@ and with the working tree's qkv, on REV's attention-numpy problems (so both do t
 work), alternating (the version that goes first takes turns), `--rounds` times each, to say
 what this version costs over that one, in wall seconds and in CPU seconds of the trusted
 grader process, and whether both gave every student the same total. REV is unpacked with
-`git archive` (nothing of the repository changes) and run with PYTHONPATH pointing there.
+`git archive` (nothing of the repository changes) and run with PYTHONPATH pointing there
+(benchmarks/baseline.py, which benchmarks/serve.py --baseline shares).
 `--baseline-only` measures that comparison alone and keeps the other figures of the results
 file. A measured baseline becomes `baseline`; the one it replaces, of another revision, moves
 to `earlier_baselines` (by revision), where the figures quoted for it stay.
@@ -52,7 +53,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +76,7 @@ from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
 
 import as_user  # noqa: E402
+from baseline import BASELINE, THIS, alternating, commit_of, kept_baselines, medians, ratios, unpacked  # noqa: E402
 import summary  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
@@ -261,31 +262,6 @@ def graded_totals(out: Path) -> dict[str, str]:
         return {row["student"]: row["total"] for row in csv.DictReader(handle)}
 
 
-def commit_of(rev: str) -> str:
-    """The commit `rev` names in this repository; a user-facing error where it names none."""
-    found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                           capture_output=True, text=True)
-    if found.returncode != 0:
-        raise SystemExit(f"--baseline {rev}: no such commit in {ROOT}")
-    return found.stdout.strip()
-
-
-def unpacked(commit: str, base: Path) -> dict:
-    """qkv at `commit` in `base`, and the environment that runs it there with this venv's libraries."""
-    base.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    env = {**os.environ, "PYTHONPATH": str(base)}
-    # an editable install that won over PYTHONPATH would compare this qkv with itself
-    probe = ("import autograder, qkv_runtime, autograder.references as r\n"
-             "print(autograder.__file__, qkv_runtime.__file__, r.__file__)")
-    found = subprocess.run([sys.executable, "-c", probe], cwd=base, env=env, capture_output=True, text=True, check=True)
-    strays = [f for f in found.stdout.split() if not Path(f).resolve().is_relative_to(base.resolve())]
-    if strays:
-        raise SystemExit(f"--baseline {commit}: its engine would be loaded from {strays[0]}, not from {base}")
-    return env
-
-
 def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict:
     """This qkv and qkv at `rev`, on the same problems and the same files, alternating; medians of `rounds` runs."""
     base = work / "baseline"
@@ -313,39 +289,24 @@ def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict
     samples = mixed_samples(base / SAMPLES.relative_to(ROOT))  # rev's own, written for its problems
     if samples:
         folders["mixed"] = write_class(work / "base-mixed", samples, class_size)
-    versions = (("baseline", QKV, work / "old-dist", old_env, base), ("this", new_qkv, work / "new-dist", None, None))
-    runs: dict[str, dict[str, list[float]]] = {}
+    versions = {BASELINE: (QKV, work / "old-dist", old_env, base), THIS: (new_qkv, work / "new-dist", None, None)}
     totals: dict[str, list[dict[str, str]]] = {}
-    for round_ in range(rounds):
-        for name, files in folders.items():
-            for label, qkv, dist, env, cwd in (versions if round_ % 2 == 0 else versions[::-1]):
-                out = work / f"out-{label}-{name}-{round_}"
-                timing = timed_grade(dist, files, out, qkv, env, cwd)
-                for measure in ("wall_s", "grader_cpu_s"):
-                    runs.setdefault(measure, {}).setdefault(f"{label}_{name}", []).append(timing[measure])
-                totals.setdefault(f"{label}_{name}", []).append(graded_totals(out))
-    medians = {measure: {name: round(statistics.median(values), 2) for name, values in by_name.items()}
-               for measure, by_name in runs.items()}
-    ratios = {measure: {name: round(m[f"this_{name}"] / m[f"baseline_{name}"], 3) for name in folders}
-              for measure, m in medians.items()}
-    same = {name: totals[f"this_{name}"] == totals[f"baseline_{name}"] for name in folders}
+
+    def graded(label: str, name: str, round_: int) -> dict[str, float]:
+        qkv, dist, env, cwd = versions[label]
+        out = work / f"out-{label}-{name}-{round_}"
+        timing = timed_grade(dist, folders[name], out, qkv, env, cwd)
+        totals.setdefault(f"{label}_{name}", []).append(graded_totals(out))
+        return {measure: timing[measure] for measure in ("wall_s", "grader_cpu_s")}
+
+    runs = alternating(rounds, list(folders), graded)
+    middle = medians(runs)
+    same = {name: totals[f"{THIS}_{name}"] == totals[f"{BASELINE}_{name}"] for name in folders}
     return {"rev": rev, "commit": commit, "problems": len(manifest["problems"]), "submissions": class_size,
             "rounds": rounds, "machine": MACHINE, "python": platform.python_version(),
-            "date": datetime.date.today().isoformat(), "runs": runs, "medians": medians, "ratios": ratios,
+            "date": datetime.date.today().isoformat(), "runs": runs, "medians": middle,
+            "ratios": ratios(middle, list(folders)),
             "same_totals": same}
-
-
-def kept_baselines(previous: dict, figures: dict) -> dict:
-    """The baseline figures to write: the one measured now (else the file's), and every other revision's under
-    earlier_baselines, so that what the README quotes of an earlier comparison stays in the file."""
-    earlier = dict(previous.get("earlier_baselines", {}))
-    if "baseline" in previous:
-        earlier[previous["baseline"]["rev"]] = previous["baseline"]
-    current = figures.get("baseline", previous.get("baseline"))
-    if current is None:
-        return {}
-    earlier.pop(current["rev"], None)
-    return {"baseline": current, **({"earlier_baselines": earlier} if earlier else {})}
 
 
 def at_least(low: int):

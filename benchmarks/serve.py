@@ -53,15 +53,28 @@ attempt / cores whatever the server does (`floor_s`, Little's law). Written to b
 --looping, serve_looping.json; with --mix realistic, serve_mix.json; with --postgresql, `_postgresql` added to the
 name); a Markdown table on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results /tmp/serve.json.
 
+With --baseline REV, only the class run (--students x --attempts from --clients, the samples, SQLite) is made, served
+by qkv at git revision REV and by this qkv in alternating rounds (--rounds, the version that goes first taking turns;
+benchmarks/baseline.py, shared with benchmarks/grade.py), each run on a store of its own, through the same clients on
+the same files: REV's attention-numpy problems and REV's samples, each version's course made, built, issued tokens and
+served by its own commands (REV's unpacked with `git archive` and run through this venv's console script with
+PYTHONPATH pointing there). Each version's scores are checked against its own `qkv grade`. What differs is what REV
+has: a page without a held look is looked at again on its timer (data-refresh), as --poll does; a manifest of before
+`written_attempts` gets none. Figures: the medians of the server's CPU per attempt, upload to score p50 and p95, and
+the run's wall time, and this version's over REV's, under `baseline` in the results file (its other figures and
+earlier revisions' baselines, under `earlier_baselines`, kept).
+
     .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--looping 0.05]
                                          [--mix samples|realistic] [--postgresql [--web-processes 2]]
                                          [--attempt-seconds S] [--poll] [--results FILE]
+    .venv/bin/python benchmarks/serve.py --baseline REV [--rounds 3] [--students ...] [--attempts ...] [--clients ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import datetime as dt
 import json
 import os
@@ -80,11 +93,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import baseline  # noqa: E402
 import summary  # noqa: E402
 from grade import distinct_copies, graded_totals, mixed_samples, write_class  # noqa: E402
 from served_course import NAME, QKV, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
@@ -703,6 +718,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--poll", action="store_true",
                         help="look at a waiting attempt's page again on its timer (data-refresh) alone, ignoring its "
                              "held look (data-wait): the waiting page as it was before, for comparison")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="serve the class (--students, --attempts, --clients) with qkv at this git revision and "
+                             "with this qkv in alternating rounds, and only that: the figures go under `baseline` in "
+                             "the results file, whose other figures stay")
+    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: the rounds each version serves")
     parser.add_argument("--results", type=Path, help="where the figures go (default: benchmarks/results/serve.json, "
                         "with --looping serve_looping.json; a trial run's figures are no benchmark: write them "
                         "elsewhere)")
@@ -716,7 +736,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.postgresql:
         args.web_processes = 1
     args.results = args.results or results_file(args)
-    for name in ("students", "attempts", "clients", "jobs", "web_processes"):
+    if args.baseline and (args.looping or args.mix != "samples" or args.postgresql or args.attempt_seconds):
+        parser.error("--baseline serves the samples' class on SQLite: no --looping, --mix realistic, --postgresql "
+                     "or --attempt-seconds with it")
+    for name in ("students", "attempts", "clients", "jobs", "web_processes", "rounds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
@@ -737,6 +760,8 @@ def report(figures: dict) -> str:
             t = f["looping_upload_to_score_s"]
             rows.append(f"| {label}: its {f['looping_students']} looping students | {t.get('count', 0)} | | | | "
                         f"{t.get('p50', '-')} / {t.get('p95', '-')} / {t.get('max', '-')} s | | |")
+    if "baseline" in figures:
+        rows += ["", *baseline_rows(figures["baseline"])]
     batch = figures.get("qkv_grade")
     if batch is None:  # results of before the CPU was measured
         return "\n".join(rows)
@@ -759,10 +784,116 @@ def report(figures: dict) -> str:
             + f"; {figures['class']['web_processes']} web processes."]
     return "\n".join(rows)
 
+# ------------------------------------------------------------------ --baseline REV
+
+# what each round of the class run gives the comparison, from run()'s figures
+BASELINE_FIGURES = {"server_cpu_ms_per_attempt": ("cpu", "server_ms_per_attempt"),
+                    "upload_to_score_p50_s": ("upload_to_score_s", "p50"),
+                    "upload_to_score_p95_s": ("upload_to_score_s", "p95"), "wall_s": ("wall_s",)}
+FAULTS = ("lost", "duplicated", "wrong_student", "client_failures")
+
+
+@contextlib.contextmanager
+def engine(env: dict | None) -> Iterator[None]:
+    """Every `qkv` this process starts meanwhile (the venv's console script: init, build, grade, tokens, serve) runs
+    the engine that `env`'s PYTHONPATH points at (baseline.unpacked's), or this one where `env` is None."""
+    before = os.environ.get("PYTHONPATH")
+    if env is not None:
+        os.environ["PYTHONPATH"] = env["PYTHONPATH"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def compared_with_baseline(args: argparse.Namespace, jobs: list[str]) -> int:
+    """The class run served by qkv at --baseline and by this qkv, alternating, --rounds each, each run on a store of
+    its own, through the same clients on the same files: both serve the revision's attention-numpy problems (its
+    manifest, dates moved, each built by its own `qkv build`) and take its bundled samples, each version's scores
+    checked against its own `qkv grade`. Written under `baseline` in the results file, its other figures kept."""
+    commit = baseline.commit_of(args.baseline)
+    try:
+        previous = json.loads(args.results.read_text()) if args.results.exists() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SystemExit(f"{args.results}: not a results file this benchmark can add to ({err})") from None
+    with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-baseline-") as scratch:
+        root = Path(scratch)
+        base = root / "baseline"
+        envs = {baseline.BASELINE: baseline.unpacked(commit, base), baseline.THIS: None}
+        manifest = base / "assignments" / f"{NAME}.yaml"
+        mix = Mix(tuple(mixed_samples(base / SAMPLES.relative_to(ROOT))))  # the revision's, for its problems
+        due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
+        serve = {"attempts": max(20, args.attempts), "attempts_per_hour": max(6, args.attempts)}
+        roster = root / "roster.csv"
+        students = write_roster(roster, args.students)
+        courses, expected = {}, {}
+        for label, env in envs.items():
+            with engine(env):
+                # an engine of before `written_attempts` refuses the key, and shows written verdicts at once anyway
+                courses[label] = make_course(root / f"course-{label}", serve, due, manifest_file=manifest,
+                                             written_attempts="first" if env is None else None)
+                (root / f"expected-{label}").mkdir()
+                expected[label] = expected_scores(courses[label], mix, root / f"expected-{label}")
+        faults: dict[str, dict[str, int]] = {label: dict.fromkeys(FAULTS, 0) for label in envs}
+
+        def served(label: str, item: str, round_: int) -> dict[str, float]:
+            folder = root / f"{label}-{round_}"
+            with engine(envs[label]):
+                figures = run(courses[label], folder, Service(str(folder / "store")), roster, students,
+                              args.attempts, args.clients, mix, expected[label], jobs, kill=False, everyone=True,
+                              poll=args.poll)
+            for fault in FAULTS:
+                faults[label][fault] += figures[fault]
+            print(f"{label}, round {round_ + 1}: {json.dumps({k: v for k, v in figures.items() if k != 'examples'})}",
+                  flush=True)
+            return {name: functools.reduce(lambda f, key: f[key], path, figures)
+                    for name, path in BASELINE_FIGURES.items()}
+
+        problems = len(yaml.safe_load(manifest.read_text(encoding="utf-8"))["problems"])
+        runs = baseline.alternating(args.rounds, ["class"], served)
+    middle = baseline.medians(runs)
+    figures = {"baseline": {
+        "rev": args.baseline, "commit": commit, "assignment": NAME, "problems": problems, "students": args.students,
+        "attempts_each": args.attempts, "clients": args.clients, "rounds": args.rounds,
+        "server_jobs": args.jobs or default_slots(), "samples": len(mix.samples()),
+        "route": "the browser's forms; a waiting page looked at again at its held look (data-wait) where the "
+                 "version's page gives one, else on its timer (data-refresh)" if not args.poll else
+                 "the browser's forms; a waiting page looked at again on its timer alone (--poll)",
+        "sample_scores": expected, "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                                               "python": platform.python_version()},
+        "date": dt.date.today().isoformat(), "runs": runs, "medians": middle,
+        "ratios": baseline.ratios(middle, ["class"]), "faults": faults}}
+    kept = {key: value for key, value in previous.items() if key not in ("baseline", "earlier_baselines")}
+    figures = {**kept, **baseline.kept_baselines(previous, figures)}
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(figures, indent=1) + "\n")
+    summary.write_for(args.results)
+    print("\n".join(baseline_rows(figures["baseline"])))
+    return 0 if all(count == 0 for by_fault in faults.values() for count in by_fault.values()) else 1
+
+
+def baseline_rows(b: dict) -> list[str]:
+    """The comparison as a table: each figure's medians and this version's over the revision's."""
+    m, r = b["medians"], b["ratios"]
+    rows = [f"Against {b['rev']} ({b['commit'][:7]}): {b['students']} students x {b['attempts_each']} attempts from "
+            f"{b['clients']} clients, {b['rounds']} alternating rounds each, medians:", "",
+            f"| figure | {b['rev']} | this | this over {b['rev']} |", "|---|---|---|---|"]
+    for name in BASELINE_FIGURES:
+        rows.append(f"| {name.replace('_', ' ')} | {m[name]['baseline_class']} | {m[name]['this_class']} | "
+                    f"{r[name]['class']} |")
+    faulty = {label: {k: v for k, v in by_fault.items() if v} for label, by_fault in b["faults"].items()}
+    if any(faulty.values()):
+        rows += ["", "Faults: " + "; ".join(f"{label}: {found}" for label, found in faulty.items() if found)]
+    return rows
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+    if args.baseline:
+        return compared_with_baseline(args, jobs)
     mix = Mix(tuple(mixed_samples(SAMPLES)),
               (SAMPLES / NOTEBOOK_SAMPLE).read_text() if args.mix == "realistic" else None)
     with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-") as scratch, contextlib.ExitStack() as stack:

@@ -39,16 +39,17 @@ def qkv(course: Path, *args: object) -> str:
 
 
 def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7, grading: dict | None = None,
-                written_attempts: str | None = "first") -> Path:
+                written_attempts: str | None = "first", manifest_file: Path | None = None) -> Path:
     """`qkv init FOLDER`, attention-numpy due at `due` (the late policy's last date `last_days` after), with `serve`
     (and `grading`, when given) as its manifest's `serve:` (`grading:`), built; returns the course folder.
     `written_attempts` (None: the manifest's, whose default hides written verdicts until hand-in closes): `first`
     by default, so that a student who hands in their written answers once is shown every point `qkv grade` gives
-    (the tests that compare the two); tests/serve/test_written_attempts.py plays the default."""
+    (the tests that compare the two); tests/serve/test_written_attempts.py plays the default. `manifest_file`: the
+    manifest to start from (default: this checkout's; benchmarks/serve.py --baseline serves an older one's problems)."""
     done = subprocess.run([str(QKV), "init", str(folder)], capture_output=True, text=True, timeout=COMMAND_S,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-2000:]
-    manifest = yaml.safe_load((ROOT / "assignments" / f"{NAME}.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((manifest_file or ROOT / "assignments" / f"{NAME}.yaml").read_text(encoding="utf-8"))
     manifest["due"] = due.isoformat()
     if manifest.get("late"):
         manifest["late"]["last"] = (due + dt.timedelta(days=last_days)).isoformat()

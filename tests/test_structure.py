@@ -203,16 +203,40 @@ def test_the_grep_finds_each_form_of_kind_name_test(tmp_path):
 # ------------------------------------------------------------------ start-up
 
 
-def test_a_qkv_process_reads_and_checks_notebooks_without_compiling_the_iri_grammars():
-    """jsonschema under nbformat compiles rfc3987-syntax's grammars on import (2 s a process) for formats no
-    notebook schema uses: a qkv process goes without them and still validates a notebook."""
-    probe = ("import autograder, nbformat, sys\n"
-             "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('x = 1')])\n"
-             "nbformat.validate(nbformat.reads(nbformat.writes(nb), as_version=4))\n"
-             "print(sys.modules.get('rfc3987_syntax'), 'lark' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+# Where nbformat loads, jsonschema loads with it, and with that rfc3987-syntax's grammars where that package is
+# installed (it comes with qkv[nbgrader]: docs/dependencies.md), seconds of CPU: only writing a notebook needs it.
+NOTEBOOK_WRITERS = ("autograder/assemble/notebook.py", "autograder/assemble/nbgrader_source.py")
+
+
+def test_only_the_notebook_writers_import_nbformat():
+    """Reading a notebook is json's work (grading, the self-check, the service); nbformat, and jsonschema under it, is
+    imported only where a notebook is written, and there in the function that writes it."""
+    found = []
+    for folder in ENGINE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            top = {id(node) for node in tree.body}
+            for node in ast.walk(tree):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                if any(n.split(".")[0] in ("nbformat", "jsonschema") for n in names):
+                    relative = path.relative_to(ROOT).as_posix()
+                    if relative not in NOTEBOOK_WRITERS or id(node) in top:
+                        found.append(f"{relative}:{node.lineno}")
+    assert found == []
+
+
+def test_starting_qkv_its_service_and_its_grader_loads_no_notebook_library():
+    """What the commands, the service's app and the grading path import at start: nothing that loads nbformat
+    (a library of theirs that imports it at its top would, which the rule above does not see)."""
+    probe = ("import sys\n"
+             "import autograder.cli, autograder.serve.command, autograder.serve.web, autograder.serve.app\n"
+             "import autograder.routes.class_grading, autograder.grade.service, autograder.sandbox.pool\n"
+             "import autograder.selfcheck.qkv_check\n"
+             "print(sorted(m for m in ('nbformat', 'jsonschema', 'rfc3987_syntax', 'lark') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["None", "False"]
+    assert done.stdout.strip() == "[]"
 
 
 # ------------------------------------------------------------------ registries per axis
@@ -263,6 +287,228 @@ def test_no_import_hook_in_the_engine():
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"\bsys\.(meta_path|path_hooks)\b", line.split("#", 1)[0])]
     assert hooks == []
+
+
+
+# A write to sys.modules makes a name importable; the engine's one honest kind is a *registration*: a module it has
+# just made (types.ModuleType(NAME), or importlib.util.module_from_spec of a spec named NAME) put under that NAME,
+# or the script being run put under its own file's name. Anything else there is a stub (None: "not importable"),
+# an alias (another module's object under a second name) or a wholesale change. Removing an entry is no such write.
+_MODULE_MAKERS = {"ModuleType", "module_from_spec"}
+_SPEC_MAKERS = {"spec_from_file_location", "spec_from_loader", "find_spec"}
+_REMOVALS = {"pop", "get", "keys", "values", "items", "copy", "__contains__", "__getitem__", "__delitem__"}
+
+
+def _called(node: ast.AST) -> str:
+    if not isinstance(node, ast.Call):
+        return ""
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Call) and _called(node.func) == "type":  # type(sys)(NAME), ModuleType by another name
+        return "ModuleType"
+    return ""
+
+
+def _scopes(tree: ast.AST) -> dict[int, ast.AST]:
+    """Each node's nearest enclosing function (or the module), by id."""
+    scope_of: dict[int, ast.AST] = {}
+    todo: list[tuple[ast.AST, ast.AST]] = [(tree, tree)]
+    while todo:
+        node, scope = todo.pop()
+        scope_of[id(node)] = scope
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else scope
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return scope_of
+
+
+def sys_modules_writes(source: str, stem: str) -> list[tuple[int, str]]:
+    """(line, what) of each write to sys.modules in `source` (a module whose file is STEM.py) that is no
+    registration: `sys` and `sys.modules` followed through `import sys as s`, `from sys import modules`,
+    `table = sys.modules` and getattr(sys, "modules")."""
+    tree = ast.parse(source)
+    scope_of = _scopes(tree)
+    sys_names, tables = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            sys_names |= {a.asname or a.name for a in node.names if a.name == "sys"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys":
+            tables |= {a.asname or a.name for a in node.names if a.name == "modules"}
+
+    def is_table(node: ast.AST) -> bool:
+        return ((isinstance(node, ast.Attribute) and node.attr == "modules" and isinstance(node.value, ast.Name)
+                 and node.value.id in sys_names)
+                or (isinstance(node, ast.Name) and node.id in tables)
+                or (_called(node) == "getattr" and len(node.args) == 2 and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id in sys_names and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value == "modules"))
+
+    made: dict[tuple[int, str], list[str]] = {}  # (scope, variable) -> the names its module may go under
+    specs: dict[tuple[int, str], str] = {}
+    for node in ast.walk(tree):  # the aliases of the table, and the modules and specs made, scope by scope
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value, scope = node.targets[0].id, node.value, id(scope_of[id(node)])
+            if is_table(value):
+                tables.add(target)
+            elif _called(value) in _SPEC_MAKERS and value.args:
+                specs[(scope, target)] = ast.dump(value.args[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target, value, scope = node.targets[0].id, node.value, id(scope_of[id(node)])
+            if _called(value) in _MODULE_MAKERS and value.args:
+                first = value.args[0]
+                names = [ast.dump(first)]
+                if isinstance(first, ast.Name):  # module_from_spec(spec): the spec's name
+                    names += [specs.get((scope, first.id), ""),
+                              ast.dump(ast.Attribute(value=ast.Name(id=first.id, ctx=ast.Load()), attr="name",
+                                                     ctx=ast.Load()))]
+                made[(scope, target)] = [n for n in names if n]
+
+    def registration(key: ast.AST, value: ast.AST, scope: int) -> bool:
+        if isinstance(value, ast.Name) and ast.dump(key) in made.get((scope, value.id), []):
+            return True
+        running = (isinstance(value, ast.Subscript) and is_table(value.value)
+                   and ((isinstance(value.slice, ast.Constant) and value.slice.value == "__main__")
+                        or (isinstance(value.slice, ast.Name) and value.slice.id == "__name__")))
+        return running and isinstance(key, ast.Constant) and key.value == stem
+
+    writes = []
+    for node in ast.walk(tree):
+        scope = id(scope_of[id(node)])
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(node, ast.AugAssign) and (is_table(target) or isinstance(target, ast.Subscript)
+                                                        and is_table(target.value)):
+                    writes.append((node.lineno, "an in-place change of sys.modules"))
+                elif is_table(target) and not (isinstance(target, ast.Name) and is_table(node.value)):
+                    writes.append((node.lineno, f"{ast.unparse(target)} replaced"))
+                elif (isinstance(target, ast.Subscript) and is_table(target.value) and node.value is not None
+                      and not registration(target.slice, node.value, scope)):
+                    writes.append((node.lineno, f"{ast.unparse(target)} = {ast.unparse(node.value)}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_table(node.func.value):
+            method = node.func.attr
+            if method in ("setdefault", "__setitem__") and len(node.args) == 2:
+                if not registration(node.args[0], node.args[1], scope):
+                    writes.append((node.lineno, ast.unparse(node)))
+            elif method not in _REMOVALS:
+                writes.append((node.lineno, ast.unparse(node)))
+    return sorted(writes)
+
+
+def test_the_engine_writes_sys_modules_only_to_register_a_module_it_made():
+    """No stub (autograder/__init__.py once made rfc3987_syntax None, "not importable") and no alias of one module
+    under another's name: a name is importable because a module of that name was made for it."""
+    writes = [f"{path.relative_to(ROOT)}:{line}: {what}" for folder in ENGINE
+              for path in sorted((ROOT / folder).rglob("*.py")) if "/references/" not in path.as_posix()
+              for line, what in sys_modules_writes(path.read_text(encoding="utf-8"), path.stem)]
+    assert writes == []
+
+
+# each case a function of its own; the lines marked `# caught` are the writes the rule must name, no other
+SYS_MODULES_CASES = """\
+import importlib.util
+import sys
+import sys as system
+import types
+from sys import modules
+from sys import modules as table
+
+
+def stub_by_setdefault():
+    sys.modules.setdefault("rfc3987_syntax", None)  # caught
+
+
+def stub_by_item():
+    sys.modules["rfc3987_syntax"] = None  # caught
+
+
+def alias_of_a_module():
+    import autograder.references
+    sys.modules["solutions"] = autograder.references  # caught
+
+
+def alias_of_a_loaded_module():
+    sys.modules["solutions"] = sys.modules["autograder.references"]  # caught
+
+
+def alias_by_setdefault():
+    sys.modules.setdefault("solutions", sys.modules["autograder.references"])  # caught
+
+
+def made_but_put_under_another_name():
+    module = types.ModuleType("submission")
+    sys.modules["solutions"] = module  # caught
+
+
+def made_in_another_function():
+    sys.modules["submission"] = module  # caught
+
+
+def through_an_alias_of_sys():
+    system.modules["x"] = None  # caught
+
+
+def through_modules_imported_from_sys():
+    modules["x"] = None  # caught
+    table.setdefault("y", None)  # caught
+
+
+def through_a_name_for_the_table():
+    found = sys.modules
+    found["x"] = object()  # caught
+
+
+def through_getattr():
+    getattr(sys, "modules")["x"] = None  # caught
+
+
+def many_at_once():
+    sys.modules.update(solutions=sys.modules["autograder.references"])  # caught
+    sys.modules |= {"x": None}  # caught
+    sys.modules.__setitem__("x", None)  # caught
+
+
+def the_table_replaced():
+    sys.modules = dict(sys.modules)  # caught
+
+
+def registered_after_its_making(name):
+    module = types.ModuleType(name, "doc")
+    sys.modules[name] = module
+    child = type(sys)("qkv_runtime")
+    sys.modules["qkv_runtime"] = child
+
+
+def registered_from_a_spec(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    other = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = other
+
+
+def the_running_script_under_its_own_name():
+    sys.modules.setdefault("sample", sys.modules["__main__"])
+
+
+def read_and_removed(name):
+    torch = sys.modules.get("torch")
+    del sys.modules[name]
+    sys.modules.pop(name, None)
+    return torch
+"""
+
+
+def test_the_sys_modules_rule_finds_each_form_of_stub_and_alias():
+    """Proven on lines written for it: every marked write is named, and the registrations and reads are not."""
+    caught = [n for n, line in enumerate(SYS_MODULES_CASES.splitlines(), 1) if line.endswith("# caught")]
+    assert [line for line, _ in sys_modules_writes(SYS_MODULES_CASES, "sample")] == caught
+    # the running script is registered under its own file's name only
+    assert [line for line, _ in sys_modules_writes(SYS_MODULES_CASES, "another")] == sorted(
+        caught + [SYS_MODULES_CASES.splitlines().index('    sys.modules.setdefault("sample", sys.modules["__main__"])')
+                  + 1])
 
 
 # ------------------------------------------------------------------ one grading path
