@@ -96,7 +96,7 @@ PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-lo
 TESTS ?=
 
 check: setup
-	$(BIN)/ruff check autograder qkv_runtime
+	$(BIN)/ruff check autograder qkv_runtime benchmarks
 	$(BIN)/python -m mypy
 	$(PYTEST) -m "not slow" $(TESTS)
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def summary(report) -> dict:
+def pair_summary(report) -> dict:
     return {"pairs": report.compared, "at_or_above": {str(k): v for k, v in report.above.items()},
             "highest": [{"pair": f"{p.a}/{p.b}", "similarity": round(p.similarity, 3)} for p in report.highest[:5]]}
 
@@ -58,7 +58,7 @@ def main() -> None:
         handed = collect(canvas / "attention-numpy-submissions.zip", "attention_numpy", "attention-numpy",
                          load_roster(canvas / "roster.csv"), work)
         codes = {s.student: program_text(s.program) for s in handed.submissions if s.program is not None}
-        figures["sample_class"] = summary(code_pairs(codes, stub))
+        figures["sample_class"] = pair_summary(code_pairs(codes, stub))
         figures["sample_class"]["note"] = "the samples are the answer key with a function or two swapped in"
 
         rng = random.Random(7)
@@ -66,7 +66,7 @@ def main() -> None:
         started = time.perf_counter()
         report = code_pairs(honest, stub)
         elapsed = time.perf_counter() - started
-        figures["honest_class"] = {**summary(report), "students": args.students, "seconds": round(elapsed, 2),
+        figures["honest_class"] = {**pair_summary(report), "students": args.students, "seconds": round(elapsed, 2),
                                    "ms_per_pair": round(1000 * elapsed / max(report.compared, 1), 3)}
         honest["copier"] = disguise(honest["s042"], rng)
         copied = code_pairs(honest, stub)
