@@ -85,7 +85,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import summary  # noqa: E402
 from grade import distinct_copies, graded_totals, mixed_samples, write_class  # noqa: E402
-from served_course import NAME, QKV, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
+from served_course import NAME, QKV, class_samples, issue_tokens, make_course, qkv, serve_command  # noqa: E402
 from servers import PostgresServer, ServerProcess, execute, fresh_database, with_database  # noqa: E402
 
 from served_course import every_function_loops  # noqa: E402
@@ -739,8 +739,9 @@ def report(figures: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
-    mix = Mix(tuple(mixed_samples(SAMPLES)),
-              (SAMPLES / NOTEBOOK_SAMPLE).read_text() if args.mix == "realistic" else None)
+    samples = class_samples()  # the course's numbers are the class's (tests/served_course.py)
+    mix = Mix(tuple(mixed_samples(samples)),
+              (samples / NOTEBOOK_SAMPLE).read_text() if args.mix == "realistic" else None)
     with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-") as scratch, contextlib.ExitStack() as stack:
         root = Path(scratch)
         database = stack.enter_context(durable_postgres()) if args.postgresql else None
