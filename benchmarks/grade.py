@@ -429,9 +429,18 @@ def class_figures(args: argparse.Namespace, work: Path) -> dict:
     """`qkv grade` on the classes of the working tree's attention-numpy, and nbgrader beside it."""
     # built by the command, apart: the build runs the references (torch too), which `qkv grade` never loads
     dist = work / "dist"
-    subprocess.run([str(VENV_BIN / "qkv"), "build", "attention-numpy", "--out", str(dist)], check=True,
-                   capture_output=True)
-    assignment = resolve_assignment(find_manifest("attention-numpy"), load_bank_strict())
+    # its course gives the class one set of numbers (the bundled one draws them per student): one key is handed in as
+    # every student of the generated class, grading costs the same, and every score can be checked against the key's
+    manifest = yaml.safe_load(find_manifest("attention-numpy").read_text())
+    manifest.update(variants="same", roster=[])
+    course = work / "same-numbers"
+    (course / "assignments").mkdir(parents=True)
+    (course / "course.yaml").write_text(yaml.safe_dump(
+        {"title": "benchmark", "bank": {"folders": [], "bundled": {"ids": manifest["problems"]}}}))
+    (course / "assignments" / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest))
+    subprocess.run([str(VENV_BIN / "qkv"), "--course", str(course), "build", "attention-numpy", "--out", str(dist)],
+                   check=True, capture_output=True)
+    assignment = resolve_assignment(course / "assignments" / "attention-numpy.yaml", load_bank_strict())
     key = key_module(assignment)
     notebook = key_notebook(assignment, dist / "student" / f"{assignment.module_name}.ipynb")
     timings = grade_has_timings()

@@ -102,7 +102,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import baseline  # noqa: E402
 import summary  # noqa: E402
 from grade import distinct_copies, graded_totals, mixed_samples, write_class  # noqa: E402
-from served_course import NAME, QKV, SAMPLES, issue_tokens, make_course, qkv, serve_command  # noqa: E402
+from served_course import NAME, QKV, class_samples, issue_tokens, make_course, qkv, serve_command  # noqa: E402
 from servers import PostgresServer, ServerProcess, execute, fresh_database, with_database  # noqa: E402
 
 from served_course import every_function_loops  # noqa: E402
@@ -824,7 +824,7 @@ def compared_with_baseline(args: argparse.Namespace, jobs: list[str]) -> int:
         base = root / "baseline"
         envs = {baseline.BASELINE: baseline.unpacked(commit, base), baseline.THIS: None}
         manifest = base / "assignments" / f"{NAME}.yaml"
-        mix = Mix(tuple(mixed_samples(base / SAMPLES.relative_to(ROOT))))  # the revision's, for its problems
+        mix = Mix(tuple(mixed_samples(base / "examples" / "submissions" / NAME)))  # the revision's, for its problems
         due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
         serve = {"attempts": max(20, args.attempts), "attempts_per_hour": max(6, args.attempts)}
         roster = root / "roster.csv"
@@ -894,8 +894,9 @@ def main(argv: list[str] | None = None) -> int:
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
     if args.baseline:
         return compared_with_baseline(args, jobs)
-    mix = Mix(tuple(mixed_samples(SAMPLES)),
-              (SAMPLES / NOTEBOOK_SAMPLE).read_text() if args.mix == "realistic" else None)
+    samples = class_samples()  # the course's numbers are the class's (tests/served_course.py)
+    mix = Mix(tuple(mixed_samples(samples)),
+              (samples / NOTEBOOK_SAMPLE).read_text() if args.mix == "realistic" else None)
     with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-") as scratch, contextlib.ExitStack() as stack:
         root = Path(scratch)
         database = stack.enter_context(durable_postgres()) if args.postgresql else None

@@ -1,15 +1,17 @@
 """Regenerate the sample class in examples/submissions/attention-numpy/ from the answer key.
 
-Run after the bank or the manifest changes (`.venv/bin/python examples/regenerate.py`);
-tests/routes/test_examples.py checks that every sample still earns what its name says.
-Each sample is the key with hand-written student code swapped in, so the demo
-shows the classic mistakes as students write them.
+Run after the bank or the manifest changes (`.venv/bin/python examples/regenerate.py`, then
+examples/canvas/regenerate.py); tests/routes/test_examples.py checks that every sample still earns what its name says.
+Each sample is its own student's key (attention-numpy draws numbers per student: the file stem, ada, ben, ..., is
+the student `qkv grade` names for a folder of files, and is on the manifest's roster) with hand-written student code
+swapped in, so the demo shows the classic mistakes as students write them.
 """
 
 from __future__ import annotations
 
 import pprint
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
@@ -99,43 +101,61 @@ def swap(source: str, replacement: str) -> str:
     return source + "\n" + replacement
 
 
-def believes_heads_cut_the_cost(assignment) -> str:
+def believes_heads_cut_the_cost(assignment, student: str | None) -> str:
     """dan's answer to heads-reduce-cost, after his ANSWERS: True, and the follow-up choice that says heads
-    compare fewer pairs (its letter in the class's order of the choices), with no correction written."""
+    compare fewer pairs (its letter in `student`'s own order of the choices), with no correction written."""
     problem = next(a.problem for a in assignment.problems if a.problem.id == "heads-reduce-cost")
-    variant = kind_of(problem).variant(problem, assignment.manifest.seed, assignment.manifest.variants, None)
+    variant = kind_of(problem).variant(problem, assignment.manifest.seed, assignment.manifest.variants, student)
     letter = letter_of(order_in(variant, problem.id, problem.follow_up.ids), "fewer-pairs")
     answer = {"answer": True, "follow_up": letter, "correction": ""}
     return f"# heads make attention cheaper, I think\nANSWERS['heads-reduce-cost'] = {answer!r}\n"
 
 
-def main() -> None:
-    bank = load_bank_strict()
-    assignment = resolve_assignment(find_manifest("attention-numpy"), bank)
-    key = key_module(assignment)
-    samples = {
-        "ada.py": key,
-        "ben.py": swap(key, COLUMN_SOFTMAX),
-        "cho.py": swap(swap(key, ZERO_AFTER_SOFTMAX), UNBIASED_LAYER_NORM),
-        "dan.py": swap(swap(key, UNSCALED_SCORES), believes_heads_cut_the_cost(assignment)),
+def samples(assignment, student: Callable[[str], str | None]) -> dict[str, str]:
+    """Each sample .py file's text, keyed to the student `student(name)` it is handed in as (name: ada, ben, ...;
+    None: the class's numbers, STUDENT_ID empty)."""
+    return {
+        "ada.py": key_module(assignment, student("ada")),
+        "ben.py": swap(key_module(assignment, student("ben")), COLUMN_SOFTMAX),
+        "cho.py": swap(swap(key_module(assignment, student("cho")), ZERO_AFTER_SOFTMAX), UNBIASED_LAYER_NORM),
+        "dan.py": swap(swap(key_module(assignment, student("dan")), UNSCALED_SCORES),
+                       believes_heads_cut_the_cost(assignment, student("dan"))),
         "eve.py": "def softmax_rows(S, mask=None)\n    return S\n",
-        "fox.py": swap(key, HOSTILE),
+        "fox.py": swap(key_module(assignment, student("fox")), HOSTILE),
         "gil.py": stub_module(assignment),
     }
-    for name, text in samples.items():
-        (HERE / name).write_text(text if text.endswith("\n") else text + "\n")
+
+
+def key_notebook(assignment, student: str | None) -> str:
+    """The student notebook with every work cell filled from `student`'s own key (None: the class's), STUDENT_ID set
+    to them."""
     notebook = nbformat.reads(student_notebook(assignment), as_version=4)
     for cell in notebook.cells:
         meta = cell.metadata.get("qkv", {})
+        if meta.get("role") == "setup" and student:
+            cell.source = cell.source.replace('STUDENT_ID = ""', f"STUDENT_ID = {student!r}", 1)
         if meta.get("role") != "work":
             continue
         problem = next(a.problem for a in assignment.problems if a.problem.id == meta["problem"])
         if problem.kind == "implement":
             cell.source = key_function(problem, assignment.track)
         else:
-            cell.source = f"ANSWERS[{problem.id!r}] = {pprint.pformat(key_answer(problem, assignment, None))}"
-    nbformat.write(notebook, HERE / "hua.ipynb")
-    print(f"wrote {len(samples) + 1} samples to {HERE}")
+            cell.source = f"ANSWERS[{problem.id!r}] = {pprint.pformat(key_answer(problem, assignment, student))}"
+    text = nbformat.writes(notebook)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def load_assignment():
+    return resolve_assignment(find_manifest("attention-numpy"), load_bank_strict())
+
+
+def main() -> None:
+    assignment = load_assignment()
+    written = samples(assignment, lambda name: name)
+    for name, text in written.items():
+        (HERE / name).write_text(text if text.endswith("\n") else text + "\n")
+    (HERE / "hua.ipynb").write_text(key_notebook(assignment, "hua"), encoding="utf-8")
+    print(f"wrote {len(written) + 1} samples to {HERE}")
 
 
 if __name__ == "__main__":

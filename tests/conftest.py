@@ -24,6 +24,7 @@ from typing import TypeVar
 import nbformat
 import numpy as np
 import pytest
+import yaml
 
 from autograder.bank.load import Bank, load_bank_strict
 from autograder.assemble import BuildResult, build
@@ -87,15 +88,53 @@ def once_per_run(what: str, make: Callable[[Path], T], tmp_path_factory: pytest.
         return result
 
 
+@contextlib.contextmanager
+def own_runtime():
+    """qkv's own qkv_runtime imported while a build copies its files: a notebook's helper cell run in this process
+    (tests/routes/test_mistake_routes.py) leaves its embedded one, which has no files, in sys.modules."""
+    runtime = sys.modules.get("qkv_runtime")
+    if runtime is None or runtime.__spec__ is not None:
+        yield
+        return
+    embedded = {k: sys.modules.pop(k) for k in list(sys.modules) if k == "qkv_runtime" or k.startswith("qkv_runtime.")}
+    try:
+        yield
+    finally:
+        for name in [k for k in sys.modules if k == "qkv_runtime" or k.startswith("qkv_runtime.")]:
+            del sys.modules[name]
+        sys.modules.update(embedded)
+
+
 def shared_build(name: str, bank: Bank, tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> BuildResult:
     """`qkv build NAME` once per test run."""
-    return once_per_run(f"shared-build-{name}", lambda root: build(name, root / "shared-dist" / name, bank=bank),
-                        tmp_path_factory, config)
+    def make(root: Path) -> BuildResult:
+        with own_runtime():
+            return build(name, root / "shared-dist" / name, bank=bank)
+
+    return once_per_run(f"shared-build-{name}", make, tmp_path_factory, config)
 
 
 @pytest.fixture(scope="session")
 def built_numpy(bank, tmp_path_factory, pytestconfig) -> BuildResult:
     return shared_build("attention-numpy", bank, tmp_path_factory, pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def built_numpy_same(bank, tmp_path_factory, pytestconfig) -> BuildResult:
+    """attention-numpy built from a copy whose class shares one set of numbers (`variants: same`), where the bundled
+    manifest draws them per student (built_numpy): for the tests of the grading machinery that hand the class's key
+    (key_module without a student) in as any student and expect every point, as a generated class does."""
+    def make(root: Path) -> BuildResult:
+        manifest = yaml.safe_load((ROOT / "assignments" / "attention-numpy.yaml").read_text(encoding="utf-8"))
+        manifest["variants"] = "same"  # one key for any student: what these tests hand in
+        manifest.pop("roster", None)
+        folder = root / "same-numbers"
+        folder.mkdir()
+        (folder / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+        with own_runtime():
+            return build("attention-numpy", root / "same-dist" / "attention-numpy", bank=bank, assignments_root=folder)
+
+    return once_per_run("shared-build-attention-numpy-same", make, tmp_path_factory, pytestconfig)
 
 
 @pytest.fixture(scope="session")

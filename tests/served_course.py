@@ -5,17 +5,28 @@ and so, through the `served_numpy` fixture (one such course per test run), every
 
 The dates move with the clock because the bundled manifest's are fixed: past its `last` date every upload would be
 refused, and a test or benchmark that worked in the term would fail after it.
+
+The course's attention-numpy gives the class one set of numbers (`variants: same`), where the bundled one draws them
+per student: its callers hand one sample in as many students (generated rosters, a sample handed in by each roster
+student), so each sample is written with the class's key (`class_sample`) and earns the same score whoever hands it
+in, the score `qkv grade` gives it. Per-student numbers are tested on the bundled manifest (tests/routes/test_examples.py,
+tests/selfcheck, tests/bank/test_bank_fresh.py).
 """
 
 from __future__ import annotations
 
+import atexit
 import csv
+import dataclasses
 import datetime as dt
+import importlib.util
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import yaml
@@ -25,7 +36,6 @@ from autograder.serve.course import ServedAssignment, served_assignment
 ROOT = Path(__file__).resolve().parents[1]
 QKV = Path(sys.executable).with_name("qkv")  # the installed command, run as a user would
 NAME = "attention-numpy"
-SAMPLES = ROOT / "examples" / "submissions" / NAME
 ROSTER = ROOT / "examples" / "canvas" / "roster.csv"
 COMMAND_S = 900  # a bound on one command on a loaded two-core machine (a build takes about 30 s on a quiet one)
 
@@ -54,6 +64,8 @@ def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7,
     if manifest.get("late"):
         manifest["late"]["last"] = (due + dt.timedelta(days=last_days)).isoformat()
     manifest["serve"] = serve
+    manifest["variants"] = "same"  # one sample handed in as any student earns its one score (the module's docstring)
+    manifest.pop("roster", None)
     if written_attempts is not None:
         manifest["written_attempts"] = written_attempts
     if grading is not None:
@@ -61,6 +73,30 @@ def make_course(folder: Path, serve: dict, due: dt.datetime, last_days: int = 7,
     (folder / "assignments" / f"{NAME}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
     qkv(folder, "build", NAME)
     return folder
+
+
+@cache
+def class_samples() -> Path:
+    """The sample class (examples/regenerate.py's samples, ada.py ... hua.ipynb) written with the class's key, in a
+    folder of this process's own."""
+    spec = importlib.util.spec_from_file_location("regenerate", ROOT / "examples" / "regenerate.py")
+    regenerate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regenerate)
+    shipped = regenerate.load_assignment()
+    assignment = dataclasses.replace(shipped, manifest=shipped.manifest.model_copy(update={"variants": "same",
+                                                                                          "roster": []}))
+    folder = Path(tempfile.mkdtemp(prefix="qkv-class-samples-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    for name, text in regenerate.samples(assignment, lambda _: None).items():
+        (folder / name).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    (folder / "hua.ipynb").write_text(regenerate.key_notebook(assignment, None), encoding="utf-8")
+    return folder
+
+
+def class_sample(name: str) -> Path:
+    """The sample `name` (ada.py, ben.py, ..., hua.ipynb) written for a make_course course: its prompts, the class's
+    numbers and an empty STUDENT_ID, where examples/submissions holds each with its own student's."""
+    return class_samples() / name
 
 
 @dataclass

@@ -2,7 +2,9 @@
 
 Run after examples/regenerate.py (`.venv/bin/python examples/canvas/regenerate.py`); the output is the same
 bytes on every run (fixed entry times and order). It is the sample class as Canvas's "Download Submissions"
-hands it out, `name[_LATE]_userid_submissionid_file`, with the cases the demo shows:
+hands it out, `name[_LATE]_userid_submissionid_file`, each file written with the key of the roster student it is
+filed under (attention-numpy draws numbers per student, and `qkv grade` names a Canvas hand-in by the roster id its
+Canvas user id has: ada's file holds s2026001's numbers, not ada's), with the cases the demo shows:
 
 - ada on time; ben 1.5 days late (two started days: -20%); cho late but within her 48-hour extension;
   dan 10 minutes late (within the grace; Canvas marks it LATE anyway) and his file says another student's
@@ -15,7 +17,9 @@ Entry times are local times of the due date's zone (+08:00), as qkv reads zip en
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -47,8 +51,17 @@ OFF_ROSTER = ("zhangwei", "1010", "ada.py", (2026, 12, 18, 22, 0, 0))
 CONFLICT = {"s2026004": "s2026002"}  # dan's file says ben's id
 
 
+def sample_class():
+    """examples/regenerate.py, the sample class's maker (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location("regenerate", HERE.parent / "regenerate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def with_student_id(text: str, student: str) -> str:
-    return text.replace('STUDENT_ID = ""', f'STUDENT_ID = "{student}"', 1)
+    """`text` saying STUDENT_ID `student` (the key's line says the student it was written for; the stub's is empty)."""
+    return re.sub(r'^STUDENT_ID = ".*"$', f'STUDENT_ID = "{student}"', text, count=1, flags=re.MULTILINE)
 
 
 def member(archive: zipfile.ZipFile, name: str, when: tuple, data: bytes) -> None:
@@ -59,18 +72,24 @@ def member(archive: zipfile.ZipFile, name: str, when: tuple, data: bytes) -> Non
 
 
 def main() -> None:
+    regenerate = sample_class()
+    assignment = regenerate.load_assignment()
+    sample_of = {sample: sid for sid, *_, sample, _, _ in STUDENTS}
+    keyed = regenerate.samples(assignment, lambda name: sample_of[f"{name}.py"])
+    keyed["hua.ipynb"] = regenerate.key_notebook(assignment, sample_of["hua.ipynb"])
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         submission = 90001
         for sid, _, _, uid, _, _, sample, canvas_name, handins in STUDENTS:
             for attempt, (late, when) in enumerate(handins):
-                text = (SAMPLES / sample).read_text(encoding="utf-8")
+                text = keyed[sample]
                 if sample.endswith(".py"):
                     text = with_student_id(text, CONFLICT.get(sid, sid))
                 stem, suffix = "attention_numpy", Path(sample).suffix
                 filename = f"{stem}{'-' + str(attempt) if attempt else ''}{suffix}"
                 member(archive, f"{canvas_name}{late}_{uid}_{submission}_{filename}", when, text.encode())
                 submission += 1
+        # someone not on the roster hands in ada's folder sample (her numbers, her STUDENT_ID): not graded
         name, uid, sample, when = OFF_ROSTER
         member(archive, f"{name}_{uid}_{submission}_attention_numpy.py", when, (SAMPLES / sample).read_bytes())
     ZIP.write_bytes(buffer.getvalue())

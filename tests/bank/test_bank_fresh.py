@@ -2,9 +2,8 @@
 two students, so a classmate's answers are not this student's; the shapes' drawn sizes are graded, sealed and
 shown as each student's own.
 
-Shipped assignments that the instructor gives one set of numbers (`variants: same`, attention-numpy)
-are measured as a course that draws per student gets them: the same problems, each student's own
-draw."""
+Each shipped assignment is measured as it ships, under its manifest's own `variants:`: one that gives the class one
+set of numbers (`variants: same`) shares every written point between two students, and fails here."""
 
 from __future__ import annotations
 
@@ -25,11 +24,11 @@ OWN_SHARE = 0.6  # of an assignment's written points, between two students, on a
 
 def _own_share(bank: Bank, name: str, first: str, second: str) -> float:
     assignment = resolve_assignment(find_manifest(name), bank)
-    seed = assignment.manifest.seed
+    seed, variants = assignment.manifest.seed, assignment.manifest.variants
     differ = total = 0.0
     for placed in assignment.written:
         problem, kind = placed.problem, kind_of(placed.problem)
-        ours = [kind.variant(problem, seed, "per_student", student) for student in (first, second)]
+        ours = [kind.variant(problem, seed, variants, student) for student in (first, second)]
         differ += placed.points * measures.own_share(problem, *ours)
         total += placed.points
     return differ / total

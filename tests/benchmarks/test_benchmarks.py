@@ -212,13 +212,14 @@ def test_the_second_table_gives_each_stage_by_class_in_milliseconds_per_submissi
 
 
 @pytest.mark.slow  # `qkv grade` on two submissions
-def test_the_loop_solution_scores_full_marks_on_every_hidden_test(grade_benchmark, built_numpy, tmp_path):
+def test_the_loop_solution_scores_full_marks_on_every_hidden_test(grade_benchmark, built_numpy_same, tmp_path):
     """benchmarks/loop_solution.py is a benchmark's realistic correct code only while it is correct: graded as the
-    benchmark grades it (two distinct copies, the key's ANSWERS after the functions), on the bank as it is now."""
-    key = key_module(built_numpy.assignment)
+    benchmark grades it (two distinct copies, the key's ANSWERS after the functions), on the bank as it is now,
+    in a course of one set of numbers as the benchmark's (its generated class hands one key in)."""
+    key = key_module(built_numpy_same.assignment)
     subs = grade_benchmark.write_class(tmp_path / "loops", [grade_benchmark.loop_submission(key)], 2)
     out = tmp_path / "out"
-    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                            "--out", str(out), "--jobs", "2"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = gradebook_rows(out)
@@ -425,7 +426,7 @@ def test_the_service_benchmark_in_small_grades_every_attempt_once_for_its_own_st
 
 
 def test_the_realistic_mix_hands_in_the_notebook_every_tenth_time_and_the_py_samples_between(serve_benchmark):
-    samples = serve_benchmark.SAMPLES
+    samples = serve_benchmark.class_samples()
     mix = serve_benchmark.Mix(tuple(serve_benchmark.mixed_samples(samples)),
                               (samples / serve_benchmark.NOTEBOOK_SAMPLE).read_text())
     drawn = [mix.drawn(n) for n in range(100)]
@@ -439,7 +440,7 @@ def test_the_realistic_mix_hands_in_the_notebook_every_tenth_time_and_the_py_sam
 
 @pytest.mark.parametrize("suffix", [".py", ".ipynb"])
 def test_a_hand_in_names_its_student_last_and_a_notebook_stays_a_notebook(serve_benchmark, suffix):
-    samples = serve_benchmark.SAMPLES
+    samples = serve_benchmark.class_samples()
     text = (samples / ("ada.py" if suffix == ".py" else serve_benchmark.NOTEBOOK_SAMPLE)).read_text()
     body = serve_benchmark.signed(text, suffix, "# student b0042, attempt 3").encode()
     assert serve_benchmark.NAMED.findall(body)[-1] == b"b0042"
@@ -568,7 +569,7 @@ def test_the_readme_is_a_front_door_that_links_the_figures():
 def test_the_batch_grader_s_class_holds_the_service_s_looping_share_and_notebooks(serve_benchmark, tmp_path):
     """The ratio compares like with like: `qkv grade`'s class has the realistic mix's loops (each costs its budget
     in either) and its tenth of notebooks among the rest."""
-    samples = serve_benchmark.SAMPLES
+    samples = serve_benchmark.class_samples()
     mix = serve_benchmark.Mix(tuple(serve_benchmark.mixed_samples(samples)),
                               (samples / serve_benchmark.NOTEBOOK_SAMPLE).read_text())
     folder = serve_benchmark.write_mixed_class(tmp_path / "batch", mix, 200, "def f():\n    while True:\n        pass\n",

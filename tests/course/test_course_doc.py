@@ -29,7 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from autograder.assemble.manifest import find_manifest, resolve_assignment
+from autograder.bank.load import load_bank_strict
+from conftest import ROOT, key_module
 from test_as_user import USER, ancestors, unavailable
 
 pytestmark = pytest.mark.slow  # a fresh venv with qkv installed from its wheel
@@ -228,7 +230,9 @@ def test_the_bundled_assignment_builds_and_grades_from_the_same_install(machine)
     assert build.returncode == 0, build.stderr[-2000:]
     assert build.stderr.startswith("course: qkv's bundled course (bundled with qkv)")
     subs = here / "subs"
-    machine.write(subs / "s1.py", (here / "dist" / "attention-numpy" / "key" / "attention_numpy.py").read_text())
+    # the bundled assignment draws numbers per student: s1's own key (the build's key/ holds the class's numbers)
+    machine.write(subs / "s1.py", key_module(resolve_assignment(find_manifest("attention-numpy"), load_bank_strict()),
+                                             "s1"))
     machine.write(subs / "s2.py", "def softmax_rows(S, mask=None):\n    return S\n")
     grade = machine.run(f"qkv grade attention-numpy {shlex.quote(str(subs))}", here, timeout=600)
     assert grade.returncode == 0, grade.stderr[-2000:]

@@ -24,13 +24,12 @@ import pytest
 from autograder.grade.gradebook.accounts import AccountBook
 from conftest import wait_for
 from serve_client import Browser
-from served_course import COMMAND_S, NAME, QKV, ROOT, ROSTER
+from served_course import COMMAND_S, NAME, QKV, ROOT, ROSTER, class_sample
 from servers import ServerProcess, fresh_database
 
 pytestmark = pytest.mark.slow  # class runs graded in sandboxes, servers started
 
 CLASS_ZIP = ROOT / "examples" / "canvas" / "attention-numpy-submissions.zip"
-SAMPLES = ROOT / "examples" / "submissions" / NAME
 UMASKS = (0o022, 0o000)
 
 
@@ -97,7 +96,7 @@ def test_a_service_run_leaves_nothing_another_user_may_read(course, request, sto
             lambda port: under_umask(mask, QKV, "--course", course, "serve", NAME, "--roster", ROSTER, *db,
                                      "--port", port, "--jobs", 1), cwd=course))
         answer = httpx.post(f"{server.url}/api/a/{NAME}/attempts", params={"filename": "ada.py"},
-                            content=(SAMPLES / "ada.py").read_bytes(),
+                            content=class_sample("ada.py").read_bytes(),
                             headers={"authorization": f"Bearer {issued['s2026001']}"}, timeout=120)
         assert answer.status_code == 202, answer.text
         attempt = answer.json()["attempt"]

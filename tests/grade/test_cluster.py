@@ -47,21 +47,21 @@ def dask_cluster(tmp_path_factory):
         yield cluster, client
 
 
-def test_cluster_gradebook_is_identical_to_local(built_numpy, tmp_path):
-    assignment = built_numpy.assignment
+def test_cluster_gradebook_is_identical_to_local(built_numpy_same, tmp_path):
+    assignment = built_numpy_same.assignment
     key = key_module(assignment)
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "perfect.py").write_text(key)
-    (subs / "notebook.ipynb").write_text(key_notebook(assignment, built_numpy.out / "student" / f"{assignment.module_name}.ipynb"))
-    (subs / "stub.py").write_bytes((built_numpy.out / "student" / f"{assignment.module_name}.py").read_bytes())
+    (subs / "notebook.ipynb").write_text(key_notebook(assignment, built_numpy_same.out / "student" / f"{assignment.module_name}.ipynb"))
+    (subs / "stub.py").write_bytes((built_numpy_same.out / "student" / f"{assignment.module_name}.py").read_bytes())
     (subs / "columns.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_over_columns))
     (subs / "empty.py").write_text("")
     (subs / "syntax.py").write_text("def softmax_rows(S:\n")
     (subs / "looping.py").write_text(key + "\nwhile True:\n    pass\n")
     # a student trying to take its grader down: the sandbox's pid namespace and uid stop it
     (subs / "killer.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + key)
-    bundle = built_numpy.out / "autograder"
+    bundle = built_numpy_same.out / "autograder"
     local = grade_class(bundle, subs, tmp_path / "local", jobs=2, timeout=3.0)
     remote = grade_class(bundle, subs, tmp_path / "cluster", timeout=3.0, cluster="local:2")
 
@@ -83,10 +83,10 @@ def test_cluster_gradebook_is_identical_to_local(built_numpy, tmp_path):
             assert there.execute(sql).fetchall() == here.execute(sql).fetchall()
 
 
-def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_once(built_numpy, dask_cluster, tmp_path):
+def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_once(built_numpy_same, dask_cluster, tmp_path):
     cluster, client = dask_cluster
     client.wait_for_workers(2)
-    students = sleepy_class(tmp_path / "subs", key_module(built_numpy.assignment), 12, 0.5)
+    students = sleepy_class(tmp_path / "subs", key_module(built_numpy_same.assignment), 12, 0.5)
     victim_address, victim_pid = sorted(client.run(os.getpid).items())[0]
     recorded: list[str] = []
     interrupted: list[str] = []
@@ -102,7 +102,7 @@ def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_onc
                 os.kill(victim_pid, signal.SIGKILL)
             time.sleep(0.05)
 
-    run = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", timeout=10.0,
+    run = grade_class(built_numpy_same.out / "autograder", tmp_path / "subs", tmp_path / "out", timeout=10.0,
                       cluster=cluster.scheduler_address, progress=progress)
     assert len(interrupted) == 1, "the worker must die while grading a submission"
     assert sorted(recorded) == students, "every submission recorded exactly once"
@@ -113,13 +113,13 @@ def test_a_worker_killed_mid_run_has_its_submission_graded_elsewhere_exactly_onc
     assert victim_pid not in client.run(os.getpid).values(), "the killed worker was restarted, not reused"
 
 
-def test_a_stream_that_has_nothing_yet_is_asked_again_while_the_cluster_grades(built_numpy, dask_cluster):
+def test_a_stream_that_has_nothing_yet_is_asked_again_while_the_cluster_grades(built_numpy_same, dask_cluster):
     # qkv serve --cluster hands the route a stream of what students hand in, where None is "nothing yet": what is
     # handed in while a slow submission is graded goes to a free worker, not after the slow one
     cluster, client = dask_cluster
     client.wait_for_workers(2)
-    key = key_module(built_numpy.assignment)
-    bundle_dir = built_numpy.out / "autograder"
+    key = key_module(built_numpy_same.assignment)
+    bundle_dir = built_numpy_same.out / "autograder"
     bundle = read_bundle(bundle_dir)
     slow = submission_from_bytes("slow", Path("slow.py"), f"import time\ntime.sleep(4)\n{key}".encode())
     quick = submission_from_bytes("quick", Path("quick.py"), key.encode())
@@ -137,12 +137,12 @@ def test_a_stream_that_has_nothing_yet_is_asked_again_while_the_cluster_grades(b
     assert graded == [("quick", "graded"), ("slow", "graded")]
 
 
-def test_a_file_with_nothing_to_run_comes_back_from_the_cluster_as_intake_left_it(built_numpy, dask_cluster):
+def test_a_file_with_nothing_to_run_comes_back_from_the_cluster_as_intake_left_it(built_numpy_same, dask_cluster):
     # a worker handed a submission without a program scored it as intake left it; it used to run None and
     # fail the task, and with it the whole batch
     cluster, client = dask_cluster
-    key = key_module(built_numpy.assignment)
-    bundle_dir = built_numpy.out / "autograder"
+    key = key_module(built_numpy_same.assignment)
+    bundle_dir = built_numpy_same.out / "autograder"
     bundle = read_bundle(bundle_dir)
     empty = submission_from_bytes("empty", Path("empty.py"), b"  \n")
     honest = submission_from_bytes("honest", Path("honest.py"), key.encode())
@@ -165,20 +165,20 @@ class DieWhenGrading(WorkerPlugin):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def test_a_submission_that_keeps_killing_its_worker_is_marked_and_the_batch_finishes(built_numpy, dask_cluster, tmp_path):
+def test_a_submission_that_keeps_killing_its_worker_is_marked_and_the_batch_finishes(built_numpy_same, dask_cluster, tmp_path):
     """Student code cannot kill a Dask worker (it runs in the sandbox's children; see `killer` above). What can is
     a fault of the worker itself whenever it grades one submission: the OOM killer, a crash in a native library.
     A worker plugin makes that fault real: the worker process is SIGKILLed as it starts grading `poison`."""
     cluster, client = dask_cluster
     client.wait_for_workers(2)
-    key = key_module(built_numpy.assignment)
+    key = key_module(built_numpy_same.assignment)
     subs = tmp_path / "subs"
     subs.mkdir()
     for student in ("a", "b", "poison", "c", "d", "e"):
         (subs / f"{student}.py").write_text(f"{key}\n# {student}\n")
     client.register_plugin(DieWhenGrading("poison"))
     try:
-        run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=10.0,
+        run = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", timeout=10.0,
                           cluster=cluster.scheduler_address)
     finally:
         client.unregister_worker_plugin(DieWhenGrading.name)
@@ -191,10 +191,10 @@ def test_a_submission_that_keeps_killing_its_worker_is_marked_and_the_batch_fini
     assert all(r["status"] == "graded" and float(r["total"]) == float(r["max"]) for r in others)
 
 
-def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_numpy, tmp_path):
-    students = sleepy_class(tmp_path / "subs", key_module(built_numpy.assignment), 16, 0.3)
+def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_numpy_same, tmp_path):
+    students = sleepy_class(tmp_path / "subs", key_module(built_numpy_same.assignment), 16, 0.3)
     out = tmp_path / "out"
-    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy.out),
+    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy_same.out),
                "--out", str(out), "--cluster", "local:2"]
     # the killed run leaves its private scratch folder behind: in the test's own folder, not in /tmp
     (tmp_path / "tmp").mkdir()
@@ -226,9 +226,9 @@ def test_cli_on_local_cluster_killed_midway_resumes_from_the_gradebook(built_num
     (["--cluster", "local:0"], "local:N needs 1 <= N"),
     (["--cluster", "local:2", "--jobs", "2"], "drop --jobs"),
 ])
-def test_cli_cluster_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path, extra, expected):
+def test_cli_cluster_errors_are_one_line_and_leave_no_gradebook(built_numpy_same, tmp_path, extra, expected):
     (tmp_path / "subs").mkdir()
-    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy.out),
+    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy_same.out),
                "--out", str(tmp_path / "out"), *extra]
     run = subprocess.run(command, capture_output=True, text=True)
     assert run.returncode == 1

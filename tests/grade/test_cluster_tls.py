@@ -115,19 +115,19 @@ def tls_cluster(certs, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def small_class(built_numpy, tmp_path_factory) -> tuple[Path, Path]:
+def small_class(built_numpy_same, tmp_path_factory) -> tuple[Path, Path]:
     """(submissions, the folder of their local grading): a right, a wrong, a stub, an empty and a broken one."""
     folder = tmp_path_factory.mktemp("small-class")
-    key = key_module(built_numpy.assignment)
+    key = key_module(built_numpy_same.assignment)
     subs = folder / "subs"
     subs.mkdir()
     (subs / "perfect.py").write_text(key)
     (subs / "columns.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_over_columns))
-    release = built_numpy.out / "student" / f"{built_numpy.assignment.module_name}.py"
+    release = built_numpy_same.out / "student" / f"{built_numpy_same.assignment.module_name}.py"
     (subs / "stub.py").write_bytes(release.read_bytes())
     (subs / "empty.py").write_text("")
     (subs / "syntax.py").write_text("def softmax_rows(S:\n")
-    grade_class(built_numpy.out / "autograder", subs, folder / "local", jobs=2, timeout=5.0)
+    grade_class(built_numpy_same.out / "autograder", subs, folder / "local", jobs=2, timeout=5.0)
     return subs, folder / "local"
 
 
@@ -151,11 +151,11 @@ def no_tls_config():
     return dask.config.set({key: None for key in TLS_CONFIG_KEYS})
 
 
-def test_tls_cluster_gradebook_is_identical_to_local(built_numpy, small_class, tls_cluster, certs, tmp_path):
+def test_tls_cluster_gradebook_is_identical_to_local(built_numpy_same, small_class, tls_cluster, certs, tmp_path):
     subs, local = small_class
     with warnings.catch_warnings(record=True) as caught, no_tls_config():
         warnings.simplefilter("always")
-        run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0,
+        run = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", timeout=5.0,
                           cluster=tls_cluster.scheduler_address, tls=client_tls(certs))
     assert run.graded_now == 5
     assert {r.student: r.status for r in run.results}["perfect"] == "graded"
@@ -163,13 +163,13 @@ def test_tls_cluster_gradebook_is_identical_to_local(built_numpy, small_class, t
     assert not [w for w in caught if issubclass(w.category, PlaintextClusterWarning)]
 
 
-def test_cli_takes_the_certificates_from_dask_config_when_the_options_are_absent(built_numpy, small_class, tls_cluster,
+def test_cli_takes_the_certificates_from_dask_config_when_the_options_are_absent(built_numpy_same, small_class, tls_cluster,
                                                                                   certs, tmp_path):
     """The environment variables of Dask's config, and a key that follows the certificate in its file."""
     subs, local = small_class
     env = environment(DASK_DISTRIBUTED__COMM__TLS__CA_FILE=str(certs["ca"]),
                       DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=str(certs["client-with-key"]))
-    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                           "--out", str(tmp_path / "out"), "--timeout", "5", "--cluster", tls_cluster.scheduler_address],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -177,7 +177,7 @@ def test_cli_takes_the_certificates_from_dask_config_when_the_options_are_absent
     assert_same_gradebook(tmp_path / "out", local)
 
 
-def test_local_tls_cluster_runs_encrypted_and_grades_as_locally(built_numpy, small_class, tmp_path):
+def test_local_tls_cluster_runs_encrypted_and_grades_as_locally(built_numpy_same, small_class, tmp_path):
     subs, local = small_class
     seen: set[str] = set()
     status_pages: list[int] = []
@@ -194,7 +194,7 @@ def test_local_tls_cluster_runs_encrypted_and_grades_as_locally(built_numpy, sma
             except urllib.error.HTTPError as err:
                 status_pages.append(err.code)
 
-    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local-tls:2",
+    run = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local-tls:2",
                       progress=progress)
     assert run.graded_now == 5
     assert len(seen) >= 2 and all(address.startswith("tls://") for address in seen), seen
@@ -202,17 +202,17 @@ def test_local_tls_cluster_runs_encrypted_and_grades_as_locally(built_numpy, sma
     assert_same_gradebook(tmp_path / "out", local)
 
 
-def test_a_tls_address_without_certificates_is_a_one_line_error_naming_the_option(built_numpy, small_class,
+def test_a_tls_address_without_certificates_is_a_one_line_error_naming_the_option(built_numpy_same, small_class,
                                                                                     tls_cluster, certs, tmp_path):
     subs, _ = small_class
     with no_tls_config(), pytest.raises(QkvError) as caught:
-        grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", cluster=tls_cluster.scheduler_address)
+        grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", cluster=tls_cluster.scheduler_address)
     assert "--tls-ca" in str(caught.value) and "DASK_DISTRIBUTED__COMM__TLS__CA_FILE" in str(caught.value)
     assert "\n" not in str(caught.value)
     assert not (tmp_path / "out").exists()
 
     with no_tls_config(), pytest.raises(QkvError) as caught:
-        grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", cluster=tls_cluster.scheduler_address,
+        grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", cluster=tls_cluster.scheduler_address,
                     tls=TlsFiles(ca=certs["ca"]))
     assert str(caught.value).startswith("--tls-cert: ")
     assert not (tmp_path / "out").exists()
@@ -220,7 +220,7 @@ def test_a_tls_address_without_certificates_is_a_one_line_error_naming_the_optio
 
 @pytest.mark.parametrize("who", ["a client with a certificate from another CA",
                                  "a scheduler the client's CA did not sign"])
-def test_a_certificate_from_another_ca_is_refused_at_the_handshake(built_numpy, small_class, tls_cluster, certs,
+def test_a_certificate_from_another_ca_is_refused_at_the_handshake(built_numpy_same, small_class, tls_cluster, certs,
                                                                      tmp_path, who):
     """The attacker may know the cluster's CA certificate (it is no secret), not a key that CA signed; and a client
     whose CA did not sign the scheduler's certificate is talking to an impostor, which gets nothing either."""
@@ -228,7 +228,7 @@ def test_a_certificate_from_another_ca_is_refused_at_the_handshake(built_numpy, 
     tls = (TlsFiles(certs["ca"], certs["rogue"], certs["rogue-key"]) if who.startswith("a client")
            else TlsFiles(certs["rogue-ca"], certs["client"], certs["client-key"]))
     with no_tls_config(), pytest.raises(QkvError) as caught:
-        grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", cluster=tls_cluster.scheduler_address,
+        grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", cluster=tls_cluster.scheduler_address,
                     tls=tls)
     message = str(caught.value)
     assert message.startswith(tls_cluster.scheduler_address) and "TLS handshake" in message and "\n" not in message
@@ -249,13 +249,13 @@ def test_an_encrypted_or_loopback_address_is_not_warned_about(address):
     assert plaintext_warning(address) is None
 
 
-def test_cli_warns_once_on_stderr_before_it_connects_to_a_plain_address_on_another_host(built_numpy, small_class,
+def test_cli_warns_once_on_stderr_before_it_connects_to_a_plain_address_on_another_host(built_numpy_same, small_class,
                                                                                           tmp_path):
     """No scheduler is there (a documentation address, RFC 5737; whatever answers, if anything does, is no Dask
     scheduler): the warning comes before the connection fails."""
     subs, _ = small_class
     env = environment(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="1s")
-    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                           "--out", str(tmp_path / "out"), "--cluster", "tcp://203.0.113.9:8786"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 1
@@ -278,7 +278,7 @@ def test_cli_warns_once_on_stderr_before_it_connects_to_a_plain_address_on_anoth
     ("encrypted-key", "{encrypted-key}: the private key is protected by a passphrase"),
     ("config-ca-missing", "{missing}: no such file (Dask's distributed.comm.tls.ca-file)"),
 ])
-def test_bad_certificate_files_are_one_line_errors_naming_the_file(built_numpy, small_class, certs, tmp_path,
+def test_bad_certificate_files_are_one_line_errors_naming_the_file(built_numpy_same, small_class, certs, tmp_path,
                                                                    case, expected):
     subs, _ = small_class
     files = {**certs, "missing": tmp_path / "nowhere" / "x.pem", "folder": tmp_path}
@@ -299,7 +299,7 @@ def test_bad_certificate_files_are_one_line_errors_naming_the_file(built_numpy, 
     if case == "config-ca-missing":
         settings["distributed.comm.tls.ca-file"] = str(files["missing"])
     with dask.config.set(settings), pytest.raises(QkvError) as caught:
-        grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", cluster="tls://192.0.2.7:8786",
+        grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", cluster="tls://192.0.2.7:8786",
                     tls=TlsFiles(**tls))
     assert str(caught.value).startswith(expected.format(**{k: str(v) for k, v in files.items()}))
     assert "\n" not in str(caught.value)
@@ -312,11 +312,11 @@ def test_bad_certificate_files_are_one_line_errors_naming_the_file(built_numpy, 
     ("local-tls:2", TlsFiles(key=Path("k.pem")), "--tls-key: local-tls:2 starts its cluster here"),
     (None, TlsFiles(key=Path("k.pem")), "--tls-key: certificates are for a tls:// --cluster"),
 ])
-def test_certificates_a_cluster_would_not_use_are_an_error(built_numpy, small_class, tmp_path, cluster, tls, expected):
+def test_certificates_a_cluster_would_not_use_are_an_error(built_numpy_same, small_class, tmp_path, cluster, tls, expected):
     """Whoever gives certificates believes the run is encrypted; silently unused, they would mislead."""
     subs, _ = small_class
     with pytest.raises(QkvError) as caught:
-        grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", cluster=cluster, tls=tls)
+        grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", cluster=cluster, tls=tls)
     assert str(caught.value).startswith(expected)
     assert not (tmp_path / "out").exists()
 
@@ -325,9 +325,9 @@ def test_certificates_a_cluster_would_not_use_are_an_error(built_numpy, small_cl
     (["--tls-ca", "nowhere/ca.pem", "--tls-cert", "c.pem"], "error: nowhere/ca.pem: no such file (--tls-ca)"),
     ([], "error: --tls-ca: tls://192.0.2.7:8786 is a TLS scheduler: give the cluster's CA certificate"),
 ])
-def test_cli_tls_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path, extra, expected):
+def test_cli_tls_errors_are_one_line_and_leave_no_gradebook(built_numpy_same, tmp_path, extra, expected):
     (tmp_path / "subs").mkdir()
-    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy.out),
+    command = [str(QKV), "grade", "attention-numpy", str(tmp_path / "subs"), "--dist", str(built_numpy_same.out),
                "--out", str(tmp_path / "out"), "--cluster", "tls://192.0.2.7:8786", *extra]
     run = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=environment())
     assert run.returncode == 1
@@ -340,7 +340,7 @@ def shell_block(markdown: str, containing: str) -> str:
     return next(block for block in re.findall(r"```sh\n(.*?)```", markdown, re.S) if containing in block)
 
 
-def test_the_documented_openssl_and_dask_commands_make_a_cluster_qkv_grades_on(built_numpy, small_class, tmp_path):
+def test_the_documented_openssl_and_dask_commands_make_a_cluster_qkv_grades_on(built_numpy_same, small_class, tmp_path):
     """docs/cluster.md's certificate commands, run as written; its `dask scheduler` and `dask worker` flags, bound
     to this machine's loopback and a free port; `qkv grade --tls-*` through them."""
     if shutil.which("openssl") is None:
@@ -377,7 +377,7 @@ def test_the_documented_openssl_and_dask_commands_make_a_cluster_qkv_grades_on(b
         with pytest.raises(urllib.error.HTTPError) as status_page:
             urllib.request.urlopen(f"http://127.0.0.1:{identity['services']['dashboard']}/info/main/workers.html")
         assert status_page.value.code == 404
-        run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+        run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                               "--out", str(tmp_path / "out"), "--timeout", "5", "--cluster", address,
                               "--tls-ca", "ca.pem", "--tls-cert", "client.pem", "--tls-key", "client-key.pem"],
                              cwd=folder, capture_output=True, text=True, env=environment(), timeout=300)
@@ -437,7 +437,7 @@ def tree(folder: Path) -> list[tuple]:
     return entries
 
 
-def test_local_tls_uses_no_dask_scratch_folder_another_user_made_first(built_numpy, small_class, shared_tmp,
+def test_local_tls_uses_no_dask_scratch_folder_another_user_made_first(built_numpy_same, small_class, shared_tmp,
                                                                       tmp_path):
     """Dask's default scratch folders, made first by another user, open to all, each with links named as the lock
     files Dask opens there for writing and pointing at a file only root may write: qkv's run must leave them as
@@ -456,7 +456,7 @@ def test_local_tls_uses_no_dask_scratch_folder_another_user_made_first(built_num
         os.chown(planted, user.pw_uid, user.pw_gid)
         planted.chmod(0o777)
     before = tree(shared_tmp)
-    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+    run = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                           "--out", str(tmp_path / "out"), "--timeout", "5", "--cluster", "local-tls:2"],
                          capture_output=True, text=True, env=environment(TMPDIR=str(shared_tmp)), timeout=300)
     assert run.returncode == 0, run.stderr
@@ -465,7 +465,7 @@ def test_local_tls_uses_no_dask_scratch_folder_another_user_made_first(built_num
     assert tree(shared_tmp) == before
 
 
-def test_local_cluster_scratch_is_a_private_folder_of_the_run_removed_after(built_numpy, small_class, tmp_path):
+def test_local_cluster_scratch_is_a_private_folder_of_the_run_removed_after(built_numpy_same, small_class, tmp_path):
     """The scheduler's and every worker's scratch lie in one folder this run made in the temporary folder, mode
     0700 and the run's user's (Dask's default, shared by every run of every user, is neither), gone once the run
     is over."""
@@ -485,7 +485,7 @@ def test_local_cluster_scratch_is_a_private_folder_of_the_run_removed_after(buil
         info = next(iter(tops.values())).stat()
         modes.append((info.st_mode & 0o7777, info.st_uid))
 
-    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local:2",
+    run = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local:2",
                       progress=progress)
     assert run.graded_now == 5
     assert len(tops) == 3, tops  # two workers and the scheduler
@@ -498,7 +498,7 @@ def test_local_cluster_scratch_is_a_private_folder_of_the_run_removed_after(buil
 
 
 @pytest.mark.parametrize("case", ["writable by its group", "writable by other users", "another user's"])
-def test_a_worker_whose_scratch_folder_others_could_tamper_with_gets_no_bundle(built_numpy, small_class, tmp_path,
+def test_a_worker_whose_scratch_folder_others_could_tamper_with_gets_no_bundle(built_numpy_same, small_class, tmp_path,
                                                                                case):
     """A worker started with --local-directory in a folder that other users may write to, or that another user
     owns (root's worker could still write there): they could swap the worker's folder for one of theirs, so qkv
@@ -518,7 +518,7 @@ def test_a_worker_whose_scratch_folder_others_could_tamper_with_gets_no_bundle(b
                           silence_logs=logging.CRITICAL, local_directory=str(loose),
                           scheduler_kwargs={"local_directory": str(tmp_path)}) as cluster:
             with pytest.raises(QkvError) as caught:
-                grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0,
+                grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", timeout=5.0,
                             cluster=cluster.scheduler_address)
             message = str(caught.value)
             assert message.startswith(f"{cluster.scheduler_address}: a Dask worker cannot grade: "), message

@@ -17,10 +17,10 @@ from autograder.references import misconceptions
 
 
 @pytest.fixture(scope="module")
-def setting(built_numpy):
-    bundle = read_bundle(built_numpy.out / "autograder")
+def setting(built_numpy_same):
+    bundle = read_bundle(built_numpy_same.out / "autograder")
     with SandboxPool(bundle.track, jobs=2) as pool:
-        yield bundle, pool, key_module(built_numpy.assignment)
+        yield bundle, pool, key_module(built_numpy_same.assignment)
 
 
 def same(a, b) -> bool:

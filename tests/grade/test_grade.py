@@ -28,15 +28,15 @@ def results(out: Path, student: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def graded(built_numpy, tmp_path_factory):
+def graded(built_numpy_same, tmp_path_factory):
     """One batch with a perfect .py, a perfect notebook, the stub, classic mistakes and broken files."""
     subs = tmp_path_factory.mktemp("subs")
-    assignment = built_numpy.assignment
+    assignment = built_numpy_same.assignment
     key = key_module(assignment)
     module = assignment.module_name
     (subs / "perfect.py").write_text(key)
-    (subs / "notebook.ipynb").write_text(key_notebook(assignment, built_numpy.out / "student" / f"{module}.ipynb"))
-    (subs / "stub.py").write_bytes((built_numpy.out / "student" / f"{module}.py").read_bytes())
+    (subs / "notebook.ipynb").write_text(key_notebook(assignment, built_numpy_same.out / "student" / f"{module}.ipynb"))
+    (subs / "stub.py").write_bytes((built_numpy_same.out / "student" / f"{module}.py").read_bytes())
     (subs / "columns.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_over_columns))
     (subs / "zeroafter.py").write_text(replace_function(key, "softmax_rows", misconceptions.softmax_zero_after))
     (subs / "empty.py").write_text("")
@@ -51,7 +51,7 @@ def graded(built_numpy, tmp_path_factory):
     nested.mkdir()
     (nested / "work.py").write_text(key)
     out = tmp_path_factory.mktemp("grades")
-    run = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0)
+    run = grade_class(built_numpy_same.out / "autograder", subs, out, jobs=2, timeout=3.0)
     return run, out, subs
 
 
@@ -135,22 +135,22 @@ def test_gradebook_is_sqlite_with_one_row_per_student_and_test_scores(graded):
 
 
 @pytest.mark.slow
-def test_unchanged_submissions_are_not_regraded(graded, built_numpy, tmp_path):
+def test_unchanged_submissions_are_not_regraded(graded, built_numpy_same, tmp_path):
     # on copies: the other tests read the class as the fixture graded it
     out, subs = tmp_path / "out", tmp_path / "subs"
     shutil.copytree(graded[1], out)
     shutil.copytree(graded[2], subs)
     with sqlite3.connect(out / GRADEBOOK_FILE) as db:
         before = dict(db.execute("SELECT student, graded_at FROM submissions"))
-    (subs / "stub.py").write_text(key_module(built_numpy.assignment))
-    run = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0)
+    (subs / "stub.py").write_text(key_module(built_numpy_same.assignment))
+    run = grade_class(built_numpy_same.out / "autograder", subs, out, jobs=2, timeout=3.0)
     assert run.graded_now == 1 and run.skipped == 13
     with sqlite3.connect(out / GRADEBOOK_FILE) as db:
         after = dict(db.execute("SELECT student, graded_at FROM submissions"))
     assert after["stub"] > before["stub"]
     assert all(after[s] == before[s] for s in before if s != "stub")
     assert float(gradebook_rows(out)["stub"]["total"]) == pytest.approx(run.bundle.max_points)
-    again = grade_class(built_numpy.out / "autograder", subs, out, jobs=2, timeout=3.0, regrade=True)
+    again = grade_class(built_numpy_same.out / "autograder", subs, out, jobs=2, timeout=3.0, regrade=True)
     assert again.graded_now == 14
     # this run's results are reported from memory, not read back: they must be what the gradebook holds
     with Gradebook(out / GRADEBOOK_FILE) as gradebook:
@@ -159,14 +159,14 @@ def test_unchanged_submissions_are_not_regraded(graded, built_numpy, tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_path):
+def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy_same, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
-    key = key_module(built_numpy.assignment)
+    key = key_module(built_numpy_same.assignment)
     for i in range(30):
         (subs / f"s{i:02d}.py").write_text(f"import time\ntime.sleep(0.25)\n{key}\n# {i}\n")
     out = tmp_path / "out"
-    command = [str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out), "--out", str(out), "--jobs", "2"]
+    command = [str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out), "--out", str(out), "--jobs", "2"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 60
     graded_before_kill = 0
@@ -193,7 +193,7 @@ def test_killed_run_resumes_and_grades_everyone_exactly_once(built_numpy, tmp_pa
 
 
 @pytest.mark.slow
-def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
+def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy_same, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "ada.py").write_text("x = 1\n")
@@ -208,9 +208,9 @@ def test_cli_errors_are_one_line_and_leave_no_gradebook(built_numpy, tmp_path):
         db.executescript("CREATE TABLE submissions (student TEXT PRIMARY KEY, result TEXT);"
                          "CREATE TABLE test_scores (student TEXT, problem TEXT, test TEXT, score REAL);")
     damaged_bundle = tmp_path / "dist"
-    shutil.copytree(built_numpy.out, damaged_bundle)
+    shutil.copytree(built_numpy_same.out, damaged_bundle)
     next((damaged_bundle / "autograder" / "problems").glob("*.yaml")).unlink()
-    dist = ["--dist", str(built_numpy.out)]
+    dist = ["--dist", str(built_numpy_same.out)]
     no_bwrap = {**os.environ, "PATH": "/nonexistent"}
     for args, expected, env in (
         (["no-such-assignment", str(tmp_path)], "unknown assignment", None),
@@ -328,18 +328,18 @@ ANSWERS = _exact(ANSWERS)
 '''
 
 
-def test_fraction_and_decimal_answers_are_numbers(built_numpy, tmp_path):
+def test_fraction_and_decimal_answers_are_numbers(built_numpy_same, tmp_path):
     """ANSWERS written with fractions.Fraction and decimal.Decimal objects, as earlier releases took them."""
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / "exact.py").write_text(key_module(built_numpy.assignment) + EXACT_ANSWERS)
-    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", jobs=1, timeout=5.0)
+    (subs / "exact.py").write_text(key_module(built_numpy_same.assignment) + EXACT_ANSWERS)
+    run = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", jobs=1, timeout=5.0)
     (result,) = run.results
-    written_ids = {w.problem.id for w in built_numpy.assignment.written}
+    written_ids = {w.problem.id for w in built_numpy_same.assignment.written}
     written = [p for p in result.problems if p.problem_id in written_ids]
     assert len(written) == len(written_ids) and all(p.score == p.max_score for p in written), [
         t.message for p in written for t in p.tests if not t.passed]
-    assert result.score == pytest.approx(built_numpy.assignment.max_points)
+    assert result.score == pytest.approx(built_numpy_same.assignment.max_points)
 
 
 def test_a_passed_test_is_one_result_that_every_student_shares():

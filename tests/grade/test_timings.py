@@ -31,16 +31,16 @@ def test_stages_count_cpu_not_waiting_and_other_is_the_rest():
 
 
 @pytest.mark.slow
-def test_qkv_grade_writes_each_stage_and_the_sandboxs_cpu(built_numpy, tmp_path):
+def test_qkv_grade_writes_each_stage_and_the_sandboxs_cpu(built_numpy_same, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
-    key = key_module(built_numpy.assignment)
+    key = key_module(built_numpy_same.assignment)
     (subs / "ada.py").write_text(key)
     # 0.6 s of CPU while loading, by the process's own clock: the same on a fast, a slow or a busy machine
     (subs / "ben.py").write_text("import time as _t\n_start = _t.process_time()\n"
                                  "while _t.process_time() - _start < 0.6:\n    pass\n" + key)
     (subs / "cho.py").write_text("x = 1\n")
-    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                            "--out", str(tmp_path / "out"), "--jobs", "2", "--timings", str(tmp_path / "t.json")],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -56,12 +56,12 @@ def test_qkv_grade_writes_each_stage_and_the_sandboxs_cpu(built_numpy, tmp_path)
 
 
 @pytest.mark.slow
-def test_a_timings_file_that_cannot_be_written_is_one_line_and_the_grades_stay(built_numpy, tmp_path):
+def test_a_timings_file_that_cannot_be_written_is_one_line_and_the_grades_stay(built_numpy_same, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "cho.py").write_text("x = 1\n")
     (tmp_path / "file").write_text("")
-    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy.out),
+    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(subs), "--dist", str(built_numpy_same.out),
                            "--out", str(tmp_path / "out"), "--timings", str(tmp_path / "file" / "t.json")],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode != 0 and "Traceback" not in done.stderr

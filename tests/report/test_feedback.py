@@ -185,10 +185,11 @@ def test_a_part_of_the_page_the_class_shares_still_follows_each_page(graded, bui
     ada = graded[2]["ada"]
     right = ada.answers["layer-norm-by-hand"]
     assert next(p for p in ada.problems if p.problem_id == "layer-norm-by-hand").score == 3.0
-    # the same (shared) result of each problem, another student's typing of the same numbers
-    wrote = str(right["mean"])  # the class's draw: what ada typed
+    # the same (shared) result of each problem, the same numbers typed another way (ada's own numbers: the
+    # assignment draws them per student)
+    wrote = str(right["mean"])  # ada's draw: what she typed
     again_typed = wrote + "0" if "." in wrote else wrote + ".0"  # the same number, typed another way
-    typed_again = SubmissionResult(**{**ada.__dict__, "student": "amy",
+    typed_again = SubmissionResult(**{**ada.__dict__,
                                       "answers": {**ada.answers, "layer-norm-by-hand": {**right, "mean": again_typed}}})
 
     def part(result: SubmissionResult, now: dt.datetime) -> str:

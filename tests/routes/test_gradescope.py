@@ -24,6 +24,7 @@ from autograder.grade.written_policy import fixed_items
 from autograder.report.results_json import results_json
 from autograder.routes.class_grading import grade_class
 from conftest import ROOT, key_module, replace_function, require_bwrap
+from served_course import class_sample
 from autograder.references import misconceptions
 
 pytestmark = pytest.mark.slow  # a Python 3.10 venv made by setup.sh
@@ -46,7 +47,7 @@ def python310() -> str:
 
 
 @pytest.fixture(scope="module")
-def autograder_root(built_numpy) -> Path:
+def autograder_root(built_numpy_same) -> Path:
     """/autograder as Gradescope lays it out, after setup.sh ran (as root, as Gradescope runs it)."""
     if os.geteuid() != 0:
         pytest.skip("Gradescope runs its scripts as root") if not os.environ.get("CI") else pytest.fail("needs root")
@@ -54,7 +55,7 @@ def autograder_root(built_numpy) -> Path:
     root = Path(tempfile.mkdtemp(prefix="qkv-autograder-", dir="/tmp"))
     root.chmod(0o755)
     (root / "source").mkdir()
-    with zipfile.ZipFile(built_numpy.out / "gradescope.zip") as archive:
+    with zipfile.ZipFile(built_numpy_same.out / "gradescope.zip") as archive:
         archive.extractall(root / "source")
     for script in ("setup.sh", "run_autograder"):
         (root / "source" / script).chmod(0o755)
@@ -89,8 +90,8 @@ def run_autograder(root: Path, submission: str, name: str = "submission.py", bwr
     return json.loads((root / "results" / "results.json").read_text())
 
 
-def test_zip_has_gradescope_layout(built_numpy):
-    with zipfile.ZipFile(built_numpy.out / "gradescope.zip") as archive:
+def test_zip_has_gradescope_layout(built_numpy_same):
+    with zipfile.ZipFile(built_numpy_same.out / "gradescope.zip") as archive:
         names = set(archive.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
     assert {"setup.sh", "run_autograder", "requirements.txt", "bundle/assignment.json", "bundle/arrays.npz",
@@ -128,22 +129,22 @@ def test_setup_made_a_venv_with_only_its_pins(autograder_root):
 
 
 @pytest.mark.parametrize("bwrap_works", [True, False], ids=["bwrap", "no-bwrap"])
-def test_the_key_scores_full_marks_and_the_stub_zero(built_numpy, autograder_root, bwrap_works):
+def test_the_key_scores_full_marks_and_the_stub_zero(built_numpy_same, autograder_root, bwrap_works):
     if bwrap_works:
         require_bwrap()
-    key = run_autograder(autograder_root, key_module(built_numpy.assignment), bwrap_works=bwrap_works)
-    assert key["score"] == pytest.approx(built_numpy.assignment.max_points), key["output"]
+    key = run_autograder(autograder_root, key_module(built_numpy_same.assignment), bwrap_works=bwrap_works)
+    assert key["score"] == pytest.approx(built_numpy_same.assignment.max_points), key["output"]
     assert key["extra_data"]["isolation"] == ("bwrap" if bwrap_works else "uid")
     for test in key["tests"]:
         assert {"name", "score", "max_score", "output", "visibility"} <= set(test)
     # the manifest's written rule is `hidden`: its fixed written items wait for grades to be published
-    fixed = {w.id for w in fixed_items(read_bundle(built_numpy.out / "autograder"))}
+    fixed = {w.id for w in fixed_items(read_bundle(built_numpy_same.out / "autograder"))}
     held = {t["name"].split(":")[0] for t in key["tests"] if t["visibility"] == "after_published"}
     assert fixed and held == fixed and "written answers kept" in key["output"]
     assert set(key["extra_data"]["written_answers"]) == fixed  # for the submissions after it to read back
     assert {t["visibility"] for t in key["tests"] if t["visibility"] != "after_published"} == \
         {"visible", "after_due_date"}
-    stub = (built_numpy.out / "student" / f"{built_numpy.assignment.module_name}.py").read_text()
+    stub = (built_numpy_same.out / "student" / f"{built_numpy_same.assignment.module_name}.py").read_text()
     assert run_autograder(autograder_root, stub, bwrap_works=bwrap_works)["score"] == 0
 
 
@@ -161,26 +162,26 @@ def test_a_submission_reading_the_graders_files_gets_nothing(autograder_root, bw
     assert all(mode in ("0o700", "0o600") for mode in modes.values()), modes
 
 
-def test_a_mistake_loses_points_and_is_named(built_numpy, autograder_root):
-    source = replace_function(key_module(built_numpy.assignment), "softmax_rows", misconceptions.softmax_over_columns)
+def test_a_mistake_loses_points_and_is_named(built_numpy_same, autograder_root):
+    source = replace_function(key_module(built_numpy_same.assignment), "softmax_rows", misconceptions.softmax_over_columns)
     results = run_autograder(autograder_root, source, bwrap_works=False)
-    assert results["score"] < built_numpy.assignment.max_points
+    assert results["score"] < built_numpy_same.assignment.max_points
     failed = [t for t in results["tests"] if t["score"] < t["max_score"]]
     assert failed and all(t["name"].startswith("softmax-rows") for t in failed)
     assert "columns" in results["output"] and all(t["output"].startswith("mistake 1 of") for t in failed)
 
 
-def test_results_json_names_each_mistake_in_the_words_of_qkv_grade(built_numpy, autograder_root, tmp_path):
+def test_results_json_names_each_mistake_in_the_words_of_qkv_grade(built_numpy_same, autograder_root, tmp_path):
     """The sample student whose attention functions build on his column softmax: Gradescope's summary names it
     once, and every test's output is the one qkv grade's results.json writes for that test."""
-    sample = ROOT / "examples" / "submissions" / "attention-numpy" / "ben.py"
+    sample = class_sample("ben.py")  # the class's numbers, as this course draws them
     results = run_autograder(autograder_root, sample.read_text())
     (tmp_path / "subs").mkdir()
     shutil.copy(sample, tmp_path / "subs" / "ben.py")
-    graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
+    graded = grade_class(built_numpy_same.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
     message = next(p for p in graded.problems if p.problem_id == "softmax-rows").tests[-1].message.split(" (")[0]
     assert "what to fix first:" in results["output"] and message in results["output"]
-    written = results_json(graded, "bwrap", read_bundle(built_numpy.out / "autograder"))
+    written = results_json(graded, "bwrap", read_bundle(built_numpy_same.out / "autograder"))
     expected = {t["name"]: t["output"] for t in written["tests"] if t["status"] == "failed"}
     got = {t["name"]: t["output"] for t in results["tests"] if t["status"] == "failed"}
     assert got == expected and results["output"].count(message) == 1
@@ -194,7 +195,7 @@ def test_an_empty_submission_folder_scores_zero_with_a_reason(autograder_root):
 
 @pytest.mark.parametrize("readable_by_all", [True, False], ids=["engine readable by all", "engine owner-only"])
 def test_where_nothing_isolates_an_engine_others_may_read_is_refused_and_an_owner_only_one_gets_a_uid(
-        built_numpy, autograder_root, tmp_path, readable_by_all):
+        built_numpy_same, autograder_root, tmp_path, readable_by_all):
     """The route as deployed (setup.sh's venv, the zip's engine) with no bubblewrap at all, the engine copied out of
     the source folder that the route locks down. One any user may read (as after `pip install` on a shared machine)
     would be handed to student code, so the route refuses, in results.json, naming it; an owner-only one lets root
@@ -207,7 +208,7 @@ def test_where_nothing_isolates_an_engine_others_may_read_is_refused_and_an_owne
     root = tmp_path / "autograder"
     shutil.copytree(autograder_root / "source" / "bundle", root / "source" / "bundle")
     (root / "submission").mkdir(parents=True)
-    (root / "submission" / "s.py").write_text(key_module(built_numpy.assignment))
+    (root / "submission" / "s.py").write_text(key_module(built_numpy_same.assignment))
     (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s1", "email": "x@y.z"}]}))
     script = ("import json, os, sys\nfrom pathlib import Path\nimport autograder\n"
               "assert autograder.__file__.startswith(sys.argv[2] + os.sep), autograder.__file__\n"
@@ -224,4 +225,4 @@ def test_where_nothing_isolates_an_engine_others_may_read_is_refused_and_an_owne
         assert f"{engine}{os.sep}" in results["output"], results["output"]
     else:
         assert results["extra_data"]["isolation"] == "uid", results["output"]
-        assert results["score"] == pytest.approx(built_numpy.assignment.max_points), results["output"]
+        assert results["score"] == pytest.approx(built_numpy_same.assignment.max_points), results["output"]

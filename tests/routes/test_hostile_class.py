@@ -39,8 +39,8 @@ def softmax_rows(S, mask=None):
 
 
 @pytest.fixture(scope="module")
-def hostile_class(built_numpy, tmp_path_factory):
-    assignment = built_numpy.assignment
+def hostile_class(built_numpy_same, tmp_path_factory):
+    assignment = built_numpy_same.assignment
     key = key_module(assignment)
     softmax = next(p for p in assignment.implement if p.problem.function == "softmax_rows").problem
     subs = tmp_path_factory.mktemp("hostile-class")
@@ -56,11 +56,11 @@ def hostile_class(built_numpy, tmp_path_factory):
     return subs
 
 
-def test_hostile_files_each_get_their_row_and_the_batch_goes_on(built_numpy, hostile_class, tmp_path):
-    run = grade_class(built_numpy.out / "autograder", hostile_class, tmp_path / "out", jobs=2, timeout=5.0)
+def test_hostile_files_each_get_their_row_and_the_batch_goes_on(built_numpy_same, hostile_class, tmp_path):
+    run = grade_class(built_numpy_same.out / "autograder", hostile_class, tmp_path / "out", jobs=2, timeout=5.0)
     rows = {r.student: r for r in run.results}
     assert len(rows) == 6
-    full = built_numpy.assignment.max_points
+    full = built_numpy_same.assignment.max_points
     assert rows["bystander"].score == rows["z_last"].score == pytest.approx(full)
     forger = rows["forger"]
     softmax = next(p for p in forger.problems if p.problem_id.startswith("softmax"))
@@ -75,8 +75,8 @@ def test_hostile_files_each_get_their_row_and_the_batch_goes_on(built_numpy, hos
         page.decode("utf-8")  # written, and valid UTF-8 (a lone surrogate used to make writing it fail)
 
 
-def test_escape_sequences_never_reach_the_terminal(built_numpy, hostile_class, tmp_path):
-    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(hostile_class), "--dist", str(built_numpy.out),
+def test_escape_sequences_never_reach_the_terminal(built_numpy_same, hostile_class, tmp_path):
+    done = subprocess.run([str(QKV), "grade", "attention-numpy", str(hostile_class), "--dist", str(built_numpy_same.out),
                            "--out", str(tmp_path / "cli"), "--jobs", "2", "--timeout", "5"],
                           capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
@@ -85,12 +85,12 @@ def test_escape_sequences_never_reach_the_terminal(built_numpy, hostile_class, t
     assert b"\\x1b" in done.stdout  # shown, escaped, in the gradebook table
 
 
-def test_on_a_dask_worker_too_a_forged_layout_costs_only_its_sender(built_numpy, hostile_class, tmp_path):
+def test_on_a_dask_worker_too_a_forged_layout_costs_only_its_sender(built_numpy_same, hostile_class, tmp_path):
     subs = tmp_path / "two"
     subs.mkdir()
     for name in ("bystander.py", "forger.py"):
         (subs / name).write_bytes((hostile_class / name).read_bytes())
-    run = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local:1")
+    run = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", timeout=5.0, cluster="local:1")
     rows = {r.student: r for r in run.results}
-    assert rows["bystander"].score == pytest.approx(built_numpy.assignment.max_points)
+    assert rows["bystander"].score == pytest.approx(built_numpy_same.assignment.max_points)
     assert rows["forger"].status == "graded" and rows["forger"].score < rows["bystander"].score

@@ -16,6 +16,7 @@ import importlib.util
 import io
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,27 +134,37 @@ def _nbgrader_cells(built, source: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def routes(built_numpy, tmp_path_factory) -> Routes:
+def routes(built_numpy_same, tmp_path_factory) -> Routes:
     subs = tmp_path_factory.mktemp("mistake-subs")
-    sources = {student: submission(built_numpy.assignment, bug) for student, bug in BUGS.items()}
+    sources = {student: submission(built_numpy_same.assignment, bug) for student, bug in BUGS.items()}
     for student, source in sources.items():
         (subs / f"{student}.py").write_text(source)
     out = tmp_path_factory.mktemp("mistake-grades")
-    run = grade_class(built_numpy.out / "autograder", subs, out, jobs=2)
-    data = qkv_check.load_data(built_numpy.out / "student" / "selfcheck.json")
+    run = grade_class(built_numpy_same.out / "autograder", subs, out, jobs=2)
+    data = qkv_check.load_data(built_numpy_same.out / "student" / "selfcheck.json")
     checked = {}
     for student in BUGS:
         loaded = qkv_check.load_submission(subs / f"{student}.py")
         checked[student] = {r.problem["id"]: [o.message for o in r.outcomes] + [d for o in r.outcomes for d in o.details
                                                                                   if isinstance(d, str)]
                             for r in qkv_check.run_checks(data, loaded)}
-    return Routes(read_bundle(built_numpy.out / "autograder"), {r.student: r for r in run.results}, out, checked, {})
+    return Routes(read_bundle(built_numpy_same.out / "autograder"), {r.student: r for r in run.results}, out, checked, {})
 
 
 @pytest.fixture(scope="module")
-def cells(built_numpy, routes) -> dict[str, dict[str, str]]:
-    return {student: _nbgrader_cells(built_numpy, submission(built_numpy.assignment, bug))
-            for student, bug in BUGS.items()}
+def cells(built_numpy_same, routes) -> dict[str, dict[str, str]]:
+    # the cells install their embedded qkv_runtime here, before keep_this_process_runtime (a test's) saves the
+    # modules: this module's own back after, or a later build in this worker finds no files to copy
+    runtime = {k: v for k, v in sys.modules.items() if k == "qkv_runtime" or k.startswith("qkv_runtime.")}
+    finders = list(sys.meta_path)
+    try:
+        return {student: _nbgrader_cells(built_numpy_same, submission(built_numpy_same.assignment, bug))
+                for student, bug in BUGS.items()}
+    finally:
+        for name in [k for k in sys.modules if k == "qkv_runtime" or k.startswith("qkv_runtime.")]:
+            del sys.modules[name]
+        sys.modules.update(runtime)
+        sys.meta_path[:] = finders
 
 
 def _text(page: str) -> str:
@@ -246,14 +257,14 @@ def test_nbgrader_cells_say_the_graders_sentence(routes, cells, student):
 
 
 @pytest.mark.slow
-def test_the_pytest_route_says_the_graders_sentence(built_numpy, routes, tmp_path):
+def test_the_pytest_route_says_the_graders_sentence(built_numpy_same, routes, tmp_path):
     from test_pytest_plugin import pytest_route
 
     for student in ("axis0", "nowo"):
         bug = BUGS[student]
         path = tmp_path / f"{student}.py"
-        path.write_text(submission(built_numpy.assignment, bug))
-        _, _, output = pytest_route(tmp_path, built_numpy.out, path)
+        path.write_text(submission(built_numpy_same.assignment, bug))
+        _, _, output = pytest_route(tmp_path, built_numpy_same.out, path)
         for test in _failed(routes, student, (bug.problem, *bug.downstream)):
             assert test.message in output, (test.problem_id, test.name)
 

@@ -19,6 +19,7 @@ from autograder.bundle import read_bundle
 from autograder.grade.written_policy import HIDDEN_MESSAGE, WrittenRule, fixed_items
 from autograder.routes.class_grading import grade_class
 from conftest import ROOT, key_module, replace_function
+from served_course import class_sample
 from autograder.references import misconceptions
 
 pytestmark = pytest.mark.slow  # a pytest run in a subprocess per test
@@ -66,28 +67,28 @@ def pytest_route(folder: Path, dist: Path, submission: Path, *extra: str,
 
 
 @pytest.mark.parametrize("mistake", [None, misconceptions.softmax_over_columns, misconceptions.softmax_zero_after])
-def test_same_scores_as_qkv_grade(built_numpy, tmp_path, mistake):
-    source = key_module(built_numpy.assignment)
+def test_same_scores_as_qkv_grade(built_numpy_same, tmp_path, mistake):
+    source = key_module(built_numpy_same.assignment)
     if mistake is not None:
         source = replace_function(source, "softmax_rows", mistake)
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "alice.py").write_text(source)
-    graded = grade_class(built_numpy.out / "autograder", subs, tmp_path / "out", jobs=1)
-    score, maximum, output = pytest_route(tmp_path, built_numpy.out, subs / "alice.py")
+    graded = grade_class(built_numpy_same.out / "autograder", subs, tmp_path / "out", jobs=1)
+    score, maximum, output = pytest_route(tmp_path, built_numpy_same.out, subs / "alice.py")
     assert maximum == pytest.approx(graded.bundle.max_points)
     assert score == pytest.approx(graded.results[0].score, abs=1e-3)
     if mistake is not None:
         assert "failed" in output and score < maximum
 
 
-def test_a_failed_test_says_what_qkv_grade_says(built_numpy, tmp_path):
+def test_a_failed_test_says_what_qkv_grade_says(built_numpy_same, tmp_path):
     """The sample student whose attention builds on his column softmax: each failure reads as qkv grade's sentence."""
-    sample = ROOT / "examples" / "submissions" / "attention-numpy" / "ben.py"
+    sample = class_sample("ben.py")  # the class's numbers, as this course draws them
     (tmp_path / "subs").mkdir()
     shutil.copy(sample, tmp_path / "subs" / "ben.py")
-    graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
-    _, _, output = pytest_route(tmp_path, built_numpy.out, tmp_path / "subs" / "ben.py")
+    graded = grade_class(built_numpy_same.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
+    _, _, output = pytest_route(tmp_path, built_numpy_same.out, tmp_path / "subs" / "ben.py")
     failed = [t for p in graded.problems for t in p.tests if not t.passed]
     # every test his column softmax breaks, in the three problems that build on it, and nothing else
     assert {t.problem_id for t in failed} == {"softmax-rows", "scaled-dot-product-attention", "multi-head-attention"}
@@ -95,24 +96,24 @@ def test_a_failed_test_says_what_qkv_grade_says(built_numpy, tmp_path):
     assert "fix softmax_rows first: your multi_head_attention matches the reference with that same mistake" in output
 
 
-def test_custom_checks_add_points_and_run_in_the_sandbox(built_numpy, tmp_path):
-    (tmp_path / "alice.py").write_text(key_module(built_numpy.assignment))
+def test_custom_checks_add_points_and_run_in_the_sandbox(built_numpy_same, tmp_path):
+    (tmp_path / "alice.py").write_text(key_module(built_numpy_same.assignment))
     (tmp_path / "test_custom.py").write_text(CUSTOM_CHECKS)
-    score, maximum, _ = pytest_route(tmp_path, built_numpy.out, tmp_path / "alice.py", "test_custom.py")
-    assert maximum == pytest.approx(built_numpy.assignment.max_points + 3)
+    score, maximum, _ = pytest_route(tmp_path, built_numpy_same.out, tmp_path / "alice.py", "test_custom.py")
+    assert maximum == pytest.approx(built_numpy_same.assignment.max_points + 3)
     assert score == pytest.approx(maximum)
-    broken = replace_function(key_module(built_numpy.assignment), "softmax_rows", misconceptions.softmax_over_columns)
+    broken = replace_function(key_module(built_numpy_same.assignment), "softmax_rows", misconceptions.softmax_over_columns)
     (tmp_path / "bob.py").write_text(broken)
-    score, maximum, _ = pytest_route(tmp_path, built_numpy.out, tmp_path / "bob.py", "test_custom.py")
+    score, maximum, _ = pytest_route(tmp_path, built_numpy_same.out, tmp_path / "bob.py", "test_custom.py")
     assert score <= maximum - 2
 
 
-def test_junit_xml_carries_points(built_numpy, tmp_path):
-    (tmp_path / "alice.py").write_text(key_module(built_numpy.assignment))
-    pytest_route(tmp_path, built_numpy.out, tmp_path / "alice.py", f"--junitxml={tmp_path / 'report.xml'}")
+def test_junit_xml_carries_points(built_numpy_same, tmp_path):
+    (tmp_path / "alice.py").write_text(key_module(built_numpy_same.assignment))
+    pytest_route(tmp_path, built_numpy_same.out, tmp_path / "alice.py", f"--junitxml={tmp_path / 'report.xml'}")
     xml = (tmp_path / "report.xml").read_text()
-    assert xml.count('name="max_points"') == len(built_numpy.assignment.problems) + sum(
-        len(a.problem.public_tests) + len(a.problem.hidden_tests) - 1 for a in built_numpy.assignment.implement)
+    assert xml.count('name="max_points"') == len(built_numpy_same.assignment.problems) + sum(
+        len(a.problem.public_tests) + len(a.problem.hidden_tests) - 1 for a in built_numpy_same.assignment.implement)
 
 
 # ------------------------------------------------- the written-answer policy
@@ -133,15 +134,15 @@ def fixed_wrong(source: str, bundle) -> str:
     return source + "".join(f"\nANSWERS[{w.id!r}] = 'no idea'" for w in fixed_items(bundle))
 
 
-def test_before_hand_in_closes_the_route_says_nothing_of_fixed_written_items(built_numpy, tmp_path):
+def test_before_hand_in_closes_the_route_says_nothing_of_fixed_written_items(built_numpy_same, tmp_path):
     """As GitHub Classroom runs it on every push, in a log the student reads: under `hidden` a fixed item's test is
     skipped with the same sentence whether it is right or wrong, and its points wait; --qkv-closed (or the
     assignment's last date passed) marks them."""
-    bundle = read_bundle(built_numpy.out / "autograder")
+    bundle = read_bundle(built_numpy_same.out / "autograder")
     fixed = {w.id: w.points for w in fixed_items(bundle)}
     assert fixed and bundle.written_attempts.rule is WrittenRule.HIDDEN
-    open_dist = dated(built_numpy, tmp_path / "open", "2999-01-01T00:00:00+00:00")
-    key = key_module(built_numpy.assignment)
+    open_dist = dated(built_numpy_same, tmp_path / "open", "2999-01-01T00:00:00+00:00")
+    key = key_module(built_numpy_same.assignment)
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "alice.py").write_text(key)
@@ -159,7 +160,7 @@ def test_before_hand_in_closes_the_route_says_nothing_of_fixed_written_items(bui
     # once hand-in has closed, said or by the assignment's own last date, they are marked
     assert pytest_route(tmp_path, open_dist, subs / "bob.py")[0] == pytest.approx(
         bundle.max_points - sum(fixed.values()))
-    past = dated(built_numpy, tmp_path / "past", "2000-01-01T00:00:00+00:00")
+    past = dated(built_numpy_same, tmp_path / "past", "2000-01-01T00:00:00+00:00")
     assert pytest_route(tmp_path, past, subs / "alice.py", closed=False)[:2] == pytest.approx(
         (bundle.max_points, bundle.max_points))
 
@@ -182,16 +183,16 @@ def own_ini(tmp_path: Path) -> Path:
     return folder / "pytest.ini"
 
 
-def test_a_conftest_in_the_students_repo_does_not_run(built_numpy, tmp_path):
+def test_a_conftest_in_the_students_repo_does_not_run(built_numpy_same, tmp_path):
     """A conftest.py that reports every test as passed with full points, and pytest run inside the student's
     repository: the total is what qkv grade gives the stub, and the conftest never ran."""
-    repo = student_repo(built_numpy, tmp_path)
+    repo = student_repo(built_numpy_same, tmp_path)
     shutil.copy(FIXTURES / "hijack_plugin.py.txt", repo / "conftest.py")
     (tmp_path / "subs").mkdir()
     shutil.copy(repo / "attention_numpy.py", tmp_path / "subs" / "attention_numpy.py")
-    graded = grade_class(built_numpy.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
+    graded = grade_class(built_numpy_same.out / "autograder", tmp_path / "subs", tmp_path / "out", jobs=1).results[0]
     assert graded.score < graded.max_score
-    score, maximum, output = pytest_route(repo, built_numpy.out, repo / "attention_numpy.py", "-c", str(own_ini(tmp_path)))
+    score, maximum, output = pytest_route(repo, built_numpy_same.out, repo / "attention_numpy.py", "-c", str(own_ini(tmp_path)))
     assert not (repo / "HIJACKED").exists(), "the student's conftest.py ran in the grader's process"
     assert maximum == pytest.approx(graded.max_score)
     assert score == pytest.approx(graded.score, abs=1e-3)
@@ -245,13 +246,13 @@ OTHERS = {"plugin": _plugin, "folder on path": _folder_on_path, "build in repo":
 
 
 @pytest.mark.parametrize("case", [*CONFIGS, *OTHERS])
-def test_what_the_repo_could_run_in_the_grader_stops_the_run(built_numpy, tmp_path, case):
+def test_what_the_repo_could_run_in_the_grader_stops_the_run(built_numpy_same, tmp_path, case):
     """pytest run inside the student's repository (as GitHub Classroom does): whatever there could run code in
     the grader's process, or choose the answers, is a one-line usage error naming it, and no score."""
-    repo = student_repo(built_numpy, tmp_path)
-    planted = (CONFIGS.get(case) or OTHERS[case])(built_numpy, repo, tmp_path)
+    repo = student_repo(built_numpy_same, tmp_path)
+    planted = (CONFIGS.get(case) or OTHERS[case])(built_numpy_same, repo, tmp_path)
     extra = () if case in CONFIGS else ("-c", str(own_ini(tmp_path)))
-    run = run_pytest(repo, planted.dist or built_numpy.out, repo / "attention_numpy.py", *extra, env=planted.env,
+    run = run_pytest(repo, planted.dist or built_numpy_same.out, repo / "attention_numpy.py", *extra, env=planted.env,
                      command=planted.command)
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout[-2000:] + run.stderr[-2000:]
     errors = [line for line in run.stderr.splitlines() if line.strip()]

@@ -29,6 +29,7 @@ import nbclient
 import nbformat
 import numpy as np
 import pytest
+import yaml
 
 from qkv_runtime import sealed
 from qkv_runtime.answers import evaluate_dim
@@ -282,16 +283,25 @@ def summary_rows(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def releases(bank, tmp_path_factory) -> dict[str, BuildResult]:
-    """Every bundled assignment, and the torch/per-student fixture, built once."""
+    """Every bundled assignment, the torch/per-student fixture and attention-numpy with the class's numbers, built
+    once."""
     root = tmp_path_factory.mktemp("selfcheck-dist")
     built = {name: build(name, root / name, bank=bank) for name in BUNDLED}
     built["per-student-torch"] = build(str(FIXTURES / "per-student-torch.yaml"), root / "pst", bank=bank)
+    manifest = yaml.safe_load((ROOT / "assignments" / "attention-numpy.yaml").read_text(encoding="utf-8"))
+    manifest["variants"] = "same"  # the checker's machinery on one key for anyone (the shipped one is per student)
+    manifest.pop("roster", None)
+    (root / "same").mkdir()
+    (root / "same" / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    built["attention-numpy-same"] = build(str(root / "same" / "attention-numpy.yaml"), root / "numpy-same", bank=bank)
     return built
 
 
 @pytest.fixture(scope="module")
 def numpy_release(releases) -> BuildResult:
-    return releases["attention-numpy"]
+    """attention-numpy giving the class one set of numbers: a file of the class's answers checks right whoever runs
+    it (test_the_shipped_numpy_release_seals_each_roster_students_own_numbers checks the release as it ships)."""
+    return releases["attention-numpy-same"]
 
 
 @pytest.fixture(scope="module")
@@ -998,13 +1008,13 @@ def run_release_check(built: BuildResult, folder: Path, name: str, text: str) ->
     return run
 
 
-def test_an_unreadable_shape_says_it_could_not_be_read_and_a_wrong_one_that_it_is_not_the_shape(built_numpy, tmp_path):
-    shapes = [a.problem for a in built_numpy.assignment.written if isinstance(a.problem, ShapeProblem)]
+def test_an_unreadable_shape_says_it_could_not_be_read_and_a_wrong_one_that_it_is_not_the_shape(built_numpy_same, tmp_path):
+    shapes = [a.problem for a in built_numpy_same.assignment.written if isinstance(a.problem, ShapeProblem)]
     assert len(shapes) >= 4, "the release has shape problems to answer"
     unreadable = {shapes[0].id: "n by d?", shapes[1].id: "[[", shapes[2].id: "   "}
     wrong = "2 x 3 x 5 x 7"  # read, and no problem's shape nor a named mistake's
     typed = {**unreadable, shapes[3].id: wrong}
-    run = run_release_check(built_numpy, tmp_path / "rel", "shapes.py",
+    run = run_release_check(built_numpy_same, tmp_path / "rel", "shapes.py",
                             f"STUDENT_ID = 's1'\nANSWERS = {typed!r}\n")
     lines = verdicts_by_problem(run.stdout)
     for pid, answer in unreadable.items():
@@ -1018,8 +1028,8 @@ def test_an_unreadable_shape_says_it_could_not_be_read_and_a_wrong_one_that_it_i
         assert form not in line  # the answer is not given away
 
 
-def test_a_wrong_exact_number_must_be_exact_never_within_0(built_numpy, tmp_path):
-    assignment = built_numpy.assignment
+def test_a_wrong_exact_number_must_be_exact_never_within_0(built_numpy_same, tmp_path):
+    assignment = built_numpy_same.assignment
     numeric = [a.problem for a in assignment.written if isinstance(a.problem, NumericProblem)]
     exact = next(p for p in numeric if all(q.tolerance.abs == q.tolerance.rel == 0 for q in p.parts))
     loose = next(p for p in numeric if p.parts[0].tolerance.abs > 0)
@@ -1030,7 +1040,7 @@ def test_a_wrong_exact_number_must_be_exact_never_within_0(built_numpy, tmp_path
                for q in problem.parts}
         typed[problem.id] = off
         messages[problem.id] = [check_part(q, variant.answers[q.name], off[q.name]).message for q in problem.parts]
-    run = run_release_check(built_numpy, tmp_path / "rel", "wrong_numbers.py",
+    run = run_release_check(built_numpy_same, tmp_path / "rel", "wrong_numbers.py",
                             f"STUDENT_ID = 's1'\nANSWERS = {typed!r}\n")
     lines = verdicts_by_problem(run.stdout)
     assert [line.removeprefix("FAIL  ") for line in lines[exact.id] if line.startswith("FAIL")] == messages[exact.id]
@@ -1141,6 +1151,37 @@ def test_selfcheck_json_holds_no_written_answer_in_clear(releases, name):
 
 
 # ------------------------------------------------------------ per student, torch track, command line
+
+
+def test_the_shipped_numpy_release_seals_each_roster_students_own_numbers(releases, tmp_path):
+    """attention-numpy as it ships draws per student: in its release, offline, each roster student's own right
+    answers pass every problem, and a classmate's numbers fail the written problems drawn per student."""
+    built = releases["attention-numpy"]
+    manifest = built.assignment.manifest
+    assert manifest.variants == "per_student" and {"ada", "s2026001"} <= set(manifest.roster)
+    folder = tmp_path / "rel"
+    shutil.copytree(built.out / "student", folder)
+    for student in ("ada", "s2026001"):
+        (folder / f"{student}.py").write_text(submission_py(built, student))
+    (folder / "swapped.py").write_text(submission_py(built, "ada").replace('STUDENT_ID = "ada"',
+                                                                           'STUDENT_ID = "s2026001"'))
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.chdir(folder):
+            code = qkv_check.main([*args, "--no-history", "--data", str(folder / "selfcheck.json")])
+        return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+    for student in ("ada", "s2026001"):
+        mine = check(f"{student}.py")
+        assert mine.returncode == 0 and f"| student {student}" in mine.stdout, mine.stderr
+        assert summary_rows(mine.stdout) == expected_summary(built, wrong=False), student
+    rows = summary_rows(check("swapped.py").stdout)  # ada's answers, run as s2026001
+    assignment = built.assignment
+    differ = {a.problem.id for a in assignment.written
+              if right_answer(a.problem, assignment, "ada") != right_answer(a.problem, assignment, "s2026001")}
+    assert len(differ) >= len(assignment.written) // 2, differ
+    assert {p for p, status in rows.items() if status == "fail"} == differ, rows
 
 
 def test_per_student_numbers_are_each_students_own(releases, tmp_path):

@@ -41,8 +41,8 @@ def test_every_part_is_under_400_lines():
     assert "qkv_selfcheck/__init__.py" in found and len(found) > 2, sorted(found)
 
 
-def test_the_release_carries_every_part_byte_for_byte(built_numpy):
-    student = built_numpy.out / "student"
+def test_the_release_carries_every_part_byte_for_byte(built_numpy_same):
+    student = built_numpy_same.out / "student"
     shipped = {"qkv_check.py"} | {f"qkv_selfcheck/{p.name}" for p in (student / "qkv_selfcheck").glob("*.py")}
     assert "qkv_selfcheck/__init__.py" in shipped and shipped == set(parts()), sorted(shipped ^ set(parts()))
     for rel, path in parts().items():
@@ -62,13 +62,13 @@ def test_no_part_imports_anything_a_student_lacks():
                 assert name.split(".")[0] in ALLOWED, f"{rel}, line {node.lineno}: imports {name}"
 
 
-def test_the_release_checks_and_imports_with_the_grader_out_of_reach(built_numpy, tmp_path):
+def test_the_release_checks_and_imports_with_the_grader_out_of_reach(built_numpy_same, tmp_path):
     """The release copied alone, the grader's packages made unimportable (for the check's children too), and
     files named like the standard library beside it: `python qkv_check.py FILE` and the notebook's import work."""
     folder = tmp_path / "release"
-    shutil.copytree(built_numpy.out / "student", folder)
-    module = built_numpy.assignment.module_name
-    shutil.copy(built_numpy.out / "key" / f"{module}.py", folder / "right.py")
+    shutil.copytree(built_numpy_same.out / "student", folder)
+    module = built_numpy_same.assignment.module_name
+    shutil.copy(built_numpy_same.out / "key" / f"{module}.py", folder / "right.py")
     for name in ("numbers", "random", "json"):  # a student's scratch files: qkv_check.py's folder comes last
         (folder / f"{name}.py").write_text(f"raise SystemExit('the student\\'s {name}.py was imported')\n")
     (tmp_path / "blocker").mkdir()
@@ -85,7 +85,7 @@ def test_the_release_checks_and_imports_with_the_grader_out_of_reach(built_numpy
     checked = run("qkv_check.py", "right.py")
     said = checked.stdout + checked.stderr
     assert checked.returncode == 0 and "QKV-GRADER-IMPORTED" not in said and "was imported" not in said, said[-2000:]
-    n = len(built_numpy.assignment.problems)
+    n = len(built_numpy_same.assignment.problems)
     assert f"{n} pass, 0 fail, 0 not answered" in checked.stdout, checked.stdout[-2000:]
 
     # the notebook's setup cell, in a kernel started in the release's folder (cwd first on sys.path)

@@ -36,11 +36,11 @@ from autograder.grade.gradebook import GRADEBOOK_FILE
 from autograder.grade.gradebook.database import open_sqlite
 from autograder.serve.guard import upload_limit
 from conftest import QKV, ROOT
+from served_course import class_sample
 from servers import ServerProcess, free_port
 
 NAME = "attention-numpy"
 ROSTER = ROOT / "examples" / "canvas" / "roster.csv"
-SAMPLES = ROOT / "examples" / "submissions" / NAME
 RUN_S = 900  # a bound on one run of the checker on a loaded 2-core machine, not an expected time
 WAIT = ("--wait", "600")  # long enough for any grading here: no test depends on how fast the server grades
 HINT = "put the link from your instructor's mail"
@@ -154,7 +154,7 @@ def test_a_right_file_is_handed_in_and_gets_its_score(service, release, served_n
     """The release's own file (ada.py's code, full marks) and the link in qkv_token.txt beside qkv_check.py: the
     checker hands it in, waits, and prints the score the service gives and the attempt's page; the token nowhere."""
     module = served_numpy.assignment.bundle.module
-    shutil.copy(SAMPLES / "ada.py", release / f"{module}.py")
+    shutil.copy(class_sample("ada.py"), release / f"{module}.py")
     link = service.links["s2026001"]
     (release / "qkv_token.txt").write_text(f"\n  {link}\n", encoding="utf-8")
     done = check(release, "--submit", *WAIT)
@@ -176,7 +176,7 @@ def test_the_link_in_QKV_TOKEN_comes_first_and_the_file_named_is_the_one_sent(se
     """QKV_TOKEN over qkv_token.txt (which holds another student's link here), and a file named on the command line
     (ben.py, not full marks): the attempt is Ben's, named ben.py, and the score printed is the service's."""
     (release / "qkv_token.txt").write_text(service.links["s2026009"], encoding="utf-8")
-    shutil.copy(SAMPLES / "ben.py", release.parent / "ben.py")
+    shutil.copy(class_sample("ben.py"), release.parent / "ben.py")
     link = service.links["s2026002"]
     done = check(release, "--submit", "ben.py", *WAIT, link=link)
     assert done.returncode == 0, output(done)[-3000:]

@@ -31,12 +31,12 @@ import yaml
 from autograder.grade.gradebook import GRADEBOOK_FILE
 from autograder.grade.gradebook.database import open_sqlite
 from conftest import QKV, ROOT, wait_for
+from served_course import class_sample
 from servers import ServerProcess, free_port
 
 pytestmark = pytest.mark.slow  # a hub, its proxy, a managed service, a spawned server and graded attempts
 
 NAME = "attention-numpy"
-SAMPLES = ROOT / "examples" / "submissions" / NAME
 CHP = ROOT / ".cache" / "npm" / "node_modules" / "configurable-http-proxy" / "bin" / "configurable-http-proxy"
 PREFIX = "/services/qkv"
 ROSTER = """id,name,email,hub_user
@@ -247,7 +247,7 @@ def test_through_the_hub_the_form_hands_in_and_its_csrf_and_site_checks_hold(hub
         assert all(c.path == f"{PREFIX}/" for c in browser.cookies.jar if c.name == "qkv_session"), browser.cookies
         csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
         before = len(hub.attempts("s2026001"))
-        upload = {"file": ("ada.py", (SAMPLES / "ada.py").read_bytes(), "text/x-python")}
+        upload = {"file": ("ada.py", (class_sample("ada.py")).read_bytes(), "text/x-python")}
         # one character changed, to one it is not (a token may begin with "x", one in 64)
         tampered = ("y" if csrf[0] == "x" else "x") + csrf[1:]
         for forged in ({"data": {"csrf": tampered}}, {"data": {"csrf": csrf},
@@ -301,7 +301,7 @@ def submit(hub: Hub, env: dict[str, str], file: str) -> subprocess.CompletedProc
     release = home / "release"
     if not release.exists():
         shutil.copytree(hub.release, release)
-    shutil.copy(SAMPLES / file, release / file)
+    shutil.copy(class_sample(file), release / file)
     return subprocess.run([sys.executable, str(release / "qkv_check.py"), "--submit", file, "--wait", "600"],
                           cwd=release, env=env, capture_output=True, text=True, timeout=RUN_S,
                           stdin=subprocess.DEVNULL)
@@ -335,7 +335,7 @@ def api(hub: Hub, method: str, path: str, token: str, **kwargs) -> httpx.Respons
 
 def test_another_users_token_hands_in_as_that_user_and_reads_nothing_of_anothers(hub):
     ada, ben = hub.token_of("ada"), hub.token_of("s2026002")
-    sent = api(hub, "POST", "/attempts?filename=ada.py", ben, content=(SAMPLES / "ada.py").read_bytes())
+    sent = api(hub, "POST", "/attempts?filename=ada.py", ben, content=(class_sample("ada.py")).read_bytes())
     assert sent.status_code == 202, sent.text
     bens = sent.json()["attempt"]
     assert bens in [a[0] for a in hub.attempts("s2026002")] and bens not in [a[0] for a in hub.attempts("s2026001")]
@@ -350,7 +350,7 @@ def test_a_token_that_is_not_a_users_with_access_is_refused(hub, which):
              "a service's token": lambda: hub.admin_token,
              "not the hub's": lambda: secrets.token_hex(16)}[which]()
     before = len(hub.attempts("s2026001"))
-    answer = api(hub, "POST", "/attempts?filename=ada.py", token, content=(SAMPLES / "ada.py").read_bytes())
+    answer = api(hub, "POST", "/attempts?filename=ada.py", token, content=(class_sample("ada.py")).read_bytes())
     assert answer.status_code == 401, answer.text
     assert answer.json()["error"] in ("that hub token does not carry access to this service (a token of another "
                                       "server or service?)", "that token is not valid on this hub (mistyped, "
@@ -374,10 +374,10 @@ def nbgrader_submit(hub: Hub, user: str, work: Path) -> None:
 
 
 def test_nbgrader_submit_to_the_exchange_is_graded_as_that_students_attempt(hub, tmp_path):
-    (hub.exchange / "qkv" / "outbound" / NAME / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (hub.exchange / "qkv" / "outbound" / NAME / f"{NAME}.ipynb").write_text(notebook_of(class_sample("ada.py")))
     work = tmp_path / "cho"
     (work / NAME).mkdir(parents=True)
-    (work / NAME / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (work / NAME / f"{NAME}.ipynb").write_text(notebook_of(class_sample("ada.py")))
     nbgrader_submit(hub, "chomj", work)
     wait_for(lambda: any(a[1:] == (f"{NAME}.ipynb", "graded") for a in hub.attempts("s2026003")),
              "cho's exchange submission graded", lambda: hub.process.output_tail(20), seconds=600)
@@ -394,22 +394,22 @@ def test_hostile_exchange_folders_are_each_refused_in_their_own_row(hub, tmp_pat
     nothing of theirs an attempt."""
     inbound = hub.exchange / "qkv" / "inbound"
     secret = tmp_path / "secret.ipynb"
-    secret.write_text(notebook_of(SAMPLES / "ada.py"))
+    secret.write_text(notebook_of(class_sample("ada.py")))
     stamp = "2026-12-06 10:00:00.000000 UTC"
     linked = inbound / f"ada+{NAME}+{stamp}+linked"
     linked.mkdir()
     (linked / f"{NAME}.ipynb").symlink_to(secret)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (elsewhere / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (elsewhere / f"{NAME}.ipynb").write_text(notebook_of(class_sample("ada.py")))
     (inbound / f"ada+{NAME}+{stamp}+folderlink").symlink_to(elsewhere, target_is_directory=True)
     naming = inbound / f"ada+{NAME}+{stamp}+naming"
     naming.mkdir()
-    (naming / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
-    (naming / "s2026002.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (naming / f"{NAME}.ipynb").write_text(notebook_of(class_sample("ada.py")))
+    (naming / "s2026002.ipynb").write_text(notebook_of(class_sample("ada.py")))
     good = inbound / f"s2026002+{NAME}+{stamp}+good"
     good.mkdir()
-    (good / f"{NAME}.ipynb").write_text(notebook_of(SAMPLES / "ada.py"))
+    (good / f"{NAME}.ipynb").write_text(notebook_of(class_sample("ada.py")))
     before = len(hub.attempts("s2026001"))
     wait_for(lambda: any(a[1] == f"{NAME}.ipynb" for a in hub.attempts("s2026002")), "ben's exchange submission",
              lambda: hub.process.output_tail(20), seconds=600)

@@ -49,8 +49,9 @@ from autograder.serve.instructor import lms_class_list
 from autograder.serve.lti.members import CUSTOM, KeptClaims, LmsUser, Member, lms_person, roster_diff
 from autograder.serve.lti.roster_sync import RosterPuller, sync_period
 from autograder.serve.pages import Refusal
-from conftest import QKV, ROOT
+from conftest import QKV
 from lti_platform import AGS, CLAIM, INSTRUCTOR, NRPS_CLAIM, LEARNER, TA, Platform, User
+from served_course import class_sample
 from serve_client import Browser, Page, wait_for
 from servers import ServerProcess, fresh_database
 
@@ -387,7 +388,7 @@ def test_a_score_posted_while_the_platform_is_down_reaches_it_once_when_it_is_ba
     assert answer.status_code == 303
     platform.stop()
     try:
-        handed = browser.hand_in(NAME, "ada.py", (ROOT / "examples" / "submissions" / NAME / "ada.py").read_bytes())
+        handed = browser.hand_in(NAME, "ada.py", class_sample("ada.py").read_bytes())
         assert handed.status_code == 303, handed.text[:500]
         attempt = handed.headers["location"].rsplit("/", 1)[1]
         wait_for(lambda: (outbox(tool).get(attempt) or (0,))[0] >= 1, "a failed post of the score",
@@ -408,7 +409,7 @@ def _scored(tool: Tool, platform: Platform, user: User) -> tuple[str, dict]:
     """`user` launches and hands in; (the line item, the score) the platform took for their attempt."""
     browser, answer, _ = launch(tool, platform, user)
     assert answer.status_code == 303
-    handed = browser.hand_in(NAME, "ada.py", (ROOT / "examples" / "submissions" / NAME / "ada.py").read_bytes())
+    handed = browser.hand_in(NAME, "ada.py", class_sample("ada.py").read_bytes())
     assert handed.status_code == 303, handed.text[:500]
     attempt = handed.headers["location"].rsplit("/", 1)[1]
     wait_for(lambda: (outbox(tool).get(attempt) or (0, None))[1] is not None, "the score posted",

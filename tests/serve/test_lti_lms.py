@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,8 +18,9 @@ import yaml
 from autograder.classroom.roster import IdKind, parse_roster
 from autograder.course.lti_settings import Platform as PlatformSettings
 from autograder.serve.lti.members import KeptClaims, lms_user, roster_match
-from conftest import QKV, ROOT
+from conftest import QKV
 from lms_platform import CANVAS, CANVAS_TA, INSTRUCTOR, LEARNER, MOODLE, Lms, Person
+from served_course import class_sample
 from serve_client import Browser, Page, wait_for
 from servers import ServerProcess, fresh_database
 from test_lti import NAME, Tool as ServedTool, outbox, qkv
@@ -136,7 +136,7 @@ def test_a_score_goes_to_the_line_item_the_launch_names_and_no_column_is_made(lm
     cho = lms[5]["s03"]
     browser, answer = opened(lms, cho, column)
     assert answer.status_code == 303
-    handed = browser.hand_in(NAME, "ada.py", (ROOT / "examples" / "submissions" / NAME / "ada.py").read_bytes())
+    handed = browser.hand_in(NAME, "ada.py", class_sample("ada.py").read_bytes())
     assert handed.status_code == 303, handed.text[:500]
     attempt = handed.headers["location"].rsplit("/", 1)[1]
     served = ServedTool(lms[2], lms[3], server)  # what test_lti.outbox reads

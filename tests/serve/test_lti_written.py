@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from autograder.serve.lti.grades import HELD
-from conftest import QKV, ROOT
+from conftest import QKV
 from lti_platform import Platform
+from served_course import class_sample
 from serve_client import wait_for
 from servers import ServerProcess
 from test_lti import NAME, ROSTER, Tool, launch, learner, lti_course
@@ -70,7 +71,7 @@ def test_a_score_waits_for_hand_in_to_close_for_everyone_then_goes_whole(served_
         with serving(root, config, platform, roster_with(root, "3000-01-01T00:00+00:00")) as tool:
             browser, answer, _ = launch(tool, platform, CHO)
             assert answer.status_code == 303
-            sample = (ROOT / "examples" / "submissions" / NAME / "ada.py").read_bytes()
+            sample = class_sample("ada.py").read_bytes()
             handed = browser.hand_in(NAME, "ada.py", sample)
             assert handed.status_code == 303, handed.text[:500]
             attempt = handed.headers["location"].rsplit("/", 1)[1]

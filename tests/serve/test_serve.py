@@ -34,6 +34,7 @@ from autograder.serve.course import served_assignment
 from autograder.serve.pages import when
 from autograder.assemble.manifest import find_manifest, resolve_assignment
 from conftest import QKV, ROOT, gradebook_rows, load_bank_strict
+from served_course import class_sample
 from serve_client import Browser, Page, Service, attempts_of, raw_request, serving, stored, wait_for
 from servers import fresh_database
 
@@ -41,12 +42,11 @@ pytestmark = pytest.mark.slow  # servers started, files graded in sandboxes
 
 NAME = "attention-numpy"
 ROSTER = ROOT / "examples" / "canvas" / "roster.csv"
-SAMPLES = ROOT / "examples" / "submissions" / NAME
 HOSTILE = "https://evil.example"
 
 
 def sample(file: str) -> bytes:
-    return (SAMPLES / file).read_bytes()
+    return class_sample(file).read_bytes()
 
 
 # ------------------------------------------------------------------ attention-numpy in a course of the run's
@@ -78,7 +78,7 @@ def reference(numpy_root) -> Reference:
     folder, out = numpy_root / "samples", numpy_root / "reference"
     folder.mkdir()
     for file in ("ada.py", "ben.py", "cho.py"):
-        shutil.copy(SAMPLES / file, folder / file)
+        shutil.copy(class_sample(file), folder / file)
     done = subprocess.run([str(QKV), "--course", str(numpy_root), "grade", NAME, str(folder), "--out", str(out)],
                           cwd=numpy_root, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

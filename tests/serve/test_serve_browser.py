@@ -24,7 +24,7 @@ from autograder.assemble.manifest import find_manifest, resolve_assignment
 from autograder.serve.pages import next_look_s
 from autograder.serve.web import REFRESH_SCRIPT
 from conftest import ROOT, load_bank_strict, wait_for
-from served_course import NAME, ROSTER, SAMPLES, issue_tokens, make_course, serve_command
+from served_course import NAME, ROSTER, class_sample, issue_tokens, make_course, serve_command
 from servers import ServerProcess
 
 pytestmark = pytest.mark.slow  # a build, a server and a browser
@@ -191,7 +191,7 @@ def test_a_student_hands_in_sees_the_score_and_the_feedback_and_is_refused_past_
 
     occupy_the_grader(server, tokens[BEN]["token"])
     handing_in = time.monotonic()
-    hand_in(page, SAMPLES / "ada.py")
+    hand_in(page, class_sample("ada.py"))
     first = attempt_path(page)
     assert page.query_selector("#score") is None, "the attempt was graded before its page showed"
     # a page shown this soon after its upload looks again soon: half the time the attempt has waited, not every 3 s
@@ -212,7 +212,7 @@ def test_a_student_hands_in_sees_the_score_and_the_feedback_and_is_refused_past_
 
     page.goto(f"{server.url}/a/{NAME}")
     assert page.inner_text("#attempts-left").startswith("1 used, 1 left")
-    hand_in(page, SAMPLES / "ada.py")
+    hand_in(page, class_sample("ada.py"))
     second = attempt_path(page)
     # its hand calculations had new numbers (grade/written_policy.py), which the key of the first does not answer
     assert second != first and wait_for_score(page, errors).endswith(FULL[FULL.index(" /"):])
@@ -220,7 +220,7 @@ def test_a_student_hands_in_sees_the_score_and_the_feedback_and_is_refused_past_
     assert page.inner_text("#attempts-left").startswith("2 used, 0 left")
     listed = {urlsplit(a.get_attribute("href")).path for a in page.query_selector_all("table a")}
     assert listed == {first, second}
-    assert hand_in(page, SAMPLES / "ada.py") == 429
+    assert hand_in(page, class_sample("ada.py")) == 429
     errors.remove(f"Failed to load resource: the server responded with a status of 429 (Too Many Requests) "
                   f"(/a/{NAME}/attempts)")  # the refusal's own status, which the browser logs
     assert path_of(page) == f"/a/{NAME}/attempts"  # refused: the assignment page again, with the reason
@@ -237,7 +237,7 @@ def test_a_student_hands_in_sees_the_score_and_the_feedback_and_is_refused_past_
 
 def test_the_instructor_sees_the_class_the_student_and_the_item_analysis(service, context, axe):
     server, tokens = service
-    api_hand_in(server, tokens[DAN]["token"], "attention_numpy.py", (SAMPLES / "ada.py").read_bytes(),
+    api_hand_in(server, tokens[DAN]["token"], "attention_numpy.py", (class_sample("ada.py")).read_bytes(),
                 until="grading")
     page = context.new_page()
     errors = watched(page)
@@ -276,7 +276,7 @@ def test_without_javascript_a_student_signs_in_and_hands_in(service, chromium_br
             page.click("button:has-text('Sign in')")
         assert path_of(page) == f"/a/{NAME}"
         assert page.inner_text("dt:has-text('Due') + dd") == "2999-03-17 23:59:00 UTC (with your extension)"
-        assert hand_in(page, SAMPLES / "ada.py") == 200  # after the redirect (303) to the attempt's page
+        assert hand_in(page, class_sample("ada.py")) == 200  # after the redirect (303) to the attempt's page
         attempt_path(page)
         assert reload_until_scored(page) == FULL
     finally:

@@ -27,7 +27,7 @@ from autograder.grade.gradebook import GRADEBOOK_FILE, Gradebook
 from autograder.serve.pages import when
 from conftest import ROOT
 from serve_client import Page, Service
-from served_course import NAME, ROSTER, SAMPLES, make_course
+from served_course import NAME, ROSTER, class_sample, make_course
 
 pytestmark = pytest.mark.slow  # a build, a server, gradings and a browser
 
@@ -52,7 +52,7 @@ def served(tmp_path_factory):
         service.issue("--staff", "ta", "--instructor", "prof")
         for student, files in HANDED_IN.items():
             for file in files:
-                sent = service.api_hand_in(student, "attention_numpy.py", (SAMPLES / file).read_bytes())
+                sent = service.api_hand_in(student, "attention_numpy.py", (class_sample(file)).read_bytes())
                 assert sent.status_code == 202, sent.text
                 service.api_graded(student, sent.json()["attempt"])
         yield service

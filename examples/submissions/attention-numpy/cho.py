@@ -795,25 +795,25 @@ def softmax_backward(S, dA, mask=None):
     return A * (dA - (dA * A).sum(axis=-1, keepdims=True))
 
 
-STUDENT_ID = ""
+STUDENT_ID = "cho"
 
-ANSWERS = {'one-query-by-hand': {'scores': [6.0, 5.0, 7.0],
-                       'weights': [0.2447284711, 0.0900305732, 0.6652409558],
-                       'output': [1.939609808, 3.9099694268]},
- 'masked-renormalisation': {'weights': [0.1428571429, 0.1428571429, 0.7142857143],
-                            'output': 11.0,
-                            'masked_weights': [0.0, 0.1666666667, 0.8333333333],
-                            'masked_output': 12.3333333333},
- 'layer-norm-by-hand': {'mean': 4.0,
+ANSWERS = {'one-query-by-hand': {'scores': [-4.0, -5.0, -6.0],
+                       'weights': [0.6652409558, 0.2447284711, 0.0900305732],
+                       'output': [0.0, 3.9353326753]},
+ 'masked-renormalisation': {'weights': [0.2, 0.5, 0.3],
+                            'output': 6.8,
+                            'masked_weights': [0.0, 0.625, 0.375],
+                            'masked_output': 7.75},
+ 'layer-norm-by-hand': {'mean': 2.0,
                         'variance': 9.0,
-                        'normalised': [1.0, 0.3333333333, 0.3333333333, -1.6666666667]},
- 'ffn-by-hand': {'pre': [2.0, -1.0, -1.0], 'hidden': [2.0, 0.0, 0.0], 'output': [0.0, 2.0]},
- 'mha-parameter-count': {'weights': 1478656.0, 'biases': 2432.0, 'total': 1481088.0},
- 'score-growth': {'scores_old': 1638400.0, 'scores_new': 14745600.0, 'ratio': 9.0},
- 'scores-shape': '9 x 11',
- 'output-shape': '9 x 24',
- 'split-heads-shape': '9 x 48',
- 'concat-shape': '14 x 768',
+                        'normalised': [-0.3333333333, 1.6666666667, -1.0, -0.3333333333]},
+ 'ffn-by-hand': {'pre': [2.0, -2.0, 2.0], 'hidden': [2.0, 0.0, 2.0], 'output': [-4.0, 2.0]},
+ 'mha-parameter-count': {'weights': 3564544.0, 'biases': 3776.0, 'total': 3568320.0},
+ 'score-growth': {'scores_old': 692224.0, 'scores_new': 24920064.0, 'ratio': 36.0},
+ 'scores-shape': '10 x 9',
+ 'output-shape': '12 x 24',
+ 'split-heads-shape': '11 x 48',
+ 'concat-shape': '3 x 192',
  'rnn-sequential': {'answer': False,
                     'follow_up': 'A',
                     'correction': 'Given the whole input sequence, a Transformer processes all '
@@ -831,24 +831,24 @@ ANSWERS = {'one-query-by-hand': {'scores': [6.0, 5.0, 7.0],
                                      'reduced: with the model width d fixed each head works in d/h '
                                      'dimensions, so h heads together still cost O(n^2 d), the '
                                      'same as one wide head.'},
- 'training-vs-generation': {'answer': True, 'follow_up': 'D', 'correction': ''},
+ 'training-vs-generation': {'answer': True, 'follow_up': 'A', 'correction': ''},
  'ffn-quadratic': {'answer': False,
                    'follow_up': 327680.0,
                    'correction': 'The FFN does act on each position independently, and for exactly '
                                  'that reason its cost is O(n d d_ff): linear in the sequence '
                                  'length n. The O(n^2) term of a layer comes from attention, which '
                                  'pairs every position with every other.'},
- 'ffn-shared-weights': {'answer': True, 'follow_up': 'B', 'correction': ''},
- 'mha-heads-and-parameters': 'B',
- 'heads-by-numbers': {'head_width': 24.0,
-                      'parameters': 37248.0,
-                      'scores': 784.0,
-                      'products': 37632.0},
- 'local-window-scores': {'full': 153.0, 'windowed': 62.0, 'layers': 6.0},
+ 'ffn-shared-weights': {'answer': True, 'follow_up': 'A', 'correction': ''},
+ 'mha-heads-and-parameters': 'C',
+ 'heads-by-numbers': {'head_width': 32.0,
+                      'parameters': 148224.0,
+                      'scores': 486.0,
+                      'products': 31104.0},
+ 'local-window-scores': {'full': 231.0, 'windowed': 111.0, 'layers': 4.0},
  'generation-score-count': {'step_scores': 10.0,
-                            'cached_total': 105.0,
-                            'recompute_total': 1015.0,
-                            'training_pass': 196.0}}
+                            'cached_total': 78.0,
+                            'recompute_total': 650.0,
+                            'training_pass': 144.0}}
 
 
 def softmax_rows(S, mask=None):

@@ -795,35 +795,35 @@ def softmax_backward(S, dA, mask=None):
     return A * (dA - (dA * A).sum(axis=-1, keepdims=True))
 
 
-STUDENT_ID = ""
+STUDENT_ID = "fox"
 
-ANSWERS = {'one-query-by-hand': {'scores': [6.0, 5.0, 7.0],
-                       'weights': [0.2447284711, 0.0900305732, 0.6652409558],
-                       'output': [1.939609808, 3.9099694268]},
- 'masked-renormalisation': {'weights': [0.1428571429, 0.1428571429, 0.7142857143],
-                            'output': 11.0,
-                            'masked_weights': [0.0, 0.1666666667, 0.8333333333],
-                            'masked_output': 12.3333333333},
- 'layer-norm-by-hand': {'mean': 4.0,
+ANSWERS = {'one-query-by-hand': {'scores': [4.0, 5.0, 6.0],
+                       'weights': [0.0900305732, 0.2447284711, 0.6652409558],
+                       'output': [2.5752103826, 6.0]},
+ 'masked-renormalisation': {'weights': [0.2727272727, 0.3636363636, 0.3636363636],
+                            'output': 15.0909090909,
+                            'masked_weights': [0.4285714286, 0.5714285714, 0.0],
+                            'masked_output': 12.8571428571},
+ 'layer-norm-by-hand': {'mean': 2.0,
                         'variance': 9.0,
-                        'normalised': [1.0, 0.3333333333, 0.3333333333, -1.6666666667]},
- 'ffn-by-hand': {'pre': [2.0, -1.0, -1.0], 'hidden': [2.0, 0.0, 0.0], 'output': [0.0, 2.0]},
- 'mha-parameter-count': {'weights': 1478656.0, 'biases': 2432.0, 'total': 1481088.0},
- 'score-growth': {'scores_old': 1638400.0, 'scores_new': 14745600.0, 'ratio': 9.0},
+                        'normalised': [1.0, 0.3333333333, -1.6666666667, 0.3333333333]},
+ 'ffn-by-hand': {'pre': [-1.0, 1.0, -1.0], 'hidden': [0.0, 1.0, 0.0], 'output': [0.0, 1.0]},
+ 'mha-parameter-count': {'weights': 921600.0, 'biases': 1920.0, 'total': 923520.0},
+ 'score-growth': {'scores_old': 1638400.0, 'scores_new': 58982400.0, 'ratio': 36.0},
  'scores-shape': '9 x 11',
- 'output-shape': '9 x 24',
- 'split-heads-shape': '9 x 48',
- 'concat-shape': '14 x 768',
+ 'output-shape': '10 x 96',
+ 'split-heads-shape': '4 x 192',
+ 'concat-shape': '15 x 96',
  'rnn-sequential': {'answer': False,
-                    'follow_up': 'A',
+                    'follow_up': 'C',
                     'correction': 'Given the whole input sequence, a Transformer processes all '
                                   'positions at once: the scores QK^T, the softmax and AV are '
                                   'matrix operations over every position in parallel. Only '
                                   'autoregressive generation is step by step, because each new '
                                   'token depends on the tokens generated before it.'},
- 'rnn-batch-parallel': {'answer': True, 'follow_up': 'D', 'correction': ''},
+ 'rnn-batch-parallel': {'answer': True, 'follow_up': 'A', 'correction': ''},
  'heads-reduce-cost': {'answer': False,
-                       'follow_up': 'C',
+                       'follow_up': 'D',
                        'correction': 'The advantage of multiple heads is what they can represent: '
                                      'h heads attend in h different learned subspaces at once, so '
                                      'one layer can follow several relations (for example '
@@ -831,24 +831,24 @@ ANSWERS = {'one-query-by-hand': {'scores': [6.0, 5.0, 7.0],
                                      'reduced: with the model width d fixed each head works in d/h '
                                      'dimensions, so h heads together still cost O(n^2 d), the '
                                      'same as one wide head.'},
- 'training-vs-generation': {'answer': True, 'follow_up': 'D', 'correction': ''},
+ 'training-vs-generation': {'answer': True, 'follow_up': 'C', 'correction': ''},
  'ffn-quadratic': {'answer': False,
                    'follow_up': 327680.0,
                    'correction': 'The FFN does act on each position independently, and for exactly '
                                  'that reason its cost is O(n d d_ff): linear in the sequence '
                                  'length n. The O(n^2) term of a layer comes from attention, which '
                                  'pairs every position with every other.'},
- 'ffn-shared-weights': {'answer': True, 'follow_up': 'B', 'correction': ''},
+ 'ffn-shared-weights': {'answer': True, 'follow_up': 'A', 'correction': ''},
  'mha-heads-and-parameters': 'B',
- 'heads-by-numbers': {'head_width': 24.0,
-                      'parameters': 37248.0,
-                      'scores': 784.0,
-                      'products': 37632.0},
- 'local-window-scores': {'full': 153.0, 'windowed': 62.0, 'layers': 6.0},
- 'generation-score-count': {'step_scores': 10.0,
-                            'cached_total': 105.0,
-                            'recompute_total': 1015.0,
-                            'training_pass': 196.0}}
+ 'heads-by-numbers': {'head_width': 96.0,
+                      'parameters': 591360.0,
+                      'scores': 676.0,
+                      'products': 129792.0},
+ 'local-window-scores': {'full': 703.0, 'windowed': 108.0, 'layers': 18.0},
+ 'generation-score-count': {'step_scores': 11.0,
+                            'cached_total': 78.0,
+                            'recompute_total': 650.0,
+                            'training_pass': 144.0}}
 
 
 import os, subprocess

@@ -2,7 +2,7 @@
 
 1. Write the body of every function below that raises NotImplementedError.
 2. Put your answers to the written problems in ANSWERS at the bottom
-   (PROBLEMS.md has every prompt; set STUDENT_ID first).
+   (PROBLEMS.md has every prompt; set STUDENT_ID first: your numbers depend on it).
 3. Check your work offline:   python qkv_check.py attention_numpy.py
 4. Submit this file as <your student id>.py (or the notebook attention_numpy.ipynb).
 """
