@@ -48,8 +48,9 @@ in the same run (`qkv_grade`: the class's mix of samples, its cost beyond its st
 (`over_qkv_grade`). The load average before and after each run is kept beside it. With --poll the waiting pages
 look again on their timer alone, ignoring the held look, as they did before it: the before of a comparison. Goal
 (issue 51): p95 at most 2.5 s, the server's CPU per attempt at most 1.3 times `qkv grade`'s. Each client hands in
-again as soon as it is scored (no time to think), so the mean upload to score can be no less than clients x CPU per
-attempt / cores whatever the server does (`floor_s`, Little's law). Written to benchmarks/results/serve.json (with
+again as soon as it is scored (no time to think), so a hand-in's round (upload to score and the pages before the
+next) can take no less than clients x CPU per attempt / cores on average whatever the server does (`floor_s`,
+Little's law). Written to benchmarks/results/serve.json (with
 --looping, serve_looping.json; with --mix realistic, serve_mix.json; with --postgresql, `_postgresql` added to the
 name); a Markdown table on stdout. A quick run: --students 10 --attempts 2 --clients 5 --results /tmp/serve.json.
 
@@ -677,10 +678,11 @@ def grade_cpu(course: Path, mix: Mix, folder: Path, count: int, loops: str = "",
 
 
 def closed_loop_floor(run: dict, batch_ms: float) -> dict[str, float]:
-    """The least mean upload-to-score any server could give this run's clients (Little's law: each client hands
-    in again once scored, so `clients` attempts are always in the system, and the cores finish at most cores / CPU
-    per attempt of them a second): with a server as cheap as `qkv grade` per submission, and with that server and
-    the clients' own CPU on the same cores, as here."""
+    """The least mean time of a hand-in's round (its upload to score, most of it, and the pages before the next)
+    any server could give this run's clients (Little's law: each client hands in again once scored, so `clients`
+    rounds are always under way, and the cores finish at most cores / CPU per attempt of them a second): with a
+    server as cheap as `qkv grade` per submission, and with that server and the clients' own CPU on the same cores,
+    as here."""
     cores = os.cpu_count() or 1
     in_system = min(run["clients"], run["students"])
     return {"as_cheap_as_qkv_grade": round(in_system * batch_ms / 1000 / cores, 2),
@@ -775,8 +777,9 @@ def report(figures: dict) -> str:
                     f"{c['server_ms_per_attempt']} | {c.get('over_qkv_grade', '-')} | {c['clients_ms_per_attempt']} |")
     floor = figures["class"].get("floor_s")
     if floor:
-        rows += ["", f"The least mean upload to score these {figures['class']['clients']} clients allow (each hands in "
-                 f"again once scored; Little's law): {floor['as_cheap_as_qkv_grade']} s with a server as cheap as "
+        rows += ["", f"The least mean hand-in round (upload to score and the pages before the next) these "
+                 f"{figures['class']['clients']} clients allow (each hands in again once scored; Little's law): "
+                 f"{floor['as_cheap_as_qkv_grade']} s with a server as cheap as "
                  f"`qkv grade`, {floor['and_the_clients_here']} s with the clients' CPU on the same cores."]
     if "database_ms_per_attempt" in figures["class"]["cpu"]:
         rows += ["", "The server's CPU includes PostgreSQL's processes: " + ", ".join(
