@@ -262,6 +262,15 @@ def graded_totals(out: Path) -> dict[str, str]:
         return {row["student"]: row["total"] for row in csv.DictReader(handle)}
 
 
+def course_of(folder: Path, manifest: dict) -> Path:
+    """A course in `folder` whose one assignment is `manifest` as attention-numpy, on the bundled problems it names."""
+    (folder / "assignments").mkdir(parents=True)
+    (folder / "course.yaml").write_text(yaml.safe_dump(
+        {"title": "benchmark", "bank": {"folders": [], "bundled": {"ids": manifest["problems"]}}}))
+    (folder / "assignments" / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest))
+    return folder
+
+
 def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict:
     """This qkv and qkv at `rev`, on the same problems and the same files, alternating; medians of `rounds` runs."""
     base = work / "baseline"
@@ -272,11 +281,7 @@ def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict
     subprocess.run([*QKV, "build", "attention-numpy", "--out", str(work / "old-dist")], cwd=base, env=old_env,
                    check=True, capture_output=True)
     manifest = yaml.safe_load((base / "assignments" / "attention-numpy.yaml").read_text())
-    course = work / "same-problems"
-    (course / "assignments").mkdir(parents=True)
-    (course / "course.yaml").write_text(yaml.safe_dump(
-        {"title": "benchmark", "bank": {"folders": [], "bundled": {"ids": manifest["problems"]}}}))
-    (course / "assignments" / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest))
+    course = course_of(work / "same-problems", manifest)
     new_qkv = [*QKV, "--course", str(course)]
     subprocess.run([*new_qkv, "build", "attention-numpy", "--out", str(work / "new-dist")], check=True,
                    capture_output=True)
@@ -433,11 +438,7 @@ def class_figures(args: argparse.Namespace, work: Path) -> dict:
     # every student of the generated class, grading costs the same, and every score can be checked against the key's
     manifest = yaml.safe_load(find_manifest("attention-numpy").read_text())
     manifest.update(variants="same", roster=[])
-    course = work / "same-numbers"
-    (course / "assignments").mkdir(parents=True)
-    (course / "course.yaml").write_text(yaml.safe_dump(
-        {"title": "benchmark", "bank": {"folders": [], "bundled": {"ids": manifest["problems"]}}}))
-    (course / "assignments" / "attention-numpy.yaml").write_text(yaml.safe_dump(manifest))
+    course = course_of(work / "same-numbers", manifest)
     subprocess.run([str(VENV_BIN / "qkv"), "--course", str(course), "build", "attention-numpy", "--out", str(dist)],
                    check=True, capture_output=True)
     assignment = resolve_assignment(course / "assignments" / "attention-numpy.yaml", load_bank_strict())
