@@ -19,6 +19,7 @@ from autograder.kinds.items import Variant
 from autograder.kinds.numeric.by_hand import spread_report, table_markdown
 from autograder.kinds.numeric.parts import close
 from autograder.kinds.numeric.render import render_prompt
+from autograder.kinds.numeric.stream import IntegerStream
 from autograder.kinds.numeric.variants import (InfeasibleProblem, draw_parameter, draw_variant, lecture_variant,
                                                rejection)
 from autograder.kinds.resolve import resolve
@@ -168,9 +169,9 @@ def _admissible_findings(problem) -> list[str]:
     if not problem.admissible or not problem.parameters:
         return []
     admissible = resolve(problem.admissible)
-    rng = np.random.default_rng(0)
+    stream = IntegerStream(0)
     for _ in range(ADMISSIBLE_CHECKED):
-        params = {name: draw_parameter(spec, rng) for name, spec in problem.parameters.items()}
+        params = {name: draw_parameter(spec, stream) for name, spec in problem.parameters.items()}
         refused = admissible(**params)
         if refused is not None and rejection(problem, params)[0] is None:
             return [f"admissible: refuses {params} ({refused}), which feasible and by_hand accept: it may refuse "

@@ -16,6 +16,7 @@ import numpy as np
 from autograder.kinds.items import Variant
 from autograder.kinds.model import ChoiceParam, IntParam
 from autograder.kinds.numeric.model import NumericProblem
+from autograder.kinds.numeric.stream import IntegerStream
 from autograder.kinds.resolve import resolve
 
 MAX_DRAWS = 5000
@@ -31,11 +32,10 @@ def variant_seed(seed: int, student: str | None, problem_id: str) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
-def draw_parameter(spec: IntParam | ChoiceParam, rng: np.random.Generator) -> Any:
+def draw_parameter(spec: IntParam | ChoiceParam, stream: IntegerStream) -> Any:
     if isinstance(spec, ChoiceParam):
-        return spec.choice[int(rng.integers(len(spec.choice)))]
-    values = rng.integers(spec.range[0], spec.range[1] + 1, tuple(spec.ints))
-    return int(values) if not spec.ints else values.astype(np.int64).tolist()
+        return spec.choice[stream.integer(0, len(spec.choice) - 1)]
+    return stream.integers(spec.range[0], spec.range[1], spec.ints)
 
 
 def compute_quantities(problem: NumericProblem, params: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -72,13 +72,13 @@ def draw_variant(problem: NumericProblem, seed: int, student: str | None = None)
     """A fresh, feasible variant; problems without parameters always give the lecture's example."""
     if not problem.parameters:
         return lecture_variant(problem)
-    rng = np.random.default_rng(variant_seed(seed, student, problem.id))
+    stream = IntegerStream(variant_seed(seed, student, problem.id))
     # most draws of a problem workable by hand are refused; refusing them from the parameters alone, before the
     # reference computes them, keeps drawing a student's numbers cheap enough to do on every attempt
     admissible = resolve(problem.admissible) if problem.admissible else None
     last_reason: str | None = "no draw was tried"
     for _ in range(MAX_DRAWS):
-        params = {name: draw_parameter(spec, rng) for name, spec in problem.parameters.items()}
+        params = {name: draw_parameter(spec, stream) for name, spec in problem.parameters.items()}
         last_reason = admissible(**params) if admissible else None
         if last_reason is None:
             last_reason, quantities = rejection(problem, params)

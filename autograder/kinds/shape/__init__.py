@@ -15,12 +15,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-import numpy as np
-
 from autograder.kinds.model import ParamSpec, ProblemBase, Strict
 from autograder.kinds.base import CLASS, AllOrNothingKind
 from autograder.kinds.sealing import Seal, class_answer, class_mistakes
 from autograder.kinds.cells import plain_literal
+from autograder.kinds.numeric.stream import IntegerStream
 from autograder.kinds.items import Blank, KeyLine, Mistake, ProblemKey, Question, Variant, Verdict
 from qkv_runtime import sealed
 from qkv_runtime.answers import AnswerFormatError, canonical_dim, evaluate_dim, not_the_shape, parse_shape
@@ -77,9 +76,9 @@ def draw_dims(problem: ShapeProblem, seed: int, student: str | None) -> Variant:
     draws under which the answer is a shape of whole numbers and each listed mistake another shape are kept."""
     from autograder.kinds.numeric.variants import draw_parameter, variant_seed  # the one draw of numbers
 
-    rng = np.random.default_rng(variant_seed(seed, student, problem.id))
+    stream = IntegerStream(variant_seed(seed, student, problem.id))
     for _ in range(MAX_DRAWS):
-        drawn = {name: draw_parameter(spec, rng) for name, spec in problem.draws.items()}
+        drawn = {name: draw_parameter(spec, stream) for name, spec in problem.draws.items()}
         values = {**problem.parameters, **drawn}
         if not _whole(problem.answer, values):
             continue
