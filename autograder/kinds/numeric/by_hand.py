@@ -101,36 +101,45 @@ class HandRules(Strict):
         return named
 
     def broken(self, quantities: dict[str, np.ndarray], parts: list[str]) -> str | None:
-        """The first rule these values break, in words; None when every rule holds."""
-        def flat(name: str) -> np.ndarray:
-            return np.ravel(np.asarray(quantities[name], dtype=float))
+        """The first rule these values break, in words; None when every rule holds. In plain Python over each
+        quantity's few entries (NumPy's set-up per call costs more than these arrays' work), with NumPy's answers
+        for entries that are not finite (a comparison with NaN holds for neither) and NumPy's rounding where
+        Python's differs (`distinct`)."""
+        entries: dict[str, list[float]] = {}
+
+        def flat(name: str) -> list[float]:
+            if name not in entries:
+                entries[name] = np.ravel(np.asarray(quantities[name], dtype=float)).tolist()
+            return entries[name]
 
         for name in self.whole:
-            if np.any(np.abs(flat(name) - np.round(flat(name))) > EPS):
+            if any(math.isfinite(x) and abs(x - round(x)) > EPS for x in flat(name)):
                 return f"{name} is not a whole number"
         for name, largest in self.fractions.items():
             for x in flat(name):
-                if abs(float(Fraction(float(x)).limit_denominator(largest)) - x) > EPS:
+                if abs(float(Fraction(x).limit_denominator(largest)) - x) > EPS:
                     return f"{name} is not a fraction with a denominator up to {largest}"
         for name in self.squares:
             if any(x < -EPS or abs(round(math.sqrt(max(x, 0.0))) ** 2 - x) > EPS for x in flat(name)):
                 return f"{name} is not the square of a whole number"
         for name in self.nonzero:
-            if np.all(np.abs(flat(name)) <= EPS):
+            if all(abs(x) <= EPS for x in flat(name)):
                 return f"{name} is all zero"
         for name in self.distinct:
-            values = np.round(flat(name), 9)
-            if len(set(values.tolist())) < values.size:
+            values = flat(name)
+            if len(set(np.round(values, 9).tolist())) < len(values):
                 return f"the entries of {name} are not all different"
         for name, widest in self.spread.items():
-            if float(np.ptp(flat(name))) > widest + EPS:
+            values = flat(name)
+            spread = max(values) - min(values) if all(map(math.isfinite, values)) else float(np.ptp(values))
+            if spread > widest + EPS:
                 return f"the spread of {name} is above {widest:g}"
         for name, (low, high) in self.within.items():
-            if np.any(flat(name) < low - EPS) or np.any(flat(name) > high + EPS):
+            if any(x < low - EPS or x > high + EPS for x in flat(name)):
                 return f"an entry of {name} is outside [{low:g}, {high:g}]"
         if self.digits is not None:
             for name in parts:
-                if np.any(np.abs(flat(name)) >= 10 ** self.digits):
+                if any(abs(x) >= 10 ** self.digits for x in flat(name)):
                     return f"{name} has more than {self.digits} digits"
         for table in self.tables:
             printed = [v for _, v in table.xs(quantities)]

@@ -39,7 +39,7 @@ class IntegerStream:
             self._block = min(2 * self._block, LARGEST_BLOCK)
             outputs = self._bits.random_raw(max(self._block, count // 2 + 2))
             kept = self._at - self._at % 2
-            self._halves = self._halves[kept:] + np.stack([outputs & MASK32, outputs >> 32], axis=1).ravel().tolist()
+            self._halves = self._halves[kept:] + outputs.astype("<u8").view("<u4").tolist()  # low half first
             self._at -= kept
 
     def _next32(self) -> int:
