@@ -35,11 +35,16 @@ def commit_of(rev: str) -> str:
     return found.stdout.strip()
 
 
-def unpacked(commit: str, base: Path) -> dict:
-    """qkv at `commit` in `base`, and the environment that runs it there with this venv's libraries."""
+def unpacked(commit: str, base: Path, patch: Path | None = None) -> dict:
+    """qkv at `commit` in `base` (with `patch` applied, when given), and the environment that runs it there with
+    this venv's libraries."""
     base.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    if patch is not None:
+        applied = subprocess.run(["git", "apply", str(patch.resolve())], cwd=base, capture_output=True, text=True)
+        if applied.returncode != 0:
+            raise SystemExit(f"--patch {patch}: does not apply to {commit[:7]} ({applied.stderr.strip()[:300]})")
     env = {**os.environ, "PYTHONPATH": str(base)}
     # an editable install that won over PYTHONPATH would compare this qkv with itself
     probe = ("import autograder, qkv_runtime, autograder.references as r\n"

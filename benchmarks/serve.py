@@ -65,10 +65,16 @@ has: a page without a held look is looked at again on its timer (data-refresh), 
 the run's wall time, and this version's over REV's, under `baseline` in the results file (its other figures and
 earlier revisions' baselines, under `earlier_baselines`, kept).
 
+With --patch FILE as well, "this qkv" is its last commit with FILE applied, unpacked as REV is: a comparison of the
+same work, where FILE takes out what this qkv does that REV did not (benchmarks/patches/without_work_f6e097c_did_not_do
+.patch: fresh numbers on every attempt, issue 47, and the scan of every request for control characters, issue 45), so
+that what is left is what the versions' code costs for the same work. Its figures go to serve_PATCH'S NAME.json.
+
     .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--looping 0.05]
                                          [--mix samples|realistic] [--postgresql [--web-processes 2]]
                                          [--attempt-seconds S] [--poll] [--results FILE]
     .venv/bin/python benchmarks/serve.py --baseline REV [--rounds 3] [--students ...] [--attempts ...] [--clients ...]
+                                         [--patch FILE]
 """
 
 from __future__ import annotations
@@ -725,6 +731,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "with this qkv in alternating rounds, and only that: the figures go under `baseline` in "
                              "the results file, whose other figures stay")
     parser.add_argument("--rounds", type=int, default=3, help="with --baseline: the rounds each version serves")
+    parser.add_argument("--patch", type=Path,
+                        help="with --baseline: serve this qkv's last commit with this patch applied (say, without "
+                             "work REV did not do: benchmarks/patches/), not the working tree; figures by default in "
+                             "serve_PATCH'S NAME.json")
     parser.add_argument("--results", type=Path, help="where the figures go (default: benchmarks/results/serve.json, "
                         "with --looping serve_looping.json; a trial run's figures are no benchmark: write them "
                         "elsewhere)")
@@ -737,7 +747,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--looping must be a fraction from 0 to 0.5")
     if not args.postgresql:
         args.web_processes = 1
-    args.results = args.results or results_file(args)
+    if args.patch and not args.baseline:
+        parser.error("--patch applies to this qkv in a comparison: give --baseline REV with it")
+    if args.patch and not args.patch.is_file():
+        parser.error(f"--patch {args.patch}: no such file")
+    args.results = args.results or (RESULTS.with_name(f"serve_{args.patch.stem}.json") if args.patch else results_file(args))
     if args.baseline and (args.looping or args.mix != "samples" or args.postgresql or args.attempt_seconds):
         parser.error("--baseline serves the samples' class on SQLite: no --looping, --mix realistic, --postgresql "
                      "or --attempt-seconds with it")
@@ -748,6 +762,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def report(figures: dict) -> str:
+    if "class" not in figures:  # a comparison alone (--baseline REV --patch FILE)
+        return "\n".join(baseline_rows(figures["baseline"]))
     rows = ["| run | attempts | lost | duplicated | wrong student | upload to score p50 / p95 / max | per second "
             "| load average before / after |",
             "|---|---|---|---|---|---|---|---|"]
@@ -825,7 +841,8 @@ def compared_with_baseline(args: argparse.Namespace, jobs: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="qkv-bench-serve-baseline-") as scratch:
         root = Path(scratch)
         base = root / "baseline"
-        envs = {baseline.BASELINE: baseline.unpacked(commit, base), baseline.THIS: None}
+        this = baseline.unpacked(baseline.commit_of("HEAD"), root / "this", args.patch) if args.patch else None
+        envs = {baseline.BASELINE: baseline.unpacked(commit, base), baseline.THIS: this}
         manifest = base / "assignments" / f"{NAME}.yaml"
         mix = Mix(tuple(mixed_samples(base / "examples" / "submissions" / NAME)))  # the revision's, for its problems
         due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(days=30)
@@ -837,7 +854,7 @@ def compared_with_baseline(args: argparse.Namespace, jobs: list[str]) -> int:
             with engine(env):
                 # an engine of before `written_attempts` refuses the key, and shows written verdicts at once anyway
                 courses[label] = make_course(root / f"course-{label}", serve, due, manifest_file=manifest,
-                                             written_attempts="first" if env is None else None)
+                                             written_attempts="first" if label == baseline.THIS else None)
                 (root / f"expected-{label}").mkdir()
                 expected[label] = expected_scores(courses[label], mix, root / f"expected-{label}")
         faults: dict[str, dict[str, int]] = {label: dict.fromkeys(FAULTS, 0) for label in envs}
@@ -868,7 +885,8 @@ def compared_with_baseline(args: argparse.Namespace, jobs: list[str]) -> int:
         "sample_scores": expected, "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                                "python": platform.python_version()},
         "date": dt.date.today().isoformat(), "runs": runs, "medians": middle,
-        "ratios": baseline.ratios(middle, ["class"]), "faults": faults}}
+        "ratios": baseline.ratios(middle, ["class"]), "faults": faults,
+        **({"this": {"commit": baseline.commit_of("HEAD"), "patch": str(args.patch)}} if args.patch else {})}}
     kept = {key: value for key, value in previous.items() if key not in ("baseline", "earlier_baselines")}
     figures = {**kept, **baseline.kept_baselines(previous, figures)}
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -881,8 +899,9 @@ def compared_with_baseline(args: argparse.Namespace, jobs: list[str]) -> int:
 def baseline_rows(b: dict) -> list[str]:
     """The comparison as a table: each figure's medians and this version's over the revision's."""
     m, r = b["medians"], b["ratios"]
+    patched = f" (this: {b['this']['commit'][:7]} with {b['this']['patch']} applied)" if "this" in b else ""
     rows = [f"Against {b['rev']} ({b['commit'][:7]}): {b['students']} students x {b['attempts_each']} attempts from "
-            f"{b['clients']} clients, {b['rounds']} alternating rounds each, medians:", "",
+            f"{b['clients']} clients, {b['rounds']} alternating rounds each{patched}, medians:", "",
             f"| figure | {b['rev']} | this | this over {b['rev']} |", "|---|---|---|---|"]
     for name in BASELINE_FIGURES:
         rows.append(f"| {name.replace('_', ' ')} | {m[name]['baseline_class']} | {m[name]['this_class']} | "

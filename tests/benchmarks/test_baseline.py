@@ -67,6 +67,36 @@ def test_a_revision_is_unpacked_and_its_engine_is_the_one_that_loads(tmp_path):
     assert str(stop.value) == f"--baseline no-such-revision: no such commit in {ROOT}"
 
 
+def test_a_patch_is_applied_to_the_unpacked_revision_and_one_that_does_not_apply_is_refused(tmp_path):
+    patch = tmp_path / "readme.patch"
+    first, second = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:2]
+    patch.write_text(f"--- a/README.md\n+++ b/README.md\n@@ -1,2 +1,3 @@\n {first}\n+patched for the comparison\n"
+                     f" {second}\n", encoding="utf-8")
+    commit = baseline.commit_of("HEAD")
+    baseline.unpacked(commit, tmp_path / "patched", patch)
+    assert (tmp_path / "patched" / "README.md").read_text(encoding="utf-8").splitlines()[:2] == \
+        [first, "patched for the comparison"]
+    patch.write_text("--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-no such first line\n+x\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as stop:
+        baseline.unpacked(commit, tmp_path / "refused", patch)
+    assert str(stop.value).startswith(f"--patch {patch}: does not apply to {commit[:7]}")
+
+
+def test_the_shipped_patch_for_a_comparison_of_the_same_work_applies_to_this_commit(tmp_path):
+    """benchmarks/patches/ are part of the benchmark: one that no longer applies fails here, not at a lead's run."""
+    for patch in sorted((ROOT / "benchmarks" / "patches").glob("*.patch")):
+        baseline.unpacked(baseline.commit_of("HEAD"), tmp_path / patch.stem, patch)
+
+
+def test_a_patch_is_for_a_comparison_and_its_figures_go_to_a_file_of_their_own(serve_benchmark, capsys):
+    patch = ROOT / "benchmarks" / "patches" / "without_work_f6e097c_did_not_do.patch"
+    with pytest.raises(SystemExit) as stop:
+        serve_benchmark.parse_args(["--patch", str(patch)])
+    assert stop.value.code == 2 and "give --baseline REV with it" in capsys.readouterr().err
+    args = serve_benchmark.parse_args(["--baseline", "f6e097c", "--patch", str(patch)])
+    assert args.results == ROOT / "benchmarks" / "results" / "serve_without_work_f6e097c_did_not_do.json"
+
+
 def test_the_engine_the_service_benchmark_starts_is_the_baselines_only_inside_its_block(serve_benchmark,
                                                                                        monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
