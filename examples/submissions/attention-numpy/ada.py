@@ -1,5 +1,7 @@
 """Answer key of Attention from scratch (NumPy) (instructors only)."""
 
+from __future__ import annotations
+
 import numpy as np
 
 
