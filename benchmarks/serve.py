@@ -67,8 +67,9 @@ earlier revisions' baselines, under `earlier_baselines`, kept).
 
 With --patch FILE as well, "this qkv" is its last commit with FILE applied, unpacked as REV is: a comparison of the
 same work, where FILE takes out what this qkv does that REV did not (benchmarks/patches/without_work_f6e097c_did_not_do
-.patch: fresh numbers on every attempt, issue 47, and the scan of every request for control characters, issue 45), so
-that what is left is what the versions' code costs for the same work. Its figures go to serve_PATCH'S NAME.json.
+.patch: fresh numbers on every attempt, issue 47; the scan of every request for control characters, issue 45; and
+compiling a submission as Python compiles it, issue 23, which works out the annotations REV's samples carry), so that
+what is left is what the versions' code costs for the same work. Its figures go to serve_PATCH'S NAME.json.
 
     .venv/bin/python benchmarks/serve.py [--students 200] [--attempts 3] [--clients 50] [--looping 0.05]
                                          [--mix samples|realistic] [--postgresql [--web-processes 2]]

@@ -48,7 +48,8 @@ SECTIONS = (
     Section("serve_without_work_f6e097c_did_not_do", "serve.py", "`qkv serve` against f6e097c for the same work",
             "The class served by f6e097c (before issue 46) and by this qkv's last commit less the work f6e097c did "
             "not do (`--patch benchmarks/patches/without_work_f6e097c_did_not_do.patch`: no fresh numbers on every "
-            "attempt, no scan of requests for control characters), in alternating rounds.", own_report=True),
+            "attempt, no scan of requests for control characters, submissions compiled under the sandbox's own "
+            "`from __future__ import annotations` again), in alternating rounds.", own_report=True),
     Section("practice", "practice.py", "`qkv serve`'s practice and mock exam on loopback",
             "A class signing in, then practising written problems at once (answer to feedback: the answer's POST and "
             "the verdict's page), then opening a mock exam in the same minute and saving its items, each student a "
