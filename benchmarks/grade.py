@@ -17,7 +17,8 @@ The results file's keys: one figure per class, `qkv_py` (the key), `qkv_py_loops
 `qkv_notebooks`, `qkv_py_as_user` (the key as the user; where this run could not, `{"not_measured": why}`),
 `qkv_same_notebooks` (nbgrader's notebooks) and `nbgrader_autograde`, each with
 `submissions`, `wall_s`, `ms_per_submission` (wall / submissions * 1000) and `per_second`; qkv's also
-`peak_memory_mb`, `isolation`, `grader_cpu_s` (the trusted process's CPU seconds), and, when the nbgrader
+`peak_memory_mb`, `isolation`, `grader_cpu_s` (the trusted process's CPU seconds), `tree_cpu_s` (its whole
+process tree's, the sandbox's included, where a control group could be made: benchmarks/tree_cpu.py), and, when the nbgrader
 comparison ran, `nbgrader_ratio_per_submission` (nbgrader's ms per notebook over this class's ms per
 submission: issue 23's "250x below nbgrader" is this figure); `nbgrader_over_qkv` is nbgrader's wall over
 qkv's on the same notebooks. Where `qkv grade` has `--timings FILE`, each qkv figure has `stages`:
@@ -76,6 +77,7 @@ from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
 
 import as_user  # noqa: E402
+from tree_cpu import TreeCpu  # noqa: E402
 from baseline import BASELINE, THIS, alternating, commit_of, kept_baselines, medians, ratios, unpacked  # noqa: E402
 import summary  # noqa: E402
 
@@ -153,11 +155,11 @@ def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: di
     stages_file = out.with_name(f"{out.name}-timings.json")
     if timings:
         command += ["--timings", str(stages_file)]
-    command = wrap(command)
-    with PeakMemory() as memory:
+    with TreeCpu(out.name) as tree, PeakMemory() as memory:
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd)
+        done = subprocess.run(tree.wrap(wrap(command)), capture_output=True, text=True, env=env, cwd=cwd)
         wall = time.perf_counter() - start
+        tree_cpu = tree.seconds()
     assert done.returncode == 0, done.stderr[-2000:]
     grader_cpu = float(done.stderr.rsplit("QKV-GRADER-CPU", 1)[1].split()[0])
     with open(out / "gradebook.csv", newline="") as handle:
@@ -169,7 +171,9 @@ def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: di
               "isolation": ",".join(sorted(isolation)),
               # CPU seconds of the trusted grader process alone (a sandbox's processes are not all reaped by
               # their parents, so RUSAGE_CHILDREN would undercount them, and differently in each version)
-              "grader_cpu_s": round(grader_cpu, 2)}
+              "grader_cpu_s": round(grader_cpu, 2),
+              # the whole tree's, sandbox included, where a control group could be made (benchmarks/tree_cpu.py)
+              **({"tree_cpu_s": round(tree_cpu, 2)} if tree_cpu is not None else {})}
     return {**figure, "stages": read_stages(stages_file)} if timings else figure
 
 
@@ -302,7 +306,7 @@ def against_baseline(rev: str, rounds: int, class_size: int, work: Path) -> dict
         out = work / f"out-{label}-{name}-{round_}"
         timing = timed_grade(dist, folders[name], out, qkv, env, cwd)
         totals.setdefault(f"{label}_{name}", []).append(graded_totals(out))
-        return {measure: timing[measure] for measure in ("wall_s", "grader_cpu_s")}
+        return {measure: timing[measure] for measure in ("wall_s", "grader_cpu_s", "tree_cpu_s") if measure in timing}
 
     runs = alternating(rounds, list(folders), graded)
     middle = medians(runs)
@@ -420,7 +424,10 @@ def report(figures: dict) -> str:
                      f"submissions, medians of {b['rounds']} (then -> now, ratio):")
         classes = [(name, label) for name, label in (("py", ".py"), ("nb", "notebooks"), ("mixed", "mixed class"))
                    if name in b["ratios"]["wall_s"]]
-        for measure, what in (("wall_s", "wall s"), ("grader_cpu_s", "CPU s, the grader process")):
+        for measure, what in (("wall_s", "wall s"), ("grader_cpu_s", "CPU s, the grader process"),
+                              ("tree_cpu_s", "CPU s, its whole process tree (the sandbox's too)")):
+            if measure not in b["medians"]:  # no control group where it ran, or results of before
+                continue
             m, r = b["medians"][measure], b["ratios"][measure]
             lines.append(f"  {what}: " + "; ".join(f"{label} {m[f'baseline_{name}']} -> {m[f'this_{name}']} "
                                                    f"({r[name]}x)" for name, label in classes))

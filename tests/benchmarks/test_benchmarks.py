@@ -270,6 +270,12 @@ def test_the_report_of_a_baseline_gives_each_class_and_whether_the_totals_agree(
     del old["same_totals"]
     assert grade_benchmark.report({"baseline": old}).splitlines()[-1] == \
         "  CPU s, the grader process: .py 2.0 -> 2.0 (1.0x); notebooks 2.0 -> 2.0 (1.0x)"
+    # where the whole process tree's CPU was read (a control group could be made), its line follows the grader's
+    tree = baseline_figure("4c63494", 1.5)
+    tree["medians"]["tree_cpu_s"], tree["ratios"]["tree_cpu_s"] = tree["medians"]["wall_s"], tree["ratios"]["wall_s"]
+    assert grade_benchmark.report({"baseline": tree}).splitlines()[-2] == (
+        "  CPU s, its whole process tree (the sandbox's too): .py 2.0 -> 3.0 (1.5x); notebooks 2.0 -> 3.0 (1.5x); "
+        "mixed class 2.0 -> 3.0 (1.5x)")
 
 
 def test_a_new_baseline_keeps_the_earlier_ones_by_revision_and_one_of_the_same_revision_replaces_it(grade_benchmark):
@@ -301,7 +307,11 @@ def test_baseline_only_grades_each_class_with_both_versions_and_keeps_the_files_
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert (b["rev"], b["commit"], b["submissions"], b["rounds"]) == ("HEAD", head.strip(), 2, 1)
     classes = ("py", "nb", "mixed")
-    for measure in ("wall_s", "grader_cpu_s"):
+    # the process tree's CPU where this run could make a control group (as root here), else left out
+    with grade_benchmark.TreeCpu("probe") as probe:
+        measured = ("wall_s", "grader_cpu_s") + (("tree_cpu_s",) if probe.group is not None else ())
+    assert set(b["runs"]) == set(measured)
+    for measure in measured:
         runs = b["runs"][measure]
         assert sorted(runs) == sorted(f"{label}_{name}" for label in ("baseline", "this") for name in classes)
         assert all(len(values) == 1 and values[0] > 0 for values in runs.values())
