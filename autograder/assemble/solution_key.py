@@ -25,12 +25,7 @@ def key_answer(problem, assignment: Assignment, student: str | None) -> object:
 
 
 def key_module(assignment: Assignment, student: str | None = None) -> str:
-    """The key as one module. Its functions are the references' own code, helpers and annotations included, and
-    run as the references run: under `from __future__ import annotations`, as the modules they come from are, so
-    that a helper's annotations stay text and are not worked out on each call (a submission is compiled as Python
-    compiles it)."""
-    parts = [f'"""Answer key of {assignment.manifest.title} (instructors only)."""', "",
-             "from __future__ import annotations", "", TRACK_IMPORTS[assignment.track], ""]
+    parts = [f'"""Answer key of {assignment.manifest.title} (instructors only)."""', "", TRACK_IMPORTS[assignment.track], ""]
     for assigned in assignment.implement:
         parts.append("\n" + key_function(assigned.problem, assignment.track))
     answers = {a.problem.id: key_answer(a.problem, assignment, student) for a in assignment.written}

@@ -1,7 +1,5 @@
 """Answer key of Attention from scratch (NumPy) (instructors only)."""
 
-from __future__ import annotations
-
 import numpy as np
 
 
