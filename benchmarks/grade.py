@@ -77,7 +77,7 @@ from autograder.course.find import read_course  # noqa: E402
 from conftest import key_module, key_notebook  # noqa: E402
 
 import as_user  # noqa: E402
-from tree_cpu import TreeCpu  # noqa: E402
+from tree_cpu import CgroupCpu  # noqa: E402
 from baseline import BASELINE, THIS, alternating, commit_of, kept_baselines, medians, ratios, unpacked  # noqa: E402
 import summary  # noqa: E402
 
@@ -155,7 +155,7 @@ def timed_grade(dist: Path, subs: Path, out: Path, qkv: list[str] = QKV, env: di
     stages_file = out.with_name(f"{out.name}-timings.json")
     if timings:
         command += ["--timings", str(stages_file)]
-    with TreeCpu(out.name) as tree, PeakMemory() as memory:
+    with CgroupCpu(out.name) as tree, PeakMemory() as memory:
         start = time.perf_counter()
         done = subprocess.run(tree.wrap(wrap(command)), capture_output=True, text=True, env=env, cwd=cwd)
         wall = time.perf_counter() - start

@@ -19,10 +19,11 @@ from typing import Optional
 HIERARCHIES = ((Path("/sys/fs/cgroup/unified"), "cpu.stat", "usage_usec"),
                (Path("/sys/fs/cgroup"), "cpu.stat", "usage_usec"),
                (Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage", "nanoseconds"))
+WAIT_S = 60.0  # the longest its last processes are waited for, before the count is read
 JOIN = 'echo $$ > "$0/cgroup.procs" && exec "$@"'  # the shell joins the group, then becomes the command
 
 
-class TreeCpu:
+class CgroupCpu:
     """One command's group: `wrap` the command, run it, then `seconds()`; `close()` removes the group."""
 
     def __init__(self, name: str) -> None:
@@ -45,10 +46,11 @@ class TreeCpu:
         return command if self.group is None else ["sh", "-c", JOIN, str(self.group), *command]
 
     def seconds(self) -> Optional[float]:
-        """The tree's CPU seconds, read once its processes are gone (a few seconds at most); None without a group."""
+        """The tree's CPU seconds, read once its processes are gone (at most WAIT_S, a busy machine's worth); None
+        without a group."""
         if self.group is None:
             return None
-        for _ in range(50):
+        for _ in range(int(WAIT_S / 0.1)):
             if not (self.group / "cgroup.procs").read_text().strip():
                 break
             time.sleep(0.1)
@@ -61,14 +63,14 @@ class TreeCpu:
 
     def close(self) -> None:
         """Remove the group (once its processes are gone: a sandbox's last ones may take a moment)."""
-        for _ in range(50 if self.group is not None else 0):
+        for _ in range(int(WAIT_S / 0.1) if self.group is not None else 0):
             try:
                 self.group.rmdir()
                 return
             except OSError:
                 time.sleep(0.1)
 
-    def __enter__(self) -> "TreeCpu":
+    def __enter__(self) -> "CgroupCpu":
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -139,6 +139,8 @@ class IntParam(Strict):
     def _ordered(self) -> "IntParam":
         if self.range[0] > self.range[1]:
             raise ValueError("range must be [low, high] with low <= high")
+        if not (-2**63 <= self.range[0] and self.range[1] < 2**63):  # NumPy's int64, as every variant is drawn
+            raise ValueError("range must lie within 64-bit integers (-2**63 to 2**63 - 1)")
         return self
 
 

@@ -778,6 +778,8 @@ def test_outputs_are_compared_entry_by_entry(got, want, mismatch) -> None:
 @pytest.mark.parametrize("file, old, new, message", [
     ("positional/pe-entry.yaml", "range: [1, 30]", "range: [8, -4]", ":9: parameters.p: range must be [low, high]"),
     ("positional/pe-entry.yaml", "{ints: [], range", "{intz: [], range", ":9: parameters.p: a parameter is {ints"),
+    ("positional/pe-entry.yaml", "range: [1, 30]", "range: [1, 9223372036854775808]",
+     ":9: parameters.p: range must lie within 64-bit integers"),
     ("attention/softmax-rows.yaml", "{causal_mask: 6}", "{causal_mask: 0}",
      ":54: hidden_tests[1].kwargs.mask.causal_mask: Input should be greater than or equal to 1"),
     ("attention/softmax-rows.yaml", "dtype: bool}}", "dtype: int32}}", ":43: public_tests[1].kwargs.mask.dtype: Input should be"),

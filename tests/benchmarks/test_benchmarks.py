@@ -308,7 +308,7 @@ def test_baseline_only_grades_each_class_with_both_versions_and_keeps_the_files_
     assert (b["rev"], b["commit"], b["submissions"], b["rounds"]) == ("HEAD", head.strip(), 2, 1)
     classes = ("py", "nb", "mixed")
     # the process tree's CPU where this run could make a control group (as root here), else left out
-    with grade_benchmark.TreeCpu("probe") as probe:
+    with grade_benchmark.CgroupCpu("probe") as probe:
         measured = ("wall_s", "grader_cpu_s") + (("tree_cpu_s",) if probe.group is not None else ())
     assert set(b["runs"]) == set(measured)
     for measure in measured:

@@ -20,7 +20,7 @@ ORPHANING = (SPIN.format(seconds=0.3) + "import subprocess, sys\n"
 
 
 def test_the_tree_is_counted_a_child_nobody_waits_for_included():
-    with tree_cpu.TreeCpu("test") as tree:
+    with tree_cpu.CgroupCpu("test") as tree:
         if tree.group is None:
             pytest.skip("no control group can be made here (not root, no delegated cgroup): the figure is left out")
         subprocess.run(tree.wrap([sys.executable, "-c", ORPHANING]), check=True)
@@ -32,5 +32,5 @@ def test_the_tree_is_counted_a_child_nobody_waits_for_included():
 
 def test_where_no_group_can_be_made_the_command_runs_as_it_is_and_there_is_no_figure(tmp_path, monkeypatch):
     monkeypatch.setattr(tree_cpu, "HIERARCHIES", ((tmp_path / "no-cgroup", "cpu.stat", "usage_usec"),))
-    with tree_cpu.TreeCpu("test") as tree:
+    with tree_cpu.CgroupCpu("test") as tree:
         assert tree.wrap(["true"]) == ["true"] and tree.seconds() is None
